@@ -1,0 +1,3 @@
+from kueuetop.cli import main
+
+raise SystemExit(main())

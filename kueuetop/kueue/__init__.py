@@ -1,0 +1,1 @@
+"""Typed, immutable Kueue and Kubernetes objects parsed from API JSON (stdlib only)."""

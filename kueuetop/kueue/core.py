@@ -1,0 +1,155 @@
+"""Core Kubernetes kinds kueuetop reads: Node, Pod, Job, Namespace."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kueuetop.kueue.fields import object_fields
+from kueuetop.kueue.meta import Condition, Meta, condition_true, parse_conditions, parse_meta
+from kueuetop.kueue.pod_requests import PodShape, parse_pod_shape
+from kueuetop.kueue.scheduling_terms import Taint, parse_taints
+
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    meta: Meta
+    capacity: Mapping[str, int] = field(default_factory=dict)
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    conditions: tuple[Condition, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def ready(self) -> bool:
+        return condition_true(self.conditions, "Ready")
+
+    @property
+    def gpus(self) -> int:
+        return self.allocatable.get(GPU_RESOURCE, self.capacity.get(GPU_RESOURCE, 0))
+
+
+def parse_node(data: Mapping) -> Node:
+    f, _, _ = object_fields(data, "Node")
+    spec = f.sub("spec")
+    status = f.sub("status")
+    return Node(
+        meta=parse_meta(f),
+        capacity=status.resources("capacity"),
+        allocatable=status.resources("allocatable"),
+        taints=parse_taints(spec, "taints"),
+        unschedulable=spec.bool("unschedulable", False),
+        conditions=parse_conditions(status),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    meta: Meta
+    shape: PodShape
+    node_name: str = ""
+    phase: str = "Pending"
+    scheduling_gates: tuple[str, ...] = ()
+    conditions: tuple[Condition, ...] = ()
+    start_time: float | None = None
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def gpus(self) -> int:
+        return self.shape.requests.get(GPU_RESOURCE, 0)
+
+
+def parse_pod(data: Mapping) -> Pod:
+    f, _, _ = object_fields(data, "Pod")
+    spec = f.sub("spec")
+    status = f.sub("status")
+    return Pod(
+        meta=parse_meta(f),
+        shape=parse_pod_shape(spec),
+        node_name=spec.str("nodeName"),
+        phase=status.str("phase", "Pending"),
+        scheduling_gates=tuple(g.str("name") for g in spec.items("schedulingGates")),
+        conditions=parse_conditions(status),
+        start_time=status.time("startTime"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    meta: Meta
+    shape: PodShape
+    parallelism: int = 1
+    completions: int | None = None
+    suspend: bool = False
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    start_time: float | None = None
+    completion_time: float | None = None
+    conditions: tuple[Condition, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def pod_count(self) -> int:
+        """Pods Kueue asks quota for: parallelism, capped by completions (jobframework)."""
+        if self.completions is not None:
+            return min(self.parallelism, self.completions)
+        return self.parallelism
+
+
+def parse_job(data: Mapping) -> Job:
+    f, _, _ = object_fields(data, "Job")
+    spec = f.sub("spec")
+    status = f.sub("status")
+    return Job(
+        meta=parse_meta(f),
+        shape=parse_pod_shape(spec.sub("template").sub("spec")),
+        parallelism=spec.int("parallelism", 1, minimum=0),
+        completions=spec.opt_int("completions", minimum=0),
+        suspend=spec.bool("suspend", False),
+        active=status.int("active"),
+        succeeded=status.int("succeeded"),
+        failed=status.int("failed"),
+        start_time=status.time("startTime"),
+        completion_time=status.time("completionTime"),
+        conditions=parse_conditions(status),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    meta: Meta
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        # The API server always sets this label; Kueue's namespaceSelector can rely on it.
+        return {"kubernetes.io/metadata.name": self.meta.name, **self.meta.labels}
+
+
+def parse_namespace(data: Mapping) -> Namespace:
+    f, _, _ = object_fields(data, "Namespace")
+    return Namespace(parse_meta(f))

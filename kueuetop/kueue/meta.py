@@ -1,0 +1,104 @@
+"""Metadata shared by all kinds: object identity, conditions, owner references."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kueuetop.kueue.fields import Fields
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    creation: float | None = None
+    deletion: float | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    owners: tuple[OwnerRef, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    def controller(self) -> OwnerRef | None:
+        for o in self.owners:
+            if o.controller:
+                return o
+        return None
+
+
+def parse_meta(f: Fields) -> Meta:
+    m = f.sub("metadata", required=True)
+    owners = tuple(
+        OwnerRef(
+            api_version=o.str("apiVersion"), kind=o.str("kind"), name=o.str("name"),
+            uid=o.str("uid"), controller=o.bool("controller", False),
+        )
+        for o in m.items("ownerReferences")
+    )
+    return Meta(
+        name=m.str("name", required=True),
+        namespace=m.str("namespace"),
+        uid=m.str("uid"),
+        resource_version=m.str("resourceVersion"),
+        generation=m.int("generation"),
+        creation=m.time("creationTimestamp"),
+        deletion=m.time("deletionTimestamp"),
+        labels=m.str_map("labels"),
+        annotations=m.str_map("annotations"),
+        owners=owners,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: str  # "True" | "False" | "Unknown"
+    reason: str = ""
+    message: str = ""
+    last_transition: float | None = None
+    observed_generation: int | None = None
+
+    @property
+    def is_true(self) -> bool:
+        return self.status == "True"
+
+
+def parse_conditions(f: Fields, key: str = "conditions") -> tuple[Condition, ...]:
+    out = []
+    for c in f.items(key):
+        out.append(Condition(
+            type=c.str("type", required=True),
+            status=c.enum("status", ("True", "False", "Unknown"), "Unknown"),
+            reason=c.str("reason"),
+            message=c.str("message"),
+            last_transition=c.time("lastTransitionTime"),
+            observed_generation=c.opt_int("observedGeneration"),
+        ))
+    return tuple(out)
+
+
+def find_condition(conditions: tuple[Condition, ...], type_: str) -> Condition | None:
+    for c in conditions:
+        if c.type == type_:
+            return c
+    return None
+
+
+def condition_true(conditions: tuple[Condition, ...], type_: str) -> bool:
+    c = find_condition(conditions, type_)
+    return c is not None and c.status == "True"

@@ -1,0 +1,251 @@
+"""Workload: a job's scheduling request as Kueue sees it (kueue.x-k8s.io/v1beta2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kueuetop.kueue.api_versions import to_v1beta2
+from kueuetop.kueue.fields import Fields, object_fields
+from kueuetop.kueue.meta import Condition, Meta, condition_true, find_condition, parse_conditions, parse_meta
+from kueuetop.kueue.pod_requests import PodShape, parse_pod_shape
+
+PRIORITY_BOOST_ANNOTATION = "kueue.x-k8s.io/priority-boost"
+ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
+
+# (flavor, resource) → Kueue resource value
+FlavorResource = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    name: str
+    count: int
+    shape: PodShape
+    min_count: int | None = None
+
+    @property
+    def requests(self) -> Mapping[str, int]:
+        """Per-pod requests."""
+        return self.shape.requests
+
+    def total(self, count: int | None = None) -> dict[str, int]:
+        n = self.count if count is None else count
+        return {k: v * n for k, v in self.shape.requests.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetAssignment:
+    name: str
+    flavors: Mapping[str, str]  # resource → flavor
+    resource_usage: Mapping[str, int]
+    count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    cluster_queue: str
+    pod_set_assignments: tuple[PodSetAssignment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CheckState:
+    name: str
+    state: str
+    message: str = ""
+    last_transition: float | None = None
+    requeue_after_seconds: int | None = None
+    retry_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RequeueState:
+    count: int = 0
+    requeue_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionCount:
+    reason: str
+    underlying_cause: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    meta: Meta
+    queue_name: str
+    pod_sets: tuple[PodSet, ...]
+    priority: int = 0
+    priority_class_name: str = ""
+    priority_class_kind: str = ""  # "WorkloadPriorityClass" | "PriorityClass" | ""
+    active: bool = True
+    maximum_execution_time_seconds: int | None = None
+    conditions: tuple[Condition, ...] = ()
+    admission: Admission | None = None
+    requeue_state: RequeueState | None = None
+    admission_checks: tuple[CheckState, ...] = ()
+    reclaimable_pods: Mapping[str, int] = field(default_factory=dict)
+    accumulated_execution_seconds: int = 0
+    evictions: tuple[EvictionCount, ...] = ()
+
+    # identity -----------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.meta.namespace, self.meta.name)
+
+    @property
+    def uid(self) -> str:
+        return self.meta.uid
+
+    @property
+    def effective_priority(self) -> int:
+        """spec.priority plus the (alpha) priority-boost annotation."""
+        boost = self.meta.annotations.get(PRIORITY_BOOST_ANNOTATION)
+        if boost:
+            try:
+                return self.priority + int(boost)
+            except ValueError:
+                pass
+        return self.priority
+
+    # conditions ---------------------------------------------------------------
+    def condition(self, type_: str) -> Condition | None:
+        return find_condition(self.conditions, type_)
+
+    def is_true(self, type_: str) -> bool:
+        return condition_true(self.conditions, type_)
+
+    @property
+    def has_quota_reservation(self) -> bool:
+        return self.is_true("QuotaReserved")
+
+    @property
+    def is_admitted(self) -> bool:
+        return self.is_true("Admitted")
+
+    @property
+    def is_finished(self) -> bool:
+        return self.is_true("Finished")
+
+    @property
+    def is_evicted(self) -> bool:
+        return self.is_true("Evicted")
+
+    def check_state(self, name: str) -> CheckState | None:
+        for c in self.admission_checks:
+            if c.name == name:
+                return c
+        return None
+
+    # quota --------------------------------------------------------------------
+    def usage(self) -> dict[FlavorResource, int]:
+        """Quota held by the admission: per (flavor, resource), minus reclaimable pods.
+
+        Kueue's workload.Info.FlavorResourceUsage: resourceUsage of each podSetAssignment,
+        scaled down by status.reclaimablePods (dynamic reclaim).
+        """
+        out: dict[FlavorResource, int] = {}
+        if self.admission is None:
+            return out
+        by_name = {ps.name: ps for ps in self.pod_sets}
+        for psa in self.admission.pod_set_assignments:
+            usage = dict(psa.resource_usage)
+            reclaim = self.reclaimable_pods.get(psa.name, 0)
+            ps = by_name.get(psa.name)
+            if reclaim and ps is not None:
+                count = psa.count if psa.count is not None else ps.count
+                kept = max(0, count - reclaim)
+                usage = {r: v * kept for r, v in ps.requests.items()}
+            for resource, value in usage.items():
+                flavor = psa.flavors.get(resource)
+                if flavor is None:
+                    continue  # resource not governed by the ClusterQueue
+                key = (flavor, resource)
+                out[key] = out.get(key, 0) + value
+        return out
+
+
+def _parse_pod_set(p: Fields) -> PodSet:
+    name = p.str("name", "main")
+    count = p.int("count", 1, minimum=0)
+    min_count = p.opt_int("minCount", minimum=1)
+    if min_count is not None and min_count > count:
+        raise p.error("minCount", f"must be <= count ({count}), got {min_count}")
+    shape = parse_pod_shape(p.sub("template").sub("spec"))
+    return PodSet(name=name, count=count, shape=shape, min_count=min_count)
+
+
+def _parse_admission(status: Fields) -> Admission | None:
+    if not status.has("admission"):
+        return None
+    a = status.sub("admission")
+    psas = []
+    for psa in a.items("podSetAssignments"):
+        flavors = psa.str_map("flavors")
+        psas.append(PodSetAssignment(
+            name=psa.str("name", "main"),
+            flavors=flavors,
+            resource_usage=psa.resources("resourceUsage"),
+            count=psa.opt_int("count", minimum=0),
+        ))
+    return Admission(cluster_queue=a.str("clusterQueue", required=True), pod_set_assignments=tuple(psas))
+
+
+def parse_workload(data: Mapping) -> Workload:
+    f, _, _ = object_fields(to_v1beta2(data), "Workload")
+    spec = f.sub("spec")
+    status = f.sub("status")
+    pod_sets = tuple(_parse_pod_set(p) for p in spec.items("podSets", required=True))
+    if not pod_sets:
+        raise spec.error("podSets", "at least one pod set is required")
+    names = [ps.name for ps in pod_sets]
+    if len(set(names)) != len(names):
+        raise spec.error("podSets", f"duplicate pod set names {names}")
+    ref = spec.sub("priorityClassRef")
+    rq = status.sub("requeueState")
+    requeue = RequeueState(rq.int("count"), rq.time("requeueAt")) if status.has("requeueState") else None
+    checks = tuple(
+        CheckState(
+            name=c.str("name", required=True),
+            state=c.enum("state", CHECK_STATES, "Pending"),
+            message=c.str("message"),
+            last_transition=c.time("lastTransitionTime"),
+            requeue_after_seconds=c.opt_int("requeueAfterSeconds"),
+            retry_count=c.int("retryCount"),
+        )
+        for c in status.items("admissionChecks")
+    )
+    reclaimable = {r.str("name", required=True): r.int("count", minimum=0) for r in status.items("reclaimablePods")}
+    evictions = tuple(
+        EvictionCount(e.str("reason"), e.str("underlyingCause"), e.int("count"))
+        for e in status.sub("schedulingStats").items("evictions")
+    )
+    return Workload(
+        meta=parse_meta(f),
+        queue_name=spec.str("queueName"),
+        pod_sets=pod_sets,
+        priority=spec.int("priority"),
+        priority_class_name=ref.str("name"),
+        priority_class_kind=ref.str("kind"),
+        active=spec.bool("active", True),
+        maximum_execution_time_seconds=spec.opt_int("maximumExecutionTimeSeconds", minimum=1),
+        conditions=parse_conditions(status),
+        admission=_parse_admission(status),
+        requeue_state=requeue,
+        admission_checks=checks,
+        reclaimable_pods=reclaimable,
+        accumulated_execution_seconds=status.int("accumulatedPastExecutionTimeSeconds"),
+        evictions=evictions,
+    )
