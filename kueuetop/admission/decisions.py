@@ -111,4 +111,16 @@ class MarkAdmitted:
     message: str = "The workload is admitted"
 
 
-Decision = Admit | Preempt | Pending | Evict | ReleaseReservation | Deactivate | Requeue | MarkAdmitted
+@dataclass(frozen=True, slots=True)
+class ResetRequeueState:
+    """An inactive workload that is already evicted: drop status.requeueState and DeactivationTarget.
+
+    Kueue's workload controller does this for deactivated workloads (the deactivation "prepare"
+    step), which is how deactivate + reactivate resets a backoff.
+    """
+
+    workload: WorkloadKey
+
+
+Decision = (Admit | Preempt | Pending | Evict | ReleaseReservation | Deactivate | Requeue | MarkAdmitted
+            | ResetRequeueState)

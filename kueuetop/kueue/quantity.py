@@ -25,8 +25,9 @@ _DECIMAL = {
 }
 _RE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(.*)$")
 _EXP = re.compile(r"^[eE]([+-]?\d+)$")
-# Larger magnitudes than this are not representable by Kubernetes (int64 milli-values).
-_MAX = Fraction(2**63)
+# apimachinery's Value()/MilliValue() saturate at int64 rather than fail: a quota such as the
+# seeds' "1000000000Ti" (meaning "unlimited") is valid and compares as the largest int64.
+INT64_MAX = 2**63 - 1
 
 CPU = "cpu"
 
@@ -61,16 +62,13 @@ def parse_quantity(value: object) -> Fraction:
         if abs(exp) > 30:
             raise QuantityError(f"not a quantity: {value!r} (exponent out of range)")
         amount *= Fraction(10) ** exp
-    if amount >= _MAX:
-        raise QuantityError(f"quantity too large: {value!r}")
     return -amount if sign == "-" else amount
 
 
 def resource_value(resource: str, quantity: Fraction) -> int:
     """The integer Kueue uses for quota arithmetic: milli-cpu, else whole units rounded up."""
-    if resource == CPU:
-        return math.ceil(quantity * 1000)
-    return math.ceil(quantity)
+    v = math.ceil(quantity * 1000) if resource == CPU else math.ceil(quantity)
+    return max(-INT64_MAX - 1, min(INT64_MAX, v))
 
 
 def parse_resource_value(resource: str, value: object) -> int:

@@ -28,10 +28,16 @@ def test_every_suffix_parses_exactly(text, expected):
     assert parse_quantity(text) == expected
 
 
-@pytest.mark.parametrize("bad", ["", "abc", "1x", "1KiB", "--1", "1e", "1.2.3", "Gi", None, True, [], "1e99"])
+@pytest.mark.parametrize("bad", ["", "abc", "1x", "1KiB", "--1", "1e", "1.2.3", "Gi", None, True, [], "1e99", "nan", "inf"])
 def test_bad_quantities_raise(bad):
     with pytest.raises(QuantityError):
         parse_quantity(bad)
+
+
+def test_huge_quantities_saturate_like_kubernetes():
+    # Seeds write "1000000000Ti" for an unlimited quota; Value() saturates at int64.
+    assert parse_resource_value("ephemeral-storage", "1000000000Ti") == 2**63 - 1
+    assert parse_resource_value("cpu", "1E") == 2**63 - 1
 
 
 def test_no_float_drift():

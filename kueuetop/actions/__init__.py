@@ -1,0 +1,1 @@
+"""kueuetop's operator actions: hold, resume, requeue, preempt, and queue stop policies."""

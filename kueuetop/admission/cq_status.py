@@ -1,0 +1,140 @@
+"""ClusterQueue and LocalQueue `Active` conditions (reference/kueue.md §2.2, §3).
+
+Mirrors Kueue's clusterQueue.inactiveReason: every applicable problem is collected, the first
+reason wins and the message joins all details ("Can't admit new workloads: is stopped, …").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kueuetop.admission.quota_tree import FR, QuotaTree
+from kueuetop.admission.snapshot import ClusterSnapshot
+from kueuetop.kueue.cluster_queue import STOP_NONE, FlavorUsage
+from kueuetop.kueue.workload import Workload
+
+READY = "Ready"
+STOPPED = "Stopped"
+FLAVOR_NOT_FOUND = "FlavorNotFound"
+ADMISSION_CHECK_NOT_FOUND = "AdmissionCheckNotFound"
+ADMISSION_CHECK_INACTIVE = "AdmissionCheckInactive"
+COHORT_CYCLE = "CohortCycleDetected"
+CQ_DOES_NOT_EXIST = "ClusterQueueDoesNotExist"
+CQ_IS_INACTIVE = "ClusterQueueIsInactive"
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveStatus:
+    active: bool
+    reason: str
+    message: str
+
+
+def _go_list(items: list[str]) -> str:
+    return "[" + " ".join(items) + "]"  # Go's %v of a []string
+
+
+def _cohort_has_cycle(snapshot: ClusterSnapshot, cohort: str) -> bool:
+    seen: set[str] = set()
+    cur = cohort
+    while cur and cur not in seen:
+        seen.add(cur)
+        obj = snapshot.cohorts.get(cur)
+        cur = obj.parent if obj else ""
+    return bool(cur)
+
+
+# Activity depends only on queues, flavors, checks and cohorts, which a simulator or store keeps
+# as the same mapping objects across many snapshots; memoize on their identity (the cache holds
+# the mappings themselves, so an identity is never reused while cached).
+_memo_parts: tuple | None = None
+_memo: dict[str, ActiveStatus] = {}
+
+
+def cluster_queue_active(snapshot: ClusterSnapshot, name: str) -> ActiveStatus:
+    global _memo_parts, _memo
+    parts = (snapshot.cluster_queues, snapshot.flavors, snapshot.admission_checks, snapshot.cohorts)
+    if _memo_parts is None or any(a is not b for a, b in zip(parts, _memo_parts, strict=True)):
+        _memo_parts, _memo = parts, {}
+    st = _memo.get(name)
+    if st is None:
+        st = _memo[name] = _cluster_queue_active(snapshot, name)
+    return st
+
+
+def _cluster_queue_active(snapshot: ClusterSnapshot, name: str) -> ActiveStatus:
+    cq = snapshot.cluster_queues.get(name)
+    if cq is None:
+        return ActiveStatus(False, CQ_DOES_NOT_EXIST, f"ClusterQueue {name} doesn't exist")
+    if cq.meta.deletion is not None:
+        return ActiveStatus(False, "Terminating", "Can't admit new workloads; clusterQueue is terminating")
+    reasons: list[str] = []
+    messages: list[str] = []
+    if cq.stop_policy != STOP_NONE:
+        reasons.append(STOPPED)
+        messages.append("is stopped")
+    missing = sorted({f for f in cq.flavor_names() if f not in snapshot.flavors})
+    if missing:
+        reasons.append(FLAVOR_NOT_FOUND)
+        messages.append(f"references missing ResourceFlavor(s): {_go_list(missing)}")
+    checks = [c.name for c in cq.admission_checks]
+    missing_checks = sorted({c for c in checks if c not in snapshot.admission_checks})
+    if missing_checks:
+        reasons.append(ADMISSION_CHECK_NOT_FOUND)
+        messages.append(f"references missing AdmissionCheck(s): {_go_list(missing_checks)}")
+    inactive_checks = sorted({c for c in checks if c in snapshot.admission_checks
+                              and not snapshot.admission_checks[c].active})
+    if inactive_checks:
+        reasons.append(ADMISSION_CHECK_INACTIVE)
+        messages.append(f"references inactive AdmissionCheck(s): {_go_list(inactive_checks)}")
+    if cq.cohort and _cohort_has_cycle(snapshot, cq.cohort):
+        reasons.append(COHORT_CYCLE)
+        messages.append(f'Cohort "{cq.cohort}" has a cycle in hierarchy.')
+    if not reasons:
+        return ActiveStatus(True, READY, "Can admit new workloads")
+    return ActiveStatus(False, reasons[0], "Can't admit new workloads: " + ", ".join(messages))
+
+
+def active_cluster_queues(snapshot: ClusterSnapshot) -> dict[str, ActiveStatus]:
+    return {name: cluster_queue_active(snapshot, name) for name in snapshot.cluster_queues}
+
+
+def local_queue_active(snapshot: ClusterSnapshot, key: tuple[str, str]) -> ActiveStatus:
+    lq = snapshot.local_queues.get(key)
+    if lq is None:
+        return ActiveStatus(False, "NotFound", f"LocalQueue {key[0]}/{key[1]} doesn't exist")
+    if lq.stop_policy != STOP_NONE:
+        return ActiveStatus(False, STOPPED, "LocalQueue is stopped")
+    if lq.cluster_queue not in snapshot.cluster_queues:
+        return ActiveStatus(False, CQ_DOES_NOT_EXIST, "Can't submit new workloads to clusterQueue")
+    if not cluster_queue_active(snapshot, lq.cluster_queue).active:
+        return ActiveStatus(False, CQ_IS_INACTIVE, "Can't submit new workloads to clusterQueue")
+    return ActiveStatus(True, READY, "Can submit new workloads to localQueue")
+
+
+def usage_rows(tree: QuotaTree, cq_name: str, usage: Mapping[FR, int]) -> tuple[FlavorUsage, ...]:
+    """status.flavorsReservation / flavorsUsage rows, in spec order, with `borrowed` above nominal."""
+    snapshot_cq = tree.cq(cq_name)
+    if snapshot_cq is None:
+        return ()
+    rows = []
+    for fr, q in snapshot_cq.quotas.items():
+        total = usage.get(fr, 0)
+        rows.append(FlavorUsage(fr[0], fr[1], total, max(0, total - q.nominal)))
+    return tuple(rows)
+
+
+def split_usage(workloads: list[Workload]) -> tuple[dict[FR, int], dict[FR, int]]:
+    """(reservation, admitted usage) of the workloads holding quota in one ClusterQueue."""
+    reserved: dict[FR, int] = {}
+    admitted: dict[FR, int] = {}
+    for wl in workloads:
+        if wl.is_finished or not wl.has_quota_reservation:
+            continue
+        u = wl.usage()
+        for fr, v in u.items():
+            reserved[fr] = reserved.get(fr, 0) + v
+            if wl.is_admitted:
+                admitted[fr] = admitted.get(fr, 0) + v
+    return reserved, admitted

@@ -1,0 +1,324 @@
+"""One scheduling cycle (Kueue's scheduler.schedule, reference/kueue.md §6.2).
+
+heads (one per active CQ) → nominate (flavors, preemption targets, partial admission) → order
+(borrowing level, priority, FIFO; or the fair-sharing tournament) → process against one quota
+snapshot whose usage accumulates → decisions, and the queue state for the next cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from kueuetop.admission import decisions as d
+from kueuetop.admission.cq_status import cluster_queue_active
+from kueuetop.admission.fair_sharing import TournamentEntry, tournament_order
+from kueuetop.admission.flavor_assignment import (
+    FIT,
+    NO_FIT,
+    PREEMPT,
+    AssignContext,
+    AssignmentResult,
+    assign_flavors,
+    pending_reason,
+)
+from kueuetop.admission.partial_admission import can_be_partially_admitted, reduce_counts
+from kueuetop.admission.preemption import (
+    PreemptionContext,
+    Target,
+    get_targets,
+    make_oracle,
+    preemption_message,
+)
+from kueuetop.admission.queue_order import heads
+from kueuetop.admission.queue_state import LastAssignment, QueueState
+from kueuetop.admission.quota_tree import FR, QuotaStructure, QuotaTree
+from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
+from kueuetop.admission.workload_index import WorkloadIndex, queue_order_timestamp
+from kueuetop.kueue.cluster_queue import ANY, STRICT_FIFO
+from kueuetop.kueue.workload import Workload
+
+# requeue reasons (Kueue queue.RequeueReason)
+GENERIC, NAMESPACE_MISMATCH, FAILED_AFTER_NOMINATION, PENDING_PREEMPTION = (
+    "", "NamespaceMismatch", "FailedAfterNomination", "PendingPreemption")
+NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+OVERLAPPING = "Workload has overlapping preemption targets with another workload"
+
+
+@dataclass
+class Nomination:
+    """A head with what nomination found; explain() and what-if read this too."""
+
+    workload: Workload
+    cluster_queue: str
+    assignment: AssignmentResult | None = None
+    targets: list[Target] = field(default_factory=list)
+    message: str = ""
+    reason: str = ""  # granular QuotaReserved reason if not admitted
+    requeue: str = GENERIC
+    status: str = ""  # "" (not nominated) | skipped | nominated | assumed
+    preempting: int = 0
+
+    @property
+    def mode(self) -> str:
+        return self.assignment.mode if self.assignment is not None else NO_FIT
+
+    @property
+    def usage(self) -> Mapping[FR, int]:
+        return self.assignment.usage if self.assignment is not None else {}
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    decisions: tuple[d.Decision, ...]
+    state: QueueState
+    nominations: tuple[Nomination, ...] = ()
+
+
+@dataclass
+class CycleContext:
+    """Everything one cycle shares: snapshot, index, quota tree (cycle copy), activity."""
+
+    snapshot: ClusterSnapshot
+    state: QueueState
+    index: WorkloadIndex
+    tree: QuotaTree
+    active: dict[str, bool]
+    now: float
+
+    @staticmethod
+    def build(snapshot: ClusterSnapshot, state: QueueState, now: float) -> CycleContext:
+        index = state.workload_index(snapshot)
+        structure = QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts)
+        tree = QuotaTree.build(structure, index.cq_usage)
+        active = {n: cluster_queue_active(snapshot, n).active for n in snapshot.cluster_queues}
+        return CycleContext(snapshot, state, index, tree, active, now)
+
+
+def _failed_checks(wl: Workload) -> bool:
+    return any(c.state in ("Retry", "Rejected") for c in wl.admission_checks)
+
+
+def _preemption_ctx(cc: CycleContext, wl: Workload, cq_name: str, frs: set[FR],
+                    usage: Mapping[FR, int]) -> PreemptionContext:
+    cq = cc.snapshot.cluster_queues[cq_name]
+    node = cc.tree.cq(cq_name)
+    assert node is not None
+    return PreemptionContext(cc.tree, cc.index, cc.snapshot.cluster_queues, wl, cq, node, frs, usage,
+                             cc.snapshot.config, cc.now)
+
+
+def _assign(cc: CycleContext, wl: Workload, cq_name: str, counts: list[int] | None) -> AssignmentResult:
+    cq = cc.snapshot.cluster_queues[cq_name]
+    node = cc.tree.cq(cq_name)
+    assert node is not None
+    cfg = cc.snapshot.config
+    actx = AssignContext(wl, cq, node, cc.tree, cc.snapshot.flavors, cc.state.last_assignment(cq, wl),
+                         cfg.fair_sharing is not None,
+                         make_oracle(_preemption_ctx(cc, wl, cq_name, set(), {})), cfg.flavor_fungibility)
+    return assign_flavors(actx, counts)
+
+
+def _targets(cc: CycleContext, wl: Workload, cq_name: str, a: AssignmentResult) -> list[Target]:
+    return get_targets(_preemption_ctx(cc, wl, cq_name, a.frs_needing_preemption(), a.usage))
+
+
+def nominate(cc: CycleContext, wl: Workload, cq_name: str) -> Nomination:
+    """Kueue's nominate for one head: why it can't be considered, or its assignment + targets."""
+    n = Nomination(wl, cq_name)
+    snap = cc.snapshot
+    cq = snap.cluster_queues.get(cq_name)
+    if _failed_checks(wl):
+        n.message, n.reason = "The workload has failed admission checks", "Pending"
+    elif cq is not None and not cc.active.get(cq_name, False):
+        n.message, n.reason = f"ClusterQueue {cq_name} is inactive", "Suspended"
+    elif cq is None:
+        n.message, n.reason = f"ClusterQueue {cq_name} not found", "Misconfigured"
+    elif cq.namespace_selector is None or not cq.namespace_selector.matches(snap.namespace_labels(wl.namespace)):
+        n.message, n.reason = "Workload namespace doesn't match ClusterQueue selector", "Misconfigured"
+        n.requeue = NAMESPACE_MISMATCH
+    else:
+        full = _assign(cc, wl, cq_name, None)
+        n.assignment = full
+        if full.mode == PREEMPT:
+            n.targets = _targets(cc, wl, cq_name, full)
+        if full.mode != FIT and not n.targets and snap.config.partial_admission \
+                and can_be_partially_admitted(wl.pod_sets):
+            def attempt(counts: list[int]) -> tuple[AssignmentResult, list[Target]] | None:
+                a = _assign(cc, wl, cq_name, counts)
+                if a.mode == FIT:
+                    return a, []
+                if a.mode == PREEMPT:
+                    t = _targets(cc, wl, cq_name, a)
+                    if t:
+                        return a, t
+                return None
+            found = reduce_counts(wl.pod_sets, attempt)
+            if found is not None:
+                n.assignment, n.targets = found
+        n.message = n.assignment.message()
+        n.reason = pending_reason(n.assignment)
+    return n
+
+
+def _resources_to_reserve(cc: CycleContext, n: Nomination) -> dict[FR, int]:
+    """Capacity a preempting head without targets holds back this cycle (quotaResourcesToReserve)."""
+    node = cc.tree.cq(n.cluster_queue)
+    assert node is not None and n.assignment is not None
+    out: dict[FR, int] = {}
+    for fr, u in n.assignment.usage.items():
+        q = node.quota(fr)
+        used = cc.tree.used(node, fr)
+        if n.assignment.borrows:
+            out[fr] = u if q.borrowing_limit is None else min(u, q.nominal + q.borrowing_limit - used)
+        else:
+            out[fr] = max(0, min(u, q.nominal - used))
+    return out
+
+
+def _fits_after_removal(cc: CycleContext, n: Nomination, removed: list[Target]) -> bool:
+    tree = cc.tree
+    node = tree.cq(n.cluster_queue)
+    assert node is not None
+    for t in removed:
+        tree.remove_usage(tree.cq(t.cluster_queue), t.usage)  # type: ignore[arg-type]
+    ok = tree.fits(node, n.usage)
+    for t in removed:
+        tree.add_usage(tree.cq(t.cluster_queue), t.usage)  # type: ignore[arg-type]
+    return ok
+
+
+def _pods_ready_blocked(cc: CycleContext) -> bool:
+    wfpr = cc.snapshot.config.wait_for_pods_ready
+    if wfpr is None or not wfpr.block_admission:
+        return False
+    for per_cq in cc.index.reserving.values():
+        for e in per_cq.values():
+            if e.wl.is_admitted and not e.wl.is_true("PodsReady"):
+                return True
+    return False
+
+
+def _order(cc: CycleContext, noms: list[Nomination]):
+    """Classical: smaller borrowing level, higher priority, FIFO. FS: the tournament."""
+    cfg = cc.snapshot.config
+    prio = cfg.priority_sorting_within_cohort
+
+    def key(n: Nomination) -> tuple:
+        a = n.assignment
+        return (a.borrowing if a else 0, -n.workload.effective_priority if prio else 0,
+                queue_order_timestamp(n.workload, cfg))
+
+    ordered = sorted(noms, key=key)
+    if cfg.fair_sharing is None:
+        yield from ordered
+        return
+    entries = [TournamentEntry(cc.tree.cq(n.cluster_queue), n.usage,  # type: ignore[arg-type]
+                               n.workload.effective_priority, queue_order_timestamp(n.workload, cfg), n)
+               for n in ordered if n.assignment is not None and n.mode != NO_FIT]
+    rest = [n for n in ordered if n.assignment is None or n.mode == NO_FIT]
+    for e in tournament_order(cc.tree, entries, prio):
+        yield e.payload
+    yield from rest
+
+
+def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = None) -> CycleResult:
+    """One scheduling cycle over `snapshot` at time `now`."""
+    state = state or QueueState()
+    cc = CycleContext.build(snapshot, state, now)
+    cfg = snapshot.config
+    noms = [nominate(cc, wl, cc.index.entries[wl.key].cq) for wl in heads(snapshot, state, now, cc.index, cc.active)]
+    decisions: list[d.Decision] = []
+    preempted: dict[WorkloadKey, Target] = {}
+    blocked = _pods_ready_blocked(cc)
+    granular = cfg.feature_gates.get("UnadmittedWorkloadsObservability", False)
+
+    for n in _order(cc, noms):
+        if n.assignment is None or n.mode == NO_FIT:
+            continue
+        node = cc.tree.cq(n.cluster_queue)
+        assert node is not None
+        cq = snapshot.cluster_queues[n.cluster_queue]
+        if n.mode == PREEMPT and not n.targets:
+            # Hold capacity so lower-priority heads elsewhere can't take it this cycle, unless
+            # this CQ can always reclaim it later (reclaimWithinCohort=Any).
+            if cq.preemption.reclaim_within_cohort != ANY:
+                cc.tree.add_usage(node, _resources_to_reserve(cc, n))
+            continue
+        if any(t.workload.key in preempted for t in n.targets):
+            n.status, n.message, n.reason = "skipped", OVERLAPPING, "WaitingForQuota"
+            continue
+        if not _fits_after_removal(cc, n, [*preempted.values(), *n.targets]):
+            n.status, n.message, n.reason = "skipped", NO_LONGER_FITS, "WaitingForQuota"
+            continue
+        for t in n.targets:
+            preempted[t.workload.key] = t
+        cc.tree.add_usage(node, n.usage)
+        if n.mode == PREEMPT:
+            for t in n.targets:
+                if not t.workload.is_evicted:  # already being evicted: nothing new to send
+                    decisions.append(d.Preempt(t.workload.key, n.workload.key, t.reason,
+                                               preemption_message(n.workload, t.reason)))
+            n.preempting = len(n.targets)
+            n.message += f". Pending the preemption of {n.preempting} workload(s)"
+            n.reason, n.requeue = "WaitingForPreemptedWorkloads", PENDING_PREEMPTION
+            continue
+        if blocked:
+            n.status = "nominated"
+            n.message = "waiting for all admitted workloads to be in PodsReady condition"
+            n.reason = "WaitingForPodsReady" if granular else "Waiting"
+            continue
+        n.status = "assumed"
+        assignment = n.assignment
+        decisions.append(d.Admit(n.workload.key, n.cluster_queue, assignment.to_assignments(),
+                                 cq.checks_for_flavors(assignment.flavor_set()), assignment.borrows))
+
+    new_state = _next_state(cc, noms)
+    for n in noms:
+        if n.status == "assumed":
+            continue
+        reason = n.reason if granular else ("Waiting" if n.reason == "Waiting" else "Pending")
+        decisions.append(d.Pending(n.workload.key, reason, n.message, _goes_inadmissible(cc, n),
+                                   n.preempting))
+    return CycleResult(tuple(decisions), new_state, tuple(noms))
+
+
+def _goes_inadmissible(cc: CycleContext, n: Nomination) -> bool:
+    """requeueIfNotPresent: StrictFIFO keeps the head unless the namespace doesn't match;
+    BestEffortFIFO parks it unless it failed after nomination or waits for its preemptions."""
+    cq = cc.snapshot.cluster_queues.get(n.cluster_queue)
+    requeue = n.requeue
+    if n.status and requeue == GENERIC:
+        requeue = FAILED_AFTER_NOMINATION
+    if cq is not None and cq.queueing_strategy == STRICT_FIFO:
+        return requeue == NAMESPACE_MISMATCH
+    return requeue not in (FAILED_AFTER_NOMINATION, PENDING_PREEMPTION)
+
+
+def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
+    state = cc.state
+    inadmissible = {k: dict(v) for k, v in state.inadmissible.items()}
+    last: dict[WorkloadKey, LastAssignment] = dict(state.last_assignments)
+    sticky = dict(state.sticky)
+    for n in noms:
+        key, cq_name = n.workload.key, n.cluster_queue
+        cq = cc.snapshot.cluster_queues.get(cq_name)
+        if n.status == "assumed":
+            last.pop(key, None)
+        elif n.status == "skipped" or n.preempting:
+            last.pop(key, None)  # retry every flavor next time
+        elif n.assignment is not None and n.assignment.last_state is not None:
+            last[key] = n.assignment.last_state
+        if n.status != "assumed" and _goes_inadmissible(cc, n):
+            inadmissible.setdefault(cq_name, {})[key] = n.workload.meta.generation
+        else:
+            inadmissible.get(cq_name, {}).pop(key, None)
+        if n.preempting and cq is not None and cq.queueing_strategy != STRICT_FIFO:
+            sticky[cq_name] = key
+        elif sticky.get(cq_name) == key:
+            del sticky[cq_name]
+    # forget memory of workloads that are no longer pending
+    entries = cc.index.entries
+    last = {k: v for k, v in last.items() if k in entries and entries[k].key is not None}
+    return replace(state, inadmissible={k: v for k, v in inadmissible.items() if v},
+                   last_assignments=last, sticky=sticky, index=cc.index)

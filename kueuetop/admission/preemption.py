@@ -1,0 +1,396 @@
+"""Preemption targets (reference/kueue.md §6.5; Kueue preemption.go, classical/*.go, fair_strategy.go).
+
+Classical: candidates from the preemptor's CQ (withinClusterQueue) and from CQs of the cohort
+tree that are above nominal on the contested flavor-resources (reclaimWithinCohort), classified
+as hierarchical reclaim / reclaim without borrowing / reclaim while borrowing; removed in
+CandidatesOrdering until the preemptor fits, then filled back in reverse.
+Fair sharing: ClusterQueues with the highest share give first, subject to the configured
+strategies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kueuetop.admission import decisions as d
+from kueuetop.admission.fair_sharing import TargetOrdering, almost_lcas, dominant_resource_share
+from kueuetop.admission.quota_tree import FR, Node, QuotaTree
+from kueuetop.admission.workload_index import Entry, WorkloadIndex, queue_order_timestamp
+from kueuetop.kueue.cluster_queue import ANY, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, ClusterQueue
+from kueuetop.kueue.config import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, KueueConfig
+from kueuetop.kueue.workload import JOB_UID_LABEL, Workload
+
+HUMAN_REASONS = {
+    d.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    d.IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    d.IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
+    d.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+}
+
+# Candidate variants (classical/hierarchical_preemption.go).
+V_NEVER, V_WITHIN_CQ, V_HIERARCHICAL, V_RECLAIM_NO_BORROW, V_RECLAIM_WHILE_BORROWING = range(5)
+_VARIANT_REASON = {
+    V_WITHIN_CQ: d.IN_CLUSTER_QUEUE,
+    V_HIERARCHICAL: d.IN_COHORT_RECLAMATION,
+    V_RECLAIM_NO_BORROW: d.IN_COHORT_RECLAMATION,
+    V_RECLAIM_WHILE_BORROWING: d.IN_COHORT_RECLAIM_WHILE_BORROWING,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    workload: Workload
+    cluster_queue: str
+    reason: str
+    usage: Mapping[FR, int]
+
+
+def preemption_message(preemptor: Workload, reason: str) -> str:
+    uid = preemptor.uid or "UNKNOWN"
+    job_uid = preemptor.meta.labels.get(JOB_UID_LABEL) or "UNKNOWN"
+    return (f"Preempted to accommodate a workload (UID: {uid}, JobUID: {job_uid}) "
+            f"due to {HUMAN_REASONS.get(reason, 'UNKNOWN')}")
+
+
+@dataclass
+class PreemptionContext:
+    tree: QuotaTree  # the cycle's tree; temporarily modified, always restored
+    index: WorkloadIndex
+    cluster_queues: Mapping[str, ClusterQueue]
+    preemptor: Workload
+    cq: ClusterQueue
+    node: Node
+    frs: set[FR]  # flavor-resources that need preemption
+    usage: Mapping[FR, int]  # the preemptor's assignment usage
+    config: KueueConfig
+    now: float
+
+
+def _quota_reserved_time(wl: Workload, now: float) -> float:
+    c = wl.condition("QuotaReserved")
+    if c is None or c.status != "True" or c.last_transition is None:
+        return now
+    return c.last_transition
+
+
+def candidate_order_key(e: Entry, preemptor_cq: str, now: float) -> tuple:
+    """CandidatesOrdering: evicted first, other CQs first, lower priority, most recently
+    quota-reserved, UID."""
+    return (not e.wl.is_evicted, e.cq == preemptor_cq, e.wl.effective_priority,
+            -_quota_reserved_time(e.wl, now), e.wl.uid)
+
+
+def _uses(e: Entry, frs: set[FR]) -> bool:
+    return any(fr in frs for fr, v in e.usage.items() if v)
+
+
+def _priority_allows(ctx: PreemptionContext, e: Entry, policy: str) -> bool:
+    """The policy (withinClusterQueue or reclaimWithinCohort) lets the preemptor evict e."""
+    if policy == ANY:
+        return True
+    p_in, p_cand = ctx.preemptor.effective_priority, e.wl.effective_priority
+    if policy == LOWER_PRIORITY:
+        return p_in > p_cand
+    if policy == LOWER_OR_NEWER_EQUAL:
+        if p_in > p_cand:
+            return True
+        return p_in == p_cand and (queue_order_timestamp(ctx.preemptor, ctx.config)
+                                   < queue_order_timestamp(e.wl, ctx.config))
+    return False
+
+
+def _classify(ctx: PreemptionContext, e: Entry, advantage: bool) -> int:
+    if not _uses(e, ctx.frs):
+        return V_NEVER
+    same = e.cq == ctx.cq.name
+    pol = ctx.cq.preemption
+    if not _priority_allows(ctx, e, pol.within_cluster_queue if same else pol.reclaim_within_cohort):
+        return V_NEVER
+    if same:
+        return V_WITHIN_CQ
+    if advantage:
+        return V_HIERARCHICAL
+    if pol.borrow_within_cohort == NEVER:
+        return V_RECLAIM_NO_BORROW
+    p_in, p_cand = ctx.preemptor.effective_priority, e.wl.effective_priority
+    threshold = pol.max_priority_threshold
+    if p_cand >= p_in or (threshold is not None and p_cand > threshold):
+        return V_RECLAIM_NO_BORROW
+    return V_RECLAIM_WHILE_BORROWING
+
+
+@dataclass(slots=True)
+class _Candidate:
+    entry: Entry
+    variant: int
+    lca: Node | None
+
+
+def _from_cq(ctx: PreemptionContext, cq_name: str, lca: Node | None, advantage: bool) -> list[_Candidate]:
+    out = []
+    for e in ctx.index.reserving_in(cq_name).values():
+        v = _classify(ctx, e, advantage)
+        if v != V_NEVER:
+            out.append(_Candidate(e, v, lca))
+    return out
+
+
+def _collect_in_subtree(ctx: PreemptionContext, current: Node, subtree_root: Node, skip: Node | None,
+                        advantage: bool, result: list[_Candidate]) -> None:
+    tree = ctx.tree
+    for child in current.child_cohorts:
+        if child is skip or tree.within_nominal(child, ctx.frs):
+            continue  # already visited, or not above its quota
+        _collect_in_subtree(ctx, child, subtree_root, skip, advantage, result)
+    for child in current.child_cqs:
+        if child is ctx.node or tree.within_nominal(child, ctx.frs):
+            continue
+        result.extend(_from_cq(ctx, child.name, subtree_root, advantage))
+
+
+def _hierarchical_candidates(ctx: PreemptionContext) -> tuple[list[_Candidate], list[_Candidate]]:
+    """collectCandidatesForHierarchicalReclaim: (hierarchy-advantage, priority) candidates."""
+    hierarchy: list[_Candidate] = []
+    priority: list[_Candidate] = []
+    if ctx.node.parent is None or ctx.cq.preemption.reclaim_within_cohort == NEVER:
+        return hierarchy, priority
+    advantage, remaining = ctx.tree.quantities_fit_in_quota(ctx.node, ctx.usage)
+    previous: Node | None = None
+    for current in ctx.node.path_to_root():
+        _collect_in_subtree(ctx, current, current, previous, advantage,
+                            hierarchy if advantage else priority)
+        fits, remaining = ctx.tree.quantities_fit_in_quota(current, remaining)
+        advantage = advantage or fits
+        previous = current
+    return hierarchy, priority
+
+
+def _workload_fits(ctx: PreemptionContext, allow_borrowing: bool) -> bool:
+    tree, node = ctx.tree, ctx.node
+    for fr, v in ctx.usage.items():
+        if not allow_borrowing and tree.borrowing_with(node, fr, v):
+            return False
+        if v > tree.available(node, fr):
+            return False
+    return True
+
+
+def _node(ctx: PreemptionContext, cq: str) -> Node:
+    n = ctx.tree.cq(cq)
+    assert n is not None
+    return n
+
+
+def _remove(ctx: PreemptionContext, e: Entry) -> None:
+    ctx.tree.remove_usage(_node(ctx, e.cq), e.usage)
+
+
+def _restore(ctx: PreemptionContext, entries: list[Entry]) -> None:
+    for e in entries:
+        ctx.tree.add_usage(_node(ctx, e.cq), e.usage)
+
+
+def _valid(ctx: PreemptionContext, c: _Candidate, borrow: bool) -> bool:
+    """candidateIsValid: a cross-CQ candidate stays valid while its CQ (and the cohorts up to
+    the common ancestor) are still above nominal; some may only be used without borrowing."""
+    if c.entry.cq == ctx.cq.name:
+        return True
+    if borrow and c.variant == V_RECLAIM_NO_BORROW:
+        return False
+    node = _node(ctx, c.entry.cq)
+    if ctx.tree.within_nominal(node, ctx.frs):
+        return False
+    for anc in node.path_to_root():
+        if anc is c.lca:
+            break
+        if ctx.tree.within_nominal(anc, ctx.frs):
+            return False
+    return True
+
+
+def _fill_back(ctx: PreemptionContext, targets: list[tuple[Entry, str]], allow_borrowing: bool,
+               ) -> list[tuple[Entry, str]]:
+    """Walk the chosen targets in reverse (all but the last) and keep out any whose eviction
+    turns out unnecessary."""
+    targets = list(targets)
+    for i in range(len(targets) - 2, -1, -1):
+        e = targets[i][0]
+        ctx.tree.add_usage(_node(ctx, e.cq), e.usage)
+        if _workload_fits(ctx, allow_borrowing):
+            targets[i] = targets[-1]  # Kueue's O(1) delete keeps this order
+            targets.pop()
+        else:
+            _remove(ctx, e)
+    return targets
+
+
+def _queue_under_nominal(ctx: PreemptionContext) -> bool:
+    return all(ctx.tree.used(ctx.node, fr) < ctx.node.quota(fr).nominal for fr in ctx.frs)
+
+
+def classical_targets(ctx: PreemptionContext) -> list[Target]:
+    same: list[_Candidate] = []
+    if ctx.cq.preemption.within_cluster_queue != NEVER:
+        same = _from_cq(ctx, ctx.cq.name, None, False)
+    hierarchy, priority = _hierarchical_candidates(ctx)
+    cq_name, now = ctx.cq.name, ctx.now
+
+    def ordered(lst: list[_Candidate]) -> list[_Candidate]:
+        return sorted(lst, key=lambda c: candidate_order_key(c.entry, cq_name, now))
+
+    groups = [ordered(hierarchy), ordered(priority), ordered(same)]
+    everything = ([c for g in groups for c in g if c.entry.wl.is_evicted]
+                  + [c for g in groups for c in g if not c.entry.wl.is_evicted])
+    forbidden = ctx.cq.preemption.borrow_within_cohort == NEVER
+    if (not hierarchy and not priority) or (forbidden and not _queue_under_nominal(ctx)):
+        attempts = [True]
+    elif forbidden and not hierarchy:
+        attempts = [False, True]
+    else:
+        attempts = [True, False]
+    for borrow in attempts:
+        chosen: list[tuple[Entry, str]] = []
+        for c in everything:
+            if not _valid(ctx, c, borrow):
+                continue
+            _remove(ctx, c.entry)
+            chosen.append((c.entry, _VARIANT_REASON[c.variant]))
+            if _workload_fits(ctx, borrow):
+                chosen = _fill_back(ctx, chosen, borrow)
+                _restore(ctx, [e for e, _ in chosen])
+                return [Target(e.wl, e.cq, r, e.usage) for e, r in chosen]
+        _restore(ctx, [e for e, _ in chosen])
+    return []
+
+
+# -- fair sharing -----------------------------------------------------------------------------
+def _cq_borrowing(tree: QuotaTree, node: Node, frs: set[FR]) -> bool:
+    return node.parent is not None and any(tree.borrowing(node, fr) for fr in frs)
+
+
+def _fair_candidates(ctx: PreemptionContext) -> list[Entry]:
+    out: list[Entry] = []
+    pol = ctx.cq.preemption
+    if pol.within_cluster_queue != NEVER:
+        out.extend(e for e in ctx.index.reserving_in(ctx.cq.name).values()
+                   if _priority_allows(ctx, e, pol.within_cluster_queue) and _uses(e, ctx.frs))
+    if ctx.node.parent is not None and pol.reclaim_within_cohort != NEVER:
+        for other in ctx.node.root().subtree_cqs():
+            if other is ctx.node or not _cq_borrowing(ctx.tree, other, ctx.frs):
+                continue
+            out.extend(e for e in ctx.index.reserving_in(other.name).values()
+                       if _priority_allows(ctx, e, pol.reclaim_within_cohort) and _uses(e, ctx.frs))
+    return out
+
+
+def _strategy(name: str):
+    if name == LESS_THAN_INITIAL_SHARE:
+        return lambda new_pre, old_tgt, new_tgt: new_pre < old_tgt
+    return lambda new_pre, old_tgt, new_tgt: new_pre <= new_tgt
+
+
+def fair_targets(ctx: PreemptionContext) -> list[Target]:
+    candidates = _fair_candidates(ctx)
+    if not candidates:
+        return []
+    candidates.sort(key=lambda e: candidate_order_key(e, ctx.cq.name, ctx.now))
+    tree, node = ctx.tree, ctx.node
+    strategies = (ctx.config.fair_sharing.preemption_strategies if ctx.config.fair_sharing else ()) or (
+        LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
+    chosen: list[tuple[Entry, str]] = []
+    tree.add_usage(node, ctx.usage)  # shares must include the incoming workload
+
+    def take(e: Entry, reason: str) -> bool:
+        _remove(ctx, e)
+        chosen.append((e, reason))
+        tree.remove_usage(node, ctx.usage)
+        fits = _workload_fits(ctx, True)
+        tree.add_usage(node, ctx.usage)
+        return fits
+
+    def by_cq(entries: list[Entry]) -> dict[str, list[Entry]]:
+        out: dict[str, list[Entry]] = {}
+        for e in entries:
+            out.setdefault(e.cq, []).append(e)
+        return out
+
+    def shares(target: Node) -> tuple:
+        pre_lca, tgt_lca = almost_lcas(node, target)
+        return dominant_resource_share(tree, pre_lca).key, dominant_resource_share(tree, tgt_lca).key
+
+    fits = False
+    gate_within = ctx.config.feature_gates.get("FairSharingPreemptWithinNominal", True)
+    within_nominal = gate_within and not any(tree.borrowing(node, fr) for fr in ctx.frs)
+    first = _strategy(strategies[0])
+    retry: list[Entry] = []
+    ordering = TargetOrdering(tree, node, by_cq(candidates))
+    for cand_cq in ordering:
+        if cand_cq is node:
+            if take(ordering.pop(cand_cq), d.IN_CLUSTER_QUEUE):
+                fits = True
+                break
+            continue
+        if within_nominal:
+            if take(ordering.pop(cand_cq), d.IN_COHORT_RECLAMATION):
+                fits = True
+                break
+            continue
+        new_pre, old_tgt = shares(cand_cq)
+        passed = False
+        while ordering.has_workload(cand_cq):
+            e = ordering.pop(cand_cq)
+            cand_node = _node(ctx, e.cq)
+            tree.remove_usage(cand_node, e.usage)
+            _, tgt_lca = almost_lcas(node, cand_cq)
+            new_tgt = dominant_resource_share(tree, tgt_lca).key
+            tree.add_usage(cand_node, e.usage)
+            if first(new_pre, old_tgt, new_tgt):
+                passed = True
+                fits = take(e, d.IN_COHORT_FAIR_SHARING)
+                break  # shares changed: pick the next CQ again
+            retry.append(e)
+        if passed and fits:
+            break
+    if not fits and len(strategies) > 1 and retry:
+        ordering = TargetOrdering(tree, node, by_cq(retry))
+        for cand_cq in ordering:
+            new_pre, old_tgt = shares(cand_cq)
+            e = ordering.pop(cand_cq)
+            if new_pre < old_tgt and take(e, d.IN_COHORT_FAIR_SHARING):
+                fits = True
+                break
+            ordering.drop(cand_cq)
+    tree.remove_usage(node, ctx.usage)
+    if not fits:
+        _restore(ctx, [e for e, _ in chosen])
+        return []
+    chosen = _fill_back(ctx, chosen, True)
+    _restore(ctx, [e for e, _ in chosen])
+    return [Target(e.wl, e.cq, r, e.usage) for e, r in chosen]
+
+
+def get_targets(ctx: PreemptionContext) -> list[Target]:
+    """The workloads to evict so the preemptor fits, [] when there is no way."""
+    if ctx.config.fair_sharing is not None:
+        return fair_targets(ctx)
+    return classical_targets(ctx)
+
+
+def make_oracle(ctx: PreemptionContext):
+    """SimulatePreemption for the flavor assigner: can one flavor-resource be freed?"""
+    def oracle(fr: FR, quantity: int) -> tuple[str, int]:
+        sub = PreemptionContext(ctx.tree, ctx.index, ctx.cluster_queues, ctx.preemptor, ctx.cq, ctx.node,
+                                {fr}, {fr: quantity}, ctx.config, ctx.now)
+        targets = get_targets(sub)
+        if not targets:
+            return "NoCandidates", ctx.tree.lowest_fitting_subtree(ctx.node, fr, quantity)[0]
+        for t in targets:
+            ctx.tree.remove_usage(_node(ctx, t.cluster_queue), t.usage)
+        borrow = ctx.tree.lowest_fitting_subtree(ctx.node, fr, quantity)[0]
+        for t in targets:
+            ctx.tree.add_usage(_node(ctx, t.cluster_queue), t.usage)
+        if any(t.cluster_queue == ctx.cq.name for t in targets):
+            return "Preempt", borrow
+        return "Reclaim", borrow
+    return oracle

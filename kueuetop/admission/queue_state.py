@@ -1,0 +1,150 @@
+"""What Kueue's queue manager remembers between scheduling cycles, as an immutable value.
+
+- the inadmissible set per ClusterQueue (BestEffortFIFO parks failed heads there; StrictFIFO only
+  for namespace mismatches) — workloads leave it when something changes in their CQ or anywhere
+  in its cohort tree (`requeue_inadmissible`), or when their own spec changes;
+- the last flavor assignment per workload (`LastAssignment`), so the next attempt resumes after
+  the flavor tried last; dropped when the CQ's quotas/flavors or the workload's shape change,
+  after preemptions were issued, and after a "skipped" attempt;
+- the sticky preemptor head per BestEffortFIFO ClusterQueue.
+
+The engine's per-CQ workload index rides along as a cache (not part of equality).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
+from kueuetop.admission.workload_index import WorkloadIndex
+from kueuetop.kueue.cluster_queue import ClusterQueue
+from kueuetop.kueue.workload import Workload
+
+_EMPTY: Mapping = MappingProxyType({})
+
+
+def cq_fingerprint(cq: ClusterQueue | None) -> int:
+    """Changes when the CQ's allocatable resources change (Kueue's AllocatableResourceGeneration)."""
+    if cq is None:
+        return 0
+    return hash(repr((cq.resource_groups, cq.cohort)))
+
+
+def workload_shape(wl: Workload) -> int:
+    """Changes when the workload's scheduling shape changes."""
+    return hash(tuple((ps.name, ps.count, tuple(sorted(ps.requests.items()))) for ps in wl.pod_sets))
+
+
+@dataclass(frozen=True, slots=True)
+class LastAssignment:
+    """Last tried flavor index per pod set and resource (-1 = the last flavor was tried: wrap)."""
+
+    tried: tuple[Mapping[str, int], ...]
+    cq_fingerprint: int
+    shape: int
+
+    def next_flavor(self, pod_set: int, resource: str) -> int:
+        if pod_set >= len(self.tried):
+            return 0
+        return self.tried[pod_set].get(resource, -1) + 1
+
+    def valid_for(self, cq: ClusterQueue, wl: Workload) -> bool:
+        return self.cq_fingerprint == cq_fingerprint(cq) and self.shape == workload_shape(wl)
+
+
+@dataclass(frozen=True)
+class QueueState:
+    # cq → workload → generation when it was parked (a spec change moves it back)
+    inadmissible: Mapping[str, Mapping[WorkloadKey, int]] = field(default_factory=dict)
+    last_assignments: Mapping[WorkloadKey, LastAssignment] = field(default_factory=dict)
+    sticky: Mapping[str, WorkloadKey] = field(default_factory=dict)
+    index: WorkloadIndex | None = field(default=None, compare=False, repr=False)
+
+    def is_inadmissible(self, cq: str, wl: Workload) -> bool:
+        gen = self.inadmissible.get(cq, _EMPTY).get(wl.key)
+        return gen is not None and gen == wl.meta.generation
+
+    def requeue_inadmissible(self, cq_names: Iterable[str]) -> QueueState:
+        """Move every parked workload of these ClusterQueues back to their queues."""
+        names = set(cq_names)
+        if not names & self.inadmissible.keys():
+            return self
+        return replace(self, inadmissible={k: v for k, v in self.inadmissible.items() if k not in names})
+
+    def requeue_all(self) -> QueueState:
+        return replace(self, inadmissible={})
+
+    def last_assignment(self, cq: ClusterQueue, wl: Workload) -> LastAssignment | None:
+        la = self.last_assignments.get(wl.key)
+        return la if la is not None and la.valid_for(cq, wl) else None
+
+    def workload_index(self, snapshot: ClusterSnapshot) -> WorkloadIndex:
+        """The per-CQ index for this snapshot (reused and patched when this state carries one)."""
+        idx = self.index if self.index is not None else WorkloadIndex()
+        return idx.update(snapshot)
+
+
+def _cohort_tree_members(snapshot: ClusterSnapshot, names: set[str]) -> set[str]:
+    """Expand CQ names to every CQ sharing a cohort tree root with one of them."""
+    def root(cohort: str) -> str:
+        seen: set[str] = set()
+        while cohort and cohort not in seen:
+            seen.add(cohort)
+            obj = snapshot.cohorts.get(cohort)
+            if obj is None or not obj.parent:
+                return cohort
+            cohort = obj.parent
+        return cohort
+
+    roots = set()
+    for n in names:
+        cq = snapshot.cluster_queues.get(n)
+        if cq is not None and cq.cohort:
+            roots.add(root(cq.cohort))
+    out = set(names)
+    if roots:
+        for name, cq in snapshot.cluster_queues.items():
+            if cq.cohort and root(cq.cohort) in roots:
+                out.add(name)
+    return out
+
+
+def changed_cluster_queues(prev: ClusterSnapshot, cur: ClusterSnapshot) -> set[str]:
+    """ClusterQueues whose inadmissible workloads Kueue would requeue after prev → cur.
+
+    Triggers (Kueue's queue manager QueueInadmissibleWorkloads): a workload holding quota
+    finished, was deleted, evicted or released its reservation; a CQ, Cohort or ResourceFlavor
+    was created, updated or deleted. The result covers the whole cohort tree of each trigger.
+    """
+    direct: set[str] = set()
+    for name in prev.cluster_queues.keys() | cur.cluster_queues.keys():
+        a, b = prev.cluster_queues.get(name), cur.cluster_queues.get(name)
+        if a is not b and (a is None or b is None or a.meta.generation != b.meta.generation
+                           or a.stop_policy != b.stop_policy or a.resource_groups != b.resource_groups
+                           or a.cohort != b.cohort):
+            direct.add(name)
+    changed_cohorts = {n for n in prev.cohorts.keys() | cur.cohorts.keys()
+                       if prev.cohorts.get(n) != cur.cohorts.get(n)}
+    changed_flavors = {n for n in prev.flavors.keys() | cur.flavors.keys()
+                       if prev.flavors.get(n) is not cur.flavors.get(n)
+                       and prev.flavors.get(n) != cur.flavors.get(n)}
+    if changed_cohorts or changed_flavors:
+        for name, cq in cur.cluster_queues.items():
+            if cq.cohort in changed_cohorts or changed_flavors.intersection(cq.flavor_names()):
+                direct.add(name)
+    cur_wls = cur.workloads
+    for key, old in prev.workloads.items():
+        if not old.has_quota_reservation or old.admission is None:
+            continue
+        new = cur_wls.get(key)
+        if new is old:
+            continue
+        if (new is None or new.is_finished or not new.has_quota_reservation
+                or (new.is_evicted and not old.is_evicted) or new.reclaimable_pods != old.reclaimable_pods):
+            direct.add(old.admission.cluster_queue)
+    if not direct:
+        return set()
+    expanded = _cohort_tree_members(cur, direct) | _cohort_tree_members(prev, direct)
+    return expanded

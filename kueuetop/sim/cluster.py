@@ -1,0 +1,209 @@
+"""The simulated cluster: one object store, one clock, the scenario timeline and controllers.
+
+Controllers see every committed change through the store's subscription, do their work in
+`reconcile(now)` and say when they next need to run. The loop settles all controllers at the
+current instant, then moves the clock to the earliest next event: in virtual time it jumps
+there; in real time it sleeps until then or until a client's write wakes it.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kueuetop.kueue.api_versions import to_v1beta2
+from kueuetop.sim.apiserver.defaults import apply_defaults, prepare_for_create
+from kueuetop.sim.apiserver.patch import merge_patch
+from kueuetop.sim.apiserver.validation import validate
+from kueuetop.sim.clock import SimClock
+from kueuetop.sim.kinds import kind_for_object
+from kueuetop.sim.objectstore import Invalid, ObjectStore, StoreError, WatchEvent
+from kueuetop.sim.scenario import Scenario, ScenarioStep
+
+_log = logging.getLogger(__name__)
+
+# Safety valve: controllers that keep reporting work at one instant are cut off after this many
+# rounds (and the simulation moves on) rather than spinning forever.
+MAX_SETTLE_ROUNDS = 200
+
+
+class Controller(Protocol):
+    name: str
+
+    def on_event(self, event: WatchEvent) -> None:
+        """Note a committed change (cheap; called on the writer's thread)."""
+
+    def reconcile(self, now: float) -> bool:
+        """Do pending work at simulated time `now`; True if anything was written."""
+
+    def next_wakeup(self, now: float) -> float | None:
+        """Earliest simulated time this controller has timed work, or None."""
+
+
+class SimCluster:
+    def __init__(self, scenario: Scenario, clock: SimClock, store: ObjectStore | None = None) -> None:
+        self.scenario = scenario
+        self.clock = clock
+        self.store = store or ObjectStore(now=clock.now)
+        self.controllers: list[Controller] = []
+        self._steps = list(scenario.steps)
+        self._next_step = 0
+        self._timers: list[tuple[float, int, Callable[[float], None]]] = []
+        self._timer_seq = 0
+        self.wake = threading.Event()
+        self.errors: list[str] = []  # scenario steps the API refused, for reports
+        self._stop = threading.Event()
+        self._lock = threading.RLock()  # one simulation step at a time (loop vs. API-triggered work)
+        self.store.subscribe(self._on_event)
+
+    # ------------------------------------------------------------------ wiring
+    def add_controller(self, controller: Controller) -> None:
+        self.controllers.append(controller)
+
+    def _on_event(self, event: WatchEvent) -> None:
+        for c in self.controllers:
+            c.on_event(event)
+        self.wake.set()
+
+    def call_at(self, t: float, fn: Callable[[float], None]) -> None:
+        self._timer_seq += 1
+        heapq.heappush(self._timers, (t, self._timer_seq, fn))
+        self.wake.set()
+
+    @property
+    def now(self) -> float:
+        return self.clock.now()
+
+    @property
+    def sim_time(self) -> float:
+        """Seconds since the scenario started."""
+        return self.clock.elapsed()
+
+    # ------------------------------------------------------------------ steps
+    def _apply_step(self, step: ScenarioStep, now: float) -> None:
+        handler = getattr(self, "step_handler", None)
+        try:
+            if handler is not None and handler(step, now):
+                return
+            if step.kind == "apply" and step.obj is not None:
+                self._apply_object(step)
+        except StoreError as exc:
+            msg = f"{step.origin}: {exc.message}"
+            self.errors.append(msg)
+            _log.warning("scenario step refused: %s", msg)
+
+    def _apply_object(self, step: ScenarioStep) -> None:
+        obj = copy.deepcopy(to_v1beta2(step.obj))
+        kind = kind_for_object(obj)
+        if kind is None:
+            raise StoreError(f"unknown kind {obj.get('kind')} in {obj.get('apiVersion')}")
+        if not step.update:
+            # What the API server does to a kubectl-applied object: status dropped, defaults, validation.
+            prepare_for_create(kind, obj)
+            apply_defaults(kind, obj)
+            causes = validate(kind, obj, None, kind.versions[0])
+            if causes:
+                raise Invalid("; ".join(f"{c.get('field', '')}: {c.get('message', '')}" for c in causes), kind)
+            self.store.create(kind.group, kind.plural, obj)
+            return
+        meta = obj.get("metadata") or {}
+        doc = _strip_for_merge(obj)
+        # kubectl apply of a later document: merge it over the live object.
+        self.store.patch(kind.group, kind.plural, meta.get("namespace"), meta["name"],
+                         lambda cur: merge_patch(cur, doc))
+
+    def _due_steps(self, now: float) -> list[ScenarioStep]:
+        due = []
+        # Compare in absolute time, computed exactly as next_step_time() does: at epoch-sized
+        # values `now - start` loses ~1e-7 s and would never reach the step's time.
+        while (self._next_step < len(self._steps)
+               and self.clock.start + self._steps[self._next_step].at <= now):
+            due.append(self._steps[self._next_step])
+            self._next_step += 1
+        return due
+
+    def next_step_time(self) -> float | None:
+        if self._next_step < len(self._steps):
+            return self.clock.start + self._steps[self._next_step].at
+        return None
+
+    # ------------------------------------------------------------------ loop
+    def settle(self) -> None:
+        """Run everything due at the current instant until no controller has more to do."""
+        with self._lock:
+            now = self.clock.now()
+            for step in self._due_steps(now):
+                self._apply_step(step, now)
+            while self._timers and self._timers[0][0] <= now:
+                _, _, fn = heapq.heappop(self._timers)
+                fn(now)
+            for _ in range(MAX_SETTLE_ROUNDS):
+                worked = False
+                for c in self.controllers:
+                    try:
+                        worked = c.reconcile(now) or worked
+                    except Exception:  # one broken controller must not stop the cluster
+                        _log.exception("controller %s failed", getattr(c, "name", c))
+                if not worked:
+                    break
+            else:
+                _log.warning("controllers did not settle at t=%.3f", now - self.clock.start)
+
+    def next_event(self) -> float | None:
+        now = self.clock.now()
+        times = [t for t in (self.next_step_time(), self._timers[0][0] if self._timers else None) if t is not None]
+        for c in self.controllers:
+            t = c.next_wakeup(now)
+            if t is not None:
+                times.append(max(t, now))
+        return min(times) if times else None
+
+    def idle(self) -> bool:
+        """Nothing scheduled anywhere: the scenario is over and no controller has timed work."""
+        return self.next_event() is None
+
+    def run_for(self, seconds: float, until_idle: bool = False,
+                on_step: Callable[[SimCluster], None] | None = None) -> None:
+        """Advance the simulation by `seconds` of simulated time (virtual or real)."""
+        end = self.clock.now() + seconds
+        while not self._stop.is_set():
+            self.settle()
+            if on_step is not None:
+                on_step(self)
+            nxt = self.next_event()
+            if until_idle and nxt is None:
+                break
+            if self.clock.now() >= end:
+                break
+            target = end if nxt is None else min(nxt, end)
+            if self.clock.virtual:
+                if target <= self.clock.now():
+                    # A controller asks to run again at this same instant: settle once more.
+                    continue
+                self.clock.advance_to(target)
+            else:
+                self.clock.wait_until(target, self.wake)
+
+    def run_forever(self) -> None:
+        """Real-time serving loop (sim serve): runs until stop()."""
+        while not self._stop.is_set():
+            self.settle()
+            self.clock.wait_until(self.next_event(), self.wake)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.wake.set()
+
+
+def _strip_for_merge(obj: dict[str, Any]) -> dict[str, Any]:
+    """A scenario update document as a merge patch: identity fields out, the rest merges."""
+    out = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    meta = dict(out.get("metadata") or {})
+    for k in ("name", "namespace", "resourceVersion", "uid", "creationTimestamp"):
+        meta.pop(k, None)
+    out["metadata"] = meta
+    return out

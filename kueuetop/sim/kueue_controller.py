@@ -1,0 +1,302 @@
+"""Kueue inside the simulated cluster: the admission engine wired to the object store.
+
+Each round re-parses only the objects that changed since the last one (unchanged Workloads keep
+their identity, which the engine's per-ClusterQueue index relies on), runs Kueue's workload
+controller, then — when that has nothing to write, as Kueue's scheduler runs on a settled cache —
+one scheduling cycle, and writes every decision into the Workload exactly as Kueue would
+(`admission.status_updates`). ClusterQueue and LocalQueue status follow the workloads they hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections import defaultdict
+from typing import Any
+
+from kueuetop.admission import status_updates as su
+from kueuetop.admission.cycle import schedule
+from kueuetop.admission.decisions import Decision, Preempt
+from kueuetop.admission.queue_state import QueueState, changed_cluster_queues
+from kueuetop.admission.snapshot import ClusterSnapshot
+from kueuetop.admission.workload_controller import next_event_at, reconcile
+from kueuetop.kueue.config import KueueConfig
+from kueuetop.kueue.errors import KueueParseError
+from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.workload import Workload
+from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent
+
+_log = logging.getLogger(__name__)
+
+KUEUE = "kueue.x-k8s.io"
+WorkloadKey = tuple[str, str]
+
+# Kinds whose change rebuilds the engine's view of queues, flavors and checks.
+_BASE_KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "AdmissionCheck", "Namespace",
+               "WorkloadPriorityClass", "PriorityClass", "ProvisioningRequestConfig"}
+
+
+def _same_but_status(a: dict, b: dict) -> bool:
+    ma, mb = a.get("metadata") or {}, b.get("metadata") or {}
+    return (a.get("spec") == b.get("spec") and ma.get("labels") == mb.get("labels")
+            and ma.get("deletionTimestamp") == mb.get("deletionTimestamp"))
+
+
+class KueueController:
+    name = "kueue"
+
+    def __init__(self, store: ObjectStore, config: KueueConfig | None = None, record_events: bool = True) -> None:
+        self.store = store
+        self.config = config or KueueConfig()
+        self.record_events = record_events
+        self.state = QueueState()
+        self._workloads: dict[WorkloadKey, Workload] = {}
+        self._dirty_wl: set[WorkloadKey] = set()
+        self._base_dirty = True
+        self._base = ClusterSnapshot(config=self.config)
+        self._prev: ClusterSnapshot | None = None
+        self._status_dirty_cq: set[str] = set()
+        self._status_dirty_lq: set[tuple[str, str]] = set()
+        # The workload controller only needs to look at workloads that changed, whose queues
+        # changed, or whose timer (backoff, PodsReady timeout, max execution) is due.
+        self._to_reconcile: set[WorkloadKey] = set()
+        self._wake: dict[WorkloadKey, float] = {}
+        self._by_cq: dict[str, set[WorkloadKey]] = defaultdict(set)
+        self._by_lq: dict[tuple[str, str], set[WorkloadKey]] = defaultdict(set)
+        self._queues_of: dict[WorkloadKey, tuple[str | None, tuple[str, str]]] = {}
+        self.broken: dict[str, str] = {}  # object → parse error, for reports and the console
+        self.cycles = 0
+        self.counters: dict[str, Any] = defaultdict(int)  # for Kueue's metrics
+
+    # ------------------------------------------------------------------ events
+    def on_event(self, ev: WatchEvent) -> None:
+        kind = ev.kind.kind
+        if kind == "Workload":
+            meta = ev.obj.get("metadata") or {}
+            self._dirty_wl.add((meta.get("namespace", ""), meta.get("name", "")))
+        elif kind in _BASE_KINDS:
+            if kind in ("ClusterQueue", "LocalQueue") and ev.old is not None and _same_but_status(ev.old, ev.obj):
+                return  # our own status writes: nothing the engine decides on changed
+            self._base_dirty = True
+
+    # ------------------------------------------------------------------ views
+    def _refresh(self) -> ClusterSnapshot:
+        if self._base_dirty:
+            self._base_dirty = False
+            objs = []
+            for group, plural in ((KUEUE, "clusterqueues"), (KUEUE, "localqueues"), (KUEUE, "resourceflavors"),
+                                  (KUEUE, "cohorts"), (KUEUE, "admissionchecks"), ("", "namespaces"),
+                                  (KUEUE, "workloadpriorityclasses"), ("scheduling.k8s.io", "priorityclasses"),
+                                  (KUEUE, "provisioningrequestconfigs")):
+                items, _ = self.store.list(group, plural, copy=False)
+                for o in items:
+                    parsed = self._parse(o)
+                    if parsed is not None:
+                        objs.append(parsed)
+            self._base = ClusterSnapshot.from_objects(objs, self.config)
+            self._status_dirty_cq.update(self._base.cluster_queues)
+            self._status_dirty_lq.update(self._base.local_queues)
+            self._to_reconcile.update(self._workloads)
+            # A LocalQueue's CQ may have changed: re-index every workload's queues.
+            for key, wl in self._workloads.items():
+                self._index(key, wl)
+        for key in self._dirty_wl:
+            obj = self.store.try_get(KUEUE, "workloads", key[0], key[1], copy=False)
+            old = self._workloads.get(key)
+            wl = self._parse(obj) if obj is not None else None
+            if isinstance(old, Workload):
+                self._mark_status(key)
+            if isinstance(wl, Workload):
+                self._workloads[key] = wl
+                self._to_reconcile.add(key)
+                self._index(key, wl)
+                self._mark_status(key)
+            else:
+                self._workloads.pop(key, None)
+                self._to_reconcile.discard(key)
+                self._wake.pop(key, None)
+                self._unindex(key)
+        self._dirty_wl.clear()
+        return dataclasses.replace(self._base, workloads=self._workloads)
+
+    def _unindex(self, key: WorkloadKey) -> None:
+        prev = self._queues_of.pop(key, None)
+        if prev is not None:
+            cq, lq = prev
+            if cq is not None:
+                self._by_cq[cq].discard(key)
+            self._by_lq[lq].discard(key)
+
+    def _index(self, key: WorkloadKey, wl: Workload) -> None:
+        self._unindex(key)
+        cq = self._base.cluster_queue_of(wl)
+        lq = (wl.namespace, wl.queue_name)
+        self._queues_of[key] = (cq, lq)
+        if cq is not None:
+            self._by_cq[cq].add(key)
+        self._by_lq[lq].add(key)
+
+    def _mark_status(self, key: WorkloadKey) -> None:
+        cq, lq = self._queues_of.get(key, (None, None))
+        if cq:
+            self._status_dirty_cq.add(cq)
+        if lq is not None:
+            self._status_dirty_lq.add(lq)
+
+    def _parse(self, obj: dict) -> Any:
+        try:
+            return parse_object(obj)
+        except KueueParseError as exc:
+            meta = obj.get("metadata") or {}
+            ident = f"{obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}".replace(" /", " ")
+            if self.broken.get(ident) != str(exc):
+                _log.warning("ignoring malformed object: %s", exc)
+            self.broken[ident] = str(exc)
+            return None
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self._refresh()
+
+    # ------------------------------------------------------------------ writes
+    def _write(self, key: WorkloadKey, decision: Decision, now: float, snap: ClusterSnapshot) -> bool:
+        try:
+            cur = self.store.get(KUEUE, "workloads", key[0], key[1], copy=False)
+        except NotFound:
+            return False
+        new = su.apply_decision(cur, decision, now, config=self.config)
+        wrote = False
+        try:
+            if new.get("spec") != cur.get("spec"):
+                spec = new["spec"]
+                self.store.patch(KUEUE, "workloads", key[0], key[1], lambda o: {**o, "spec": spec})
+                wrote = True
+            if new.get("status") != cur.get("status"):
+                status = new.get("status") or {}
+                self.store.patch(KUEUE, "workloads", key[0], key[1], lambda o: {**o, "status": status}, status=True)
+                wrote = True
+        except StoreError as exc:
+            _log.warning("writing %s for %s/%s failed: %s", type(decision).__name__, key[0], key[1], exc)
+            return False
+        if wrote:
+            self._count(decision, cur, snap)
+            if self.record_events:
+                preemptor = None
+                if isinstance(decision, Preempt):
+                    preemptor = self.store.try_get(KUEUE, "workloads", *decision.preemptor, copy=False)
+                for ev in su.decision_events(cur, new, decision, now, preemptor=preemptor):
+                    self._record_event(ev)
+        return wrote
+
+    def _count(self, d: Decision, before: dict, snap: ClusterSnapshot) -> None:
+        name = type(d).__name__
+        self.counters[name] += 1
+        if name == "Admit":
+            self.counters[("admitted", d.cluster_queue)] += 1
+        elif name == "Preempt":
+            cq = ((before.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+            pre = snap.workloads.get(d.preemptor)
+            pre_cq = snap.cluster_queue_of(pre) if pre else ""
+            self.counters[("preempted", pre_cq or "", d.reason)] += 1
+            self.counters[("evicted", cq, "Preempted")] += 1
+        elif name == "Evict":
+            cq = ((before.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+            self.counters[("evicted", cq, d.reason)] += 1
+
+    def _record_event(self, ev: dict) -> None:
+        inv = ev.get("involvedObject") or {}
+        obj = {"apiVersion": "v1", "kind": "Event",
+               "metadata": {"generateName": f"{inv.get('name', 'workload')}.", "namespace": inv.get("namespace") or "default"},
+               "involvedObject": inv, "reason": ev.get("reason", ""), "message": ev.get("message", ""),
+               "type": ev.get("type", "Normal"), "firstTimestamp": ev.get("timestamp"),
+               "lastTimestamp": ev.get("timestamp"), "count": 1,
+               "source": {"component": "kueue-admission"}, "reportingComponent": "kueue-admission"}
+        with contextlib.suppress(StoreError):
+            self.store.create_object(obj)
+
+    def _write_queue_status(self, snap: ClusterSnapshot, now: float) -> bool:
+        if not self._status_dirty_cq and not self._status_dirty_lq:
+            return False
+        want_cq, want_lq = self._status_dirty_cq, self._status_dirty_lq
+        wls = snap.workloads
+        by_cq = {n: {k: wls[k] for k in self._by_cq.get(n, ()) if k in wls} for n in want_cq}
+        by_lq = {q: {k: wls[k] for k in self._by_lq.get(q, ()) if k in wls} for q in want_lq}
+        wrote = False
+        for name in sorted(want_cq):
+            cq = snap.cluster_queues.get(name)
+            if cq is None:
+                continue
+            sub = dataclasses.replace(snap, workloads=by_cq.get(name, {}))
+            cur = self.store.try_get(KUEUE, "clusterqueues", None, name, copy=False)
+            if cur is None:
+                continue
+            status = su.cluster_queue_status(sub, name, now, previous=cur.get("status"))
+            wrote |= self._put_status("clusterqueues", None, name, cur, status)
+        for key in sorted(want_lq):
+            if key not in snap.local_queues:
+                continue
+            sub = dataclasses.replace(snap, workloads=by_lq.get(key, {}))
+            cur = self.store.try_get(KUEUE, "localqueues", key[0], key[1], copy=False)
+            if cur is None:
+                continue
+            status = su.local_queue_status(sub, key, now, previous=cur.get("status"))
+            wrote |= self._put_status("localqueues", key[0], key[1], cur, status)
+        self._status_dirty_cq = set()
+        self._status_dirty_lq = set()
+        return wrote
+
+    def _put_status(self, plural: str, ns: str | None, name: str, cur: dict, status: dict) -> bool:
+        if cur.get("status") == status:
+            return False
+        try:
+            self.store.patch(KUEUE, plural, ns, name, lambda o: {**o, "status": status}, status=True)
+            return True
+        except StoreError as exc:
+            _log.warning("status of %s %s failed: %s", plural, name, exc)
+            return False
+
+    # ------------------------------------------------------------------ loop
+    def _controller_pass(self, snap: ClusterSnapshot, now: float) -> tuple[Decision, ...]:
+        due = [k for k, t in self._wake.items() if t <= now]
+        keys = self._to_reconcile.union(due)
+        self._to_reconcile = set()
+        if not keys:
+            return ()
+        wls = snap.workloads
+        sub = dataclasses.replace(snap, workloads={k: wls[k] for k in keys if k in wls})
+        decisions = reconcile(sub, now)
+        for k in keys:
+            wl = wls.get(k)
+            t = next_event_at(dataclasses.replace(snap, workloads={k: wl}), now) if wl is not None else None
+            if t is None:
+                self._wake.pop(k, None)
+            else:
+                self._wake[k] = t
+        return decisions
+
+    def reconcile(self, now: float) -> bool:
+        snap = self._refresh()
+        decisions = self._controller_pass(snap, now)
+        wrote = False
+        for d in decisions:
+            key = d.victim if isinstance(d, Preempt) else d.workload
+            wrote |= self._write(key, d, now, snap)
+        if not wrote:
+            if self._prev is not None:
+                changed = changed_cluster_queues(self._prev, snap)
+                if changed:
+                    self.state = self.state.requeue_inadmissible(changed)
+            result = schedule(snap, now, self.state)
+            self.cycles += 1
+            self.state = result.state
+            self._prev = snap
+            for d in result.decisions:
+                key = d.victim if isinstance(d, Preempt) else d.workload
+                wrote |= self._write(key, d, now, snap)
+        if self._dirty_wl or self._base_dirty:
+            snap = self._refresh()
+        wrote |= self._write_queue_status(snap, now)
+        return wrote
+
+    def next_wakeup(self, now: float) -> float | None:
+        return min(self._wake.values(), default=None)

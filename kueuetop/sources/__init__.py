@@ -1,0 +1,1 @@
+"""I/O adapters that feed the store: Kubernetes informers, Prometheus queries, direct scrapes."""

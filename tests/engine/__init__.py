@@ -1,0 +1,1 @@
+"""Decision tables for the admission engine."""

@@ -1,0 +1,345 @@
+"""Kueue's own /metrics, derived from the simulated cluster's objects and counters."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from kueuetop.sim.kueue_metrics import (
+    ADMISSION_WAIT_BUCKETS,
+    KueueCounters,
+    exponential_buckets,
+    go_float,
+    render_kueue_metrics,
+)
+from kueuetop.sources.exposition import ParseStats, Sample, family_of, parse_exposition
+from tests.builders import (
+    admit,
+    cluster_queue,
+    cohort,
+    condition,
+    fq,
+    group,
+    local_queue,
+    ts,
+    workload,
+)
+
+GPU = "nvidia.com/gpu"
+NOW = 1_700_000_000.0
+
+
+def cq_team_a(**kw) -> dict:
+    return cluster_queue(
+        "team-a",
+        group(["cpu", "memory", GPU],
+              fq("l4-reserved", cpu="96", memory="384Gi", **{GPU: 8}),
+              fq("l4-spot", cpu=("48", "10"), memory="192Gi", **{GPU: ("4", None, "2")})),
+        cohort="batch", **kw)
+
+
+def cq_team_b(**kw) -> dict:
+    return cluster_queue("team-b", group(["cpu"], fq("l4-reserved", cpu="1500m")), cohort="batch", **kw)
+
+
+def pending(name: str, queue: str = "lq", ns: str = "team-a", reason: str | None = None, **kw) -> dict:
+    wl = workload(ns, name, queue, {"cpu": "4"}, **kw)
+    if reason:
+        wl["status"]["conditions"] = [condition("QuotaReserved", False, reason, "couldn't fit")]
+    return wl
+
+
+def gpu_job(name: str, ns: str = "team-a", queue: str = "lq", admitted: bool = True, pc: str = "") -> dict:
+    wl = workload(ns, name, queue, {"cpu": "4", "memory": "16Gi", GPU: "1"}, count=2)
+    if pc:
+        wl["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": pc}
+    flavors = {"cpu": "l4-reserved", "memory": "l4-reserved", GPU: "l4-reserved"}
+    return admit(wl, "team-a", flavors, admitted=admitted)
+
+
+def finished(wl: dict) -> dict:
+    wl["status"]["conditions"].append(condition("Finished", True, "Succeeded"))
+    return wl
+
+
+def render(cqs, lqs, wls, cohorts=(), counters=None, **kw) -> tuple[list[Sample], ParseStats, str]:
+    text = render_kueue_metrics(cqs, lqs, wls, cohorts, counters, **kw)
+    stats = ParseStats()
+    samples = list(parse_exposition(text, stats))
+    assert stats.skipped == 0, stats.errors
+    return samples, stats, text
+
+
+def value(samples: list[Sample], metric: str, /, **labels: str) -> float:
+    hits = [s.value for s in samples if s.name == metric and all(s.labels.get(k) == v for k, v in labels.items())]
+    assert len(hits) == 1, (metric, labels, hits)
+    return hits[0]
+
+
+def scenario(counters: KueueCounters | None = None):
+    cqs = [cq_team_a(), cq_team_b()]
+    lqs = [local_queue("team-a", "lq", "team-a"), local_queue("team-b", "lq", "team-b")]
+    wls = [
+        gpu_job("running-1", pc="high"),
+        gpu_job("running-2"),
+        gpu_job("waiting-checks", admitted=False),  # quota reserved, admission checks pending
+        finished(gpu_job("done")),
+        pending("fresh"),  # never tried: active
+        pending("tried", reason="Pending"),  # failed an attempt (BestEffortFIFO): inadmissible
+        pending("held", active=False),  # deactivated: in no queue
+        pending("orphan", queue="missing-lq"),  # no LocalQueue: in no queue
+        pending("b-1", ns="team-b"),
+    ]
+    return render(cqs, lqs, wls, [cohort("batch", parent="org"), cohort("org")], counters)
+
+
+def test_workload_gauges_match_the_objects():
+    samples, _, _ = scenario()
+    assert value(samples, "kueue_pending_workloads", cluster_queue="team-a", status="active") == 1
+    assert value(samples, "kueue_pending_workloads", cluster_queue="team-a", status="inadmissible") == 1
+    assert value(samples, "kueue_reserving_active_workloads", cluster_queue="team-a") == 3
+    assert value(samples, "kueue_admitted_active_workloads", cluster_queue="team-a") == 2
+    assert value(samples, "kueue_finished_workloads", cluster_queue="team-a") == 1
+    assert value(samples, "kueue_local_queue_pending_workloads", name="lq", namespace="team-a", status="active") == 1
+    assert value(samples, "kueue_local_queue_reserving_active_workloads", name="lq", namespace="team-a") == 3
+    assert value(samples, "kueue_local_queue_admitted_active_workloads", name="lq", namespace="team-a") == 2
+
+
+def test_strict_fifo_keeps_pending_active():
+    cqs = [cq_team_a(), cq_team_b(strategy="StrictFIFO")]
+    lqs = [local_queue("team-b", "lq", "team-b")]
+    samples, _, _ = render(cqs, lqs, [pending("b-1", ns="team-b", reason="Pending")])
+    assert value(samples, "kueue_pending_workloads", cluster_queue="team-b", status="active") == 1
+    assert value(samples, "kueue_pending_workloads", cluster_queue="team-b", status="inadmissible") == 0
+
+
+def test_inactive_queue_reports_all_pending_as_inadmissible():
+    stopped = cq_team_a(stop_policy="Hold")
+    stopped["status"] = {"conditions": [condition("Active", False, "Stopped")]}
+    lqs = [local_queue("team-a", "lq", "team-a")]
+    samples, _, _ = render([stopped], lqs, [pending("a"), pending("b"), pending("c", reason="Pending")])
+    assert value(samples, "kueue_pending_workloads", cluster_queue="team-a", status="active") == 0
+    assert value(samples, "kueue_pending_workloads", cluster_queue="team-a", status="inadmissible") == 3
+    assert value(samples, "kueue_cluster_queue_status", cluster_queue="team-a", status="pending") == 1
+    assert value(samples, "kueue_cluster_queue_status", cluster_queue="team-a", status="active") == 0
+    assert value(samples, "kueue_local_queue_status", name="lq", namespace="team-a", active="False") == 1
+
+
+def test_backoff_is_inadmissible_until_requeue_at():
+    lqs = [local_queue("team-a", "lq", "team-a")]
+    wl = pending("backoff")
+    wl["status"]["requeueState"] = {"count": 1, "requeueAt": ts(NOW + 60)}
+    during, _, _ = render([cq_team_a()], lqs, [wl], now=NOW)
+    after, _, _ = render([cq_team_a()], lqs, [wl], now=NOW + 120)
+    assert value(during, "kueue_pending_workloads", cluster_queue="team-a", status="inadmissible") == 1
+    assert value(after, "kueue_pending_workloads", cluster_queue="team-a", status="active") == 1
+
+
+def test_simulator_queue_state_overrides_inference():
+    lqs = [local_queue("team-a", "lq", "team-a")]
+    wls = [pending("a"), pending("b", reason="Pending")]
+    counters = KueueCounters(inadmissible={("team-a", "a")})
+    samples, _, _ = render([cq_team_a()], lqs, wls, counters=counters)
+    assert value(samples, "kueue_pending_workloads", cluster_queue="team-a", status="inadmissible") == 1
+    assert value(samples, "kueue_pending_workloads", cluster_queue="team-a", status="active") == 1
+
+
+def test_quota_gauges_in_kueue_units():
+    samples, _, _ = scenario()
+    labels = {"cluster_queue": "team-a", "cohort": "batch", "flavor": "l4-reserved"}
+    assert value(samples, "kueue_cluster_queue_nominal_quota", resource="cpu", **labels) == 96
+    assert value(samples, "kueue_cluster_queue_nominal_quota", resource="memory", **labels) == 384 * 2**30
+    assert value(samples, "kueue_cluster_queue_nominal_quota", resource=GPU, **labels) == 8
+    assert value(samples, "kueue_cluster_queue_nominal_quota", cluster_queue="team-b", resource="cpu") == 1.5
+    assert value(samples, "kueue_cluster_queue_borrowing_limit", resource="cpu", **labels) == math.inf
+    spot = {**labels, "flavor": "l4-spot"}
+    assert value(samples, "kueue_cluster_queue_borrowing_limit", resource="cpu", **spot) == 10
+    assert value(samples, "kueue_cluster_queue_lending_limit", resource=GPU, **spot) == 2
+    assert value(samples, "kueue_cluster_queue_lending_limit", resource="cpu", **spot) == math.inf
+
+
+def test_reservation_and_usage():
+    samples, _, text = scenario()
+    labels = {"cluster_queue": "team-a", "flavor": "l4-reserved"}
+    # Three workloads hold quota (2 pods × 4 cpu, 16Gi, 1 GPU each); two of them are admitted.
+    assert value(samples, "kueue_cluster_queue_resource_reservation", resource="cpu", **labels) == 24
+    assert value(samples, "kueue_cluster_queue_resource_usage", resource="cpu", **labels) == 16
+    assert value(samples, "kueue_cluster_queue_resource_reservation", resource="memory", **labels) == 3 * 32 * 2**30
+    assert value(samples, "kueue_cluster_queue_resource_usage", resource=GPU, **labels) == 4
+    assert value(samples, "kueue_cluster_queue_resource_usage", resource=GPU, cluster_queue="team-a",
+                 flavor="l4-spot") == 0
+    assert value(samples, "kueue_local_queue_resource_usage", name="lq", namespace="team-a", flavor="l4-reserved",
+                 resource=GPU) == 4
+    # Memory prints as client_golang does.
+    assert 'resource="memory"} 1.03079215104e+11' in text
+
+
+def test_reclaimable_pods_release_quota():
+    wl = gpu_job("shrinking")
+    wl["status"]["reclaimablePods"] = [{"name": "main", "count": 1}]
+    samples, _, _ = render([cq_team_a()], [local_queue("team-a", "lq", "team-a")], [wl])
+    assert value(samples, "kueue_cluster_queue_resource_usage", cluster_queue="team-a", flavor="l4-reserved",
+                 resource="cpu") == 4
+
+
+def test_cohort_metrics():
+    samples, _, _ = scenario()
+    assert value(samples, "kueue_cohort_info", cohort="batch") == 1
+    batch = next(s for s in samples if s.name == "kueue_cohort_info" and s.labels["cohort"] == "batch")
+    assert batch.labels["parent_cohort"] == "org" and batch.labels["root_cohort"] == "org"
+    info = next(s for s in samples if s.name == "kueue_cluster_queue_info" and s.labels["cluster_queue"] == "team-b")
+    assert info.labels == {"cluster_queue": "team-b", "parent_cohort": "batch", "root_cohort": "org",
+                           "replica_role": "standalone"}
+    # Subtree quota: sum of members' nominal quota, capped by each member's lendingLimit.
+    assert value(samples, "kueue_cohort_subtree_quota", cohort="batch", flavor="l4-reserved", resource="cpu") == 97.5
+    assert value(samples, "kueue_cohort_subtree_quota", cohort="batch", flavor="l4-spot", resource=GPU) == 2
+    assert value(samples, "kueue_cohort_subtree_quota", cohort="org", flavor="l4-spot", resource=GPU) == 2
+    assert value(samples, "kueue_cohort_subtree_resource_reservations", cohort="org", flavor="l4-reserved",
+                 resource=GPU) == 6
+    assert value(samples, "kueue_cohort_subtree_admitted_active_workloads", cohort="org") == 2
+
+
+def test_cohort_cycle_does_not_hang():
+    samples, _, _ = render([cq_team_a()], [], [], [cohort("x", parent="y"), cohort("y", parent="x"),
+                                                    cohort("batch", parent="x")])
+    assert value(samples, "kueue_cohort_info", cohort="batch") == 1
+
+
+def test_counters_and_histograms():
+    c = KueueCounters()
+    for wait in (0.5, 3.0, 42.0, 99999.0):
+        c.record_admitted("team-a", "team-a", "lq", "high", wait)
+    c.record_quota_reserved("team-a", "team-a", "lq", "high", 2.0)
+    c.record_eviction("team-a", "team-a", "lq", "Deactivated", "RequeuingLimitExceeded", "high")
+    c.record_eviction("team-a", "team-a", "lq", "Preempted", "", "")
+    c.record_preemption("team-b", "InCohortReclamation")
+    c.record_admission_attempt("success", 0.004)
+    c.record_admission_attempt("inadmissible", 0.2)
+    c.record_finished("team-a", "team-a", "lq", "high", 3600.0)
+    samples, stats, _ = scenario(c)
+    assert value(samples, "kueue_admitted_workloads_total", cluster_queue="team-a", priority_class="high") == 4
+    assert value(samples, "kueue_evicted_workloads_total", cluster_queue="team-a", reason="Deactivated",
+                 underlying_cause="RequeuingLimitExceeded", priority_class="high") == 1
+    assert value(samples, "kueue_evicted_workloads_total", reason="Preempted", underlying_cause="") == 1
+    assert value(samples, "kueue_preempted_workloads_total", preempting_cluster_queue="team-b",
+                 reason="InCohortReclamation") == 1
+    assert value(samples, "kueue_admission_attempts_total", result="inadmissible") == 1
+    assert value(samples, "kueue_local_queue_evicted_workloads_total", name="lq", reason="Deactivated") == 1
+    assert value(samples, "kueue_cohort_subtree_admitted_workloads_total", cohort="org", priority_class="high") == 4
+    # Histogram: Kueue's buckets (1, 2.5, 5 … 40960), cumulative counts, +Inf = count.
+    assert stats.types["kueue_admission_wait_time_seconds"] == "histogram"
+    buckets = [s for s in samples if s.name == "kueue_admission_wait_time_seconds_bucket"]
+    les = [s.labels["le"] for s in buckets]
+    assert les == [go_float(b) for b in ADMISSION_WAIT_BUCKETS] + ["+Inf"]
+    assert les[:4] == ["1", "2.5", "5", "10"] and les[-2] == "40960"
+    counts = [s.value for s in buckets]
+    assert counts[0] == 1 and counts[1] == 1 and counts[2] == 2 and counts[-2] == 3 and counts[-1] == 4
+    assert counts == sorted(counts)
+    assert value(samples, "kueue_admission_wait_time_seconds_count") == 4
+    assert value(samples, "kueue_admission_wait_time_seconds_sum") == 0.5 + 3 + 42 + 99999
+    assert all(family_of(s.name, stats.types) == "kueue_admission_wait_time_seconds"
+               for s in samples if s.name.startswith("kueue_admission_wait_time_seconds"))
+
+
+def test_label_names_and_replica_role():
+    c = KueueCounters()
+    c.record_admitted("team-a", "team-a", "lq", "", 1.0)
+    c.record_eviction("team-a", "team-a", "lq", "Preempted", "", "")
+    c.record_preemption("team-a", "InClusterQueue")
+    samples, _, _ = scenario(c)
+    expected = {
+        "kueue_pending_workloads": {"cluster_queue", "status"},
+        "kueue_reserving_active_workloads": {"cluster_queue"},
+        "kueue_admitted_active_workloads": {"cluster_queue"},
+        "kueue_admitted_workloads_total": {"cluster_queue", "priority_class"},
+        "kueue_evicted_workloads_total": {"cluster_queue", "reason", "underlying_cause", "priority_class"},
+        "kueue_preempted_workloads_total": {"preempting_cluster_queue", "reason"},
+        "kueue_cluster_queue_status": {"cluster_queue", "status"},
+        "kueue_cluster_queue_resource_reservation": {"cohort", "cluster_queue", "flavor", "resource"},
+        "kueue_cluster_queue_resource_usage": {"cohort", "cluster_queue", "flavor", "resource"},
+        "kueue_cluster_queue_nominal_quota": {"cohort", "cluster_queue", "flavor", "resource"},
+        "kueue_cluster_queue_borrowing_limit": {"cohort", "cluster_queue", "flavor", "resource"},
+        "kueue_cluster_queue_lending_limit": {"cohort", "cluster_queue", "flavor", "resource"},
+        "kueue_local_queue_pending_workloads": {"name", "namespace", "status"},
+        "kueue_local_queue_status": {"name", "namespace", "active"},
+        "kueue_cohort_info": {"cohort", "parent_cohort", "root_cohort"},
+        "kueue_admission_wait_time_seconds_bucket": {"cluster_queue", "priority_class", "le"},
+    }
+    seen = set()
+    for s in samples:
+        if s.name in expected:
+            seen.add(s.name)
+            assert set(s.labels) == expected[s.name] | {"replica_role"}, s
+        if s.name == "kueue_build_info":
+            assert "replica_role" not in s.labels and s.value == 1
+            assert set(s.labels) == {"git_version", "git_commit", "build_date", "go_version", "compiler",
+                                     "platform"}
+        else:
+            assert s.labels["replica_role"] == "standalone"
+    assert seen == set(expected)
+
+
+def test_text_format_is_client_golang_shaped():
+    samples, stats, text = scenario()
+    names = [ln.split()[2] for ln in text.splitlines() if ln.startswith("# HELP ")]
+    assert names == sorted(names) and len(names) == len(set(names))
+    # Multi-line help texts are escaped onto one line and come back intact.
+    assert "\n- \"inadmissible\" means" in stats.helps["kueue_pending_workloads"]
+    # Series inside a family are sorted by label values; labels by name.
+    pend = [s for s in samples if s.name == "kueue_pending_workloads"]
+    assert [(s.labels["cluster_queue"], s.labels["status"]) for s in pend] == [
+        ("team-a", "active"), ("team-a", "inadmissible"), ("team-b", "active"), ("team-b", "inadmissible")]
+    assert all(list(s.labels) == sorted(s.labels) for s in samples if not s.name.endswith("_bucket"))
+
+
+def test_resource_metrics_can_be_off():
+    _, stats, _ = render([cq_team_a()], [], [], resource_metrics=False)
+    assert "kueue_cluster_queue_nominal_quota" not in stats.types
+    assert "kueue_pending_workloads" in stats.types
+
+
+def test_promtool_accepts_the_text():
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("promtool is required in CI (Debian package prometheus)")
+        pytest.skip("promtool not installed")
+    c = KueueCounters()
+    c.record_admitted("team-a", "team-a", "lq", "high", 12.0)
+    c.record_admission_attempt("success", 0.01)
+    c.record_eviction("team-a", "team-a", "lq", "Preempted", "", "high")
+    _, _, text = scenario(c)
+    proc = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (proc.stdout + proc.stderr).strip() == ""
+
+
+def test_malformed_objects_are_skipped():
+    weird = [None, {}, {"metadata": {"name": "w"}, "spec": "x", "status": {"conditions": "nope"}},
+             {"metadata": {"namespace": "team-a", "name": "bad-qty"}, "spec": {"queueName": "lq"},
+              "status": {"conditions": [condition("QuotaReserved", True, "QuotaReserved")],
+                         "admission": {"clusterQueue": "team-a", "podSetAssignments": [
+                             {"name": "main", "flavors": {"cpu": "l4-reserved"}, "resourceUsage": {"cpu": "lots"}},
+                             "garbage"]}}}]
+    bad_cq = cluster_queue("broken", group(["cpu"], fq("f", cpu="not-a-quantity")))
+    samples, _, _ = render([cq_team_a(), bad_cq, {"metadata": {}}], [local_queue("team-a", "lq", "team-a"), {}],
+                           weird)
+    assert value(samples, "kueue_reserving_active_workloads", cluster_queue="team-a") == 1
+    assert value(samples, "kueue_cluster_queue_nominal_quota", cluster_queue="broken", resource="cpu") == 0
+
+
+@pytest.mark.parametrize(("number", "text"), [
+    (1.0, "1"), (0.0, "0"), (2.5, "2.5"), (1e6, "1e+06"), (123456.0, "123456"), (1234567.0, "1.234567e+06"),
+    (34359738368.0, "3.4359738368e+10"), (0.0001, "0.0001"), (0.00001, "1e-05"), (-3.5, "-3.5"),
+    (math.inf, "+Inf"), (-math.inf, "-Inf"), (math.nan, "NaN"), (0.1 + 0.2, "0.30000000000000004"),
+])
+def test_go_float(number, text):
+    assert go_float(number) == text
+
+
+def test_bucket_layout():
+    assert exponential_buckets(14) == (1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120, 10240)
