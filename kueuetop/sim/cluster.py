@@ -12,6 +12,7 @@ import copy
 import heapq
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -48,16 +49,18 @@ class SimCluster:
     def __init__(self, scenario: Scenario, clock: SimClock, store: ObjectStore | None = None) -> None:
         self.scenario = scenario
         self.clock = clock
-        self.store = store or ObjectStore(now=clock.now)
+        # Seeded: UIDs (and so Kueue's workload names, which hash the owner UID) repeat run to run.
+        self.store = store or ObjectStore(now=clock.now, seed=0)
         self.controllers: list[Controller] = []
         self._steps = list(scenario.steps)
         self._next_step = 0
         self._timers: list[tuple[float, int, Callable[[float], None]]] = []
         self._timer_seq = 0
         self.wake = threading.Event()
+        self._events: deque[WatchEvent] = deque()
         self.errors: list[str] = []  # scenario steps the API refused, for reports
         self._stop = threading.Event()
-        self._lock = threading.RLock()  # one simulation step at a time (loop vs. API-triggered work)
+        self.lock = threading.RLock()  # one simulation step at a time; API hooks read under it too
         self.store.subscribe(self._on_event)
 
     # ------------------------------------------------------------------ wiring
@@ -65,9 +68,19 @@ class SimCluster:
         self.controllers.append(controller)
 
     def _on_event(self, event: WatchEvent) -> None:
-        for c in self.controllers:
-            c.on_event(event)
+        # Writers may be API server threads: queue the event for the simulation thread, so
+        # controllers only ever see events between their own reconcile calls.
+        self._events.append(event)
         self.wake.set()
+
+    def _deliver_events(self) -> None:
+        while self._events:
+            event = self._events.popleft()
+            for c in self.controllers:
+                try:
+                    c.on_event(event)
+                except Exception:
+                    _log.exception("controller %s failed on an event", getattr(c, "name", c))
 
     def call_at(self, t: float, fn: Callable[[float], None]) -> None:
         self._timer_seq += 1
@@ -134,7 +147,7 @@ class SimCluster:
     # ------------------------------------------------------------------ loop
     def settle(self) -> None:
         """Run everything due at the current instant until no controller has more to do."""
-        with self._lock:
+        with self.lock:
             now = self.clock.now()
             for step in self._due_steps(now):
                 self._apply_step(step, now)
@@ -144,16 +157,19 @@ class SimCluster:
             for _ in range(MAX_SETTLE_ROUNDS):
                 worked = False
                 for c in self.controllers:
+                    self._deliver_events()
                     try:
                         worked = c.reconcile(now) or worked
                     except Exception:  # one broken controller must not stop the cluster
                         _log.exception("controller %s failed", getattr(c, "name", c))
+                self._deliver_events()
                 if not worked:
                     break
             else:
                 _log.warning("controllers did not settle at t=%.3f", now - self.clock.start)
 
     def next_event(self) -> float | None:
+        self._deliver_events()
         now = self.clock.now()
         times = [t for t in (self.next_step_time(), self._timers[0][0] if self._timers else None) if t is not None]
         for c in self.controllers:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import time
 from collections import defaultdict
 from typing import Any
 
 from kueuetop.admission import status_updates as su
 from kueuetop.admission.cycle import schedule
-from kueuetop.admission.decisions import Decision, Preempt
+from kueuetop.admission.decisions import Admit, Decision, Evict, MarkAdmitted, Preempt
 from kueuetop.admission.queue_state import QueueState, changed_cluster_queues
 from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.admission.workload_controller import next_event_at, reconcile
@@ -25,6 +26,7 @@ from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.workload import Workload
+from kueuetop.sim.kueue_metrics import KueueCounters
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent
 
 _log = logging.getLogger(__name__)
@@ -67,7 +69,7 @@ class KueueController:
         self._queues_of: dict[WorkloadKey, tuple[str | None, tuple[str, str]]] = {}
         self.broken: dict[str, str] = {}  # object → parse error, for reports and the console
         self.cycles = 0
-        self.counters: dict[str, Any] = defaultdict(int)  # for Kueue's metrics
+        self.counters = KueueCounters()  # Kueue's /metrics counters and histograms
 
     # ------------------------------------------------------------------ events
     def on_event(self, ev: WatchEvent) -> None:
@@ -179,7 +181,7 @@ class KueueController:
             _log.warning("writing %s for %s/%s failed: %s", type(decision).__name__, key[0], key[1], exc)
             return False
         if wrote:
-            self._count(decision, cur, snap)
+            self._count(decision, cur, snap, now)
             if self.record_events:
                 preemptor = None
                 if isinstance(decision, Preempt):
@@ -188,20 +190,28 @@ class KueueController:
                     self._record_event(ev)
         return wrote
 
-    def _count(self, d: Decision, before: dict, snap: ClusterSnapshot) -> None:
-        name = type(d).__name__
-        self.counters[name] += 1
-        if name == "Admit":
-            self.counters[("admitted", d.cluster_queue)] += 1
-        elif name == "Preempt":
-            cq = ((before.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+    def _count(self, d: Decision, before: dict, snap: ClusterSnapshot, now: float) -> None:
+        wl = snap.workloads.get(d.victim if isinstance(d, Preempt) else d.workload)
+        if wl is None:
+            return
+        cq = (wl.admission.cluster_queue if wl.admission else snap.cluster_queue_of(wl)) or ""
+        pc = wl.priority_class_name
+        if isinstance(d, Admit):
+            qr = wl.condition("Requeued")
+            since = qr.last_transition if qr and qr.status == "True" and qr.last_transition else wl.meta.creation
+            wait = max(0.0, now - (since or now))
+            self.counters.record_quota_reserved(d.cluster_queue, wl.namespace, wl.queue_name, pc, wait)
+            if d.admitted:
+                self.counters.record_admitted(d.cluster_queue, wl.namespace, wl.queue_name, pc, wait)
+        elif isinstance(d, MarkAdmitted):
+            self.counters.record_admitted(cq, wl.namespace, wl.queue_name, pc, 0.0)
+        elif isinstance(d, Preempt):
             pre = snap.workloads.get(d.preemptor)
-            pre_cq = snap.cluster_queue_of(pre) if pre else ""
-            self.counters[("preempted", pre_cq or "", d.reason)] += 1
-            self.counters[("evicted", cq, "Preempted")] += 1
-        elif name == "Evict":
-            cq = ((before.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-            self.counters[("evicted", cq, d.reason)] += 1
+            self.counters.record_preemption((snap.cluster_queue_of(pre) if pre else "") or "", d.reason)
+            self.counters.record_eviction(cq, wl.namespace, wl.queue_name, "Preempted", "", pc)
+        elif isinstance(d, Evict):
+            self.counters.record_eviction(cq, wl.namespace, wl.queue_name, d.reason.split("DueTo")[0],
+                                          d.underlying_cause, pc)
 
     def _record_event(self, ev: dict) -> None:
         inv = ev.get("involvedObject") or {}
@@ -286,8 +296,12 @@ class KueueController:
                 changed = changed_cluster_queues(self._prev, snap)
                 if changed:
                     self.state = self.state.requeue_inadmissible(changed)
+            t0 = time.perf_counter()
             result = schedule(snap, now, self.state)
             self.cycles += 1
+            admitted = any(isinstance(d, Admit) for d in result.decisions)
+            self.counters.record_admission_attempt("success" if admitted else "inadmissible",
+                                                   time.perf_counter() - t0)
             self.state = result.state
             self._prev = snap
             for d in result.decisions:

@@ -45,7 +45,7 @@ def build_cluster(scenario: Scenario, clock: SimClock, *, record_events: bool = 
     store.subscribe(recorder.on_event)
     extra: dict[str, Any] = {}
     handlers: list[Callable[[ScenarioStep, float], bool]] = [actions.handle_step]
-    for c in _workload_controllers(scenario, store, cluster, extra, handlers):
+    for c in _workload_controllers(scenario, store, cluster, extra, handlers, record_events):
         cluster.add_controller(c)
     cluster.add_controller(kueue)
     cluster.add_controller(actions)
@@ -60,13 +60,12 @@ def build_cluster(scenario: Scenario, clock: SimClock, *, record_events: bool = 
     return SimParts(cluster, kueue, actions, recorder, extra)
 
 
-def _workload_controllers(scenario: Scenario, store, cluster: SimCluster, extra: dict, handlers: list) -> list:
-    """Job/Pod integrations, kubelet, node pools and provisioning, when present."""
-    try:
-        from kueuetop.sim import controllers_wiring
-    except ImportError:
-        return []
-    return controllers_wiring.build(scenario, store, cluster, extra, handlers)
+def _workload_controllers(scenario: Scenario, store, cluster: SimCluster, extra: dict, handlers: list,
+                          record_events: bool) -> list:
+    """Job/Pod integrations, provisioning, node pools and the kubelet (in that order)."""
+    from kueuetop.sim.controllers_wiring import build
+
+    return build(scenario, store, cluster, extra, handlers, record_events=record_events)
 
 
 def run_scenario(scenario: Scenario, duration: float, *, until_idle: bool = False,

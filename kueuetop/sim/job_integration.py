@@ -1,0 +1,865 @@
+"""Kueue's batch/v1 Job integration, a minimal Job controller, and Workloads created directly.
+
+Job integration (Kueue pkg/controller/jobframework/reconciler.go, jobs/job/job_controller.go):
+
+* A Job labelled `kueue.x-k8s.io/queue-name` gets a Workload `job-<name>-<hash>`
+  (GetWorkloadNameForOwnerWithGVK) owned by the Job, labelled with the job UID, with one pod set
+  `main` of min(parallelism, completions) pods and the Job's pod template, and the priority of
+  its WorkloadPriorityClass label or its pod PriorityClass (ExtractPriority). The Job is kept
+  suspended (Kueue's job webhook suspends it on creation) until the Workload is Admitted; then it
+  is unsuspended with the admitted flavors' nodeLabels as nodeSelector, their tolerations, the
+  podset and queue labels and the admission checks' podSetUpdates (startJob).
+* Evicted=True: the Job is suspended again and its template restored (stopJob); once no pod is
+  active, the quota is released (`status_updates.release_quota`). Job Complete → Workload
+  Finished=True reason Succeeded. PodsReady follows the Job's ready + succeeded pods.
+
+Job controller (k8s.io/kubernetes pkg/controller/job, the parts a batch Job needs): an unsuspended
+Job keeps min(parallelism, completions − succeeded) pods, named `<job>-<5 chars>`; suspending
+deletes active pods; status counts active/ready/succeeded, startTime/completionTime, and the
+Suspended and Complete conditions.
+
+Workloads created without an owner stand for a job of their shape: once Admitted their pods
+(owned by the Workload) run, on eviction the pods are deleted and the quota released, and when
+all pods succeeded the Workload is Finished.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kueuetop.admission import status_updates
+from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
+from kueuetop.sim.scenario import ANN_GPU_UTIL, ANN_RUNTIME
+from kueuetop.sim.sim_events import (
+    JOB_CONTROLLER,
+    EventWriter,
+    NullEvents,
+    condition_is,
+    conditions_of,
+    find_condition,
+    patch_status,
+    set_condition,
+)
+
+_log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+Key = tuple[str, str]
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+WL_API = "kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name"
+CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name"
+PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
+DEFAULT_PODSET = "main"
+SIM_ANNOTATIONS = (ANN_RUNTIME, ANN_GPU_UTIL)
+JOB_FINISHED_MESSAGE = "Job finished successfully"
+PODS_NOT_READY = "Not all pods are ready or succeeded"
+PODS_READY = "All pods reached readiness and the workload is running"
+
+# Kueue's workload names: constants from pkg/controller/jobframework/workload_names.go.
+_HASH_LENGTH = 5
+_MAX_NAME_LENGTH = 253
+
+
+def workload_name_for_owner(owner_name: str, owner_uid: str, kind: str, group: str) -> str:
+    """GetWorkloadNameForOwnerWithGVK: `<kind>-<owner>` (trimmed) + `-` + 5 hex of
+    sha1("<Kind>\\n<group>\\n<name>\\n<uid>")."""
+    h = hashlib.sha1(f"{kind}\n{group}\n{owner_name}\n{owner_uid}".encode()).hexdigest()
+    prefix = f"{kind.lower()}-{owner_name}"[: _MAX_NAME_LENGTH - 1 - _HASH_LENGTH]
+    return f"{prefix}-{h[:_HASH_LENGTH]}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Pod set info: what admission adds to a pod template (pkg/podset)
+
+
+class MissingFlavor(ValueError):
+    """An admitted flavor is not in the cluster (Kueue retries; not a permanent error)."""
+
+
+@dataclass
+class PodSetInfo:
+    name: str
+    count: int
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[Obj] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    def merge(self, other: PodSetInfo) -> None:
+        """PodSetInfo.Merge: maps must not conflict; tolerations are appended once."""
+        for mine, theirs, what in ((self.annotations, other.annotations, "annotations"),
+                                   (self.labels, other.labels, "labels"),
+                                   (self.node_selector, other.node_selector, "nodeSelector")):
+            for k, v in theirs.items():
+                if k in mine and mine[k] != v:
+                    raise ValueError(f"invalid admission check PodSetUpdate: conflict for {what}: "
+                                     f"conflict for key={k}, value1={mine[k]}, value2={v}")
+            mine.update(theirs)
+        for t in other.tolerations:
+            if t not in self.tolerations:
+                self.tolerations.append(t)
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def podset_infos(store: ObjectStore, wl: Obj) -> list[PodSetInfo]:
+    """getPodSetsInfoFromStatus: per admitted pod set, the flavors' nodeLabels and tolerations,
+    the podset and queue labels and the admission checks' podSetUpdates. ValueError when a
+    flavor is missing or updates conflict."""
+    status = wl.get("status") or {}
+    admission = status.get("admission") or {}
+    spec_sets = {ps.get("name", DEFAULT_PODSET): ps for ps in (wl.get("spec") or {}).get("podSets") or []
+                 if isinstance(ps, dict)}
+    out = []
+    for psa in admission.get("podSetAssignments") or []:
+        if not isinstance(psa, dict):
+            continue
+        name = str(psa.get("name", DEFAULT_PODSET))
+        spec_count = int((spec_sets.get(name) or {}).get("count", 1) or 0)
+        info = PodSetInfo(name, int(psa["count"]) if isinstance(psa.get("count"), int) else spec_count)
+        for flavor in dict.fromkeys((psa.get("flavors") or {}).values()):
+            rf = store.try_get(KUEUE_GROUP, "resourceflavors", None, str(flavor), copy=False)
+            if rf is None:
+                raise MissingFlavor(f'resourceflavors.kueue.x-k8s.io "{flavor}" not found')
+            rf_spec = rf.get("spec") or {}
+            info.node_selector.update(_str_map(rf_spec.get("nodeLabels")))
+            info.tolerations.extend(copy.deepcopy(t) for t in rf_spec.get("tolerations") or [])
+        info.labels[PODSET_LABEL] = name
+        # AssignQueueLabelsForPods (beta, on since 0.17).
+        info.labels[LOCAL_QUEUE_LABEL] = str((wl.get("spec") or {}).get("queueName", ""))
+        if admission.get("clusterQueue"):
+            info.labels[CLUSTER_QUEUE_LABEL] = str(admission["clusterQueue"])
+        for check in status.get("admissionChecks") or []:
+            for update in check.get("podSetUpdates") or [] if isinstance(check, dict) else []:
+                if isinstance(update, dict) and update.get("name") == name:
+                    info.merge(PodSetInfo(name, info.count, _str_map(update.get("nodeSelector")),
+                                          copy.deepcopy(list(update.get("tolerations") or [])),
+                                          _str_map(update.get("labels")), _str_map(update.get("annotations"))))
+                    break
+        out.append(info)
+    return out
+
+
+def merge_into_template(template: Obj, info: PodSetInfo) -> None:
+    """podset.Merge: add info to a pod template in place (ValueError on conflicts)."""
+    meta = template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    current = PodSetInfo(info.name, info.count, _str_map(spec.get("nodeSelector")),
+                         list(spec.get("tolerations") or []), _str_map(meta.get("labels")),
+                         _str_map(meta.get("annotations")))
+    current.merge(info)
+    for key, value in (("labels", current.labels), ("annotations", current.annotations)):
+        if value:
+            meta[key] = value
+    if current.node_selector:
+        spec["nodeSelector"] = current.node_selector
+    if current.tolerations:
+        spec["tolerations"] = current.tolerations
+
+
+def restore_template(template: Obj, original: Obj) -> bool:
+    """podset.RestorePodSpec: put back the Workload's copy of the template's labels,
+    annotations, nodeSelector, tolerations and scheduling gates. True if anything changed."""
+    changed = False
+    meta = template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    o_meta = original.get("metadata") or {}
+    o_spec = original.get("spec") or {}
+    for holder, o_holder, key in ((meta, o_meta, "labels"), (meta, o_meta, "annotations"),
+                                  (spec, o_spec, "nodeSelector"), (spec, o_spec, "tolerations"),
+                                  (spec, o_spec, "schedulingGates")):
+        want = copy.deepcopy(o_holder.get(key))
+        if (holder.get(key) or None) != (want or None):
+            if want:
+                holder[key] = want
+            else:
+                holder.pop(key, None)
+            changed = True
+    return changed
+
+
+# ---------------------------------------------------------------------------------------------
+# Priority (jobframework.ExtractPriority)
+
+
+class MissingPriorityClass(Exception):
+    pass
+
+
+def resolve_priority(store: ObjectStore, labels: Mapping[str, str], pod_spec: Mapping[str, Any]
+                     ) -> tuple[Obj | None, int]:
+    """(priorityClassRef, priority): the WorkloadPriorityClass label wins, then the pod's
+    priorityClassName, then the global default PriorityClass, else 0. Raises
+    MissingPriorityClass when a named class does not exist (Kueue retries later)."""
+    wpc_name = labels.get(PRIORITY_CLASS_LABEL)
+    if wpc_name:
+        wpc = store.try_get(KUEUE_GROUP, "workloadpriorityclasses", None, wpc_name, copy=False)
+        if wpc is None:
+            raise MissingPriorityClass(f'WorkloadPriorityClass "{wpc_name}" not found')
+        return ({"group": KUEUE_GROUP, "kind": "WorkloadPriorityClass", "name": wpc_name},
+                _int(wpc.get("value")))
+    pc_name = pod_spec.get("priorityClassName")
+    if pc_name:
+        pc = store.try_get("scheduling.k8s.io", "priorityclasses", None, str(pc_name), copy=False)
+        if pc is None:
+            raise MissingPriorityClass(f'priorityclasses.scheduling.k8s.io "{pc_name}" not found')
+        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": str(pc_name)}, _int(pc.get("value"))
+    pcs, _ = store.list("scheduling.k8s.io", "priorityclasses", copy=False,
+                        predicate=lambda o: o.get("globalDefault") is True)
+    if pcs:
+        best = max(pcs, key=lambda o: _int(o.get("value")))
+        return ({"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": best["metadata"]["name"]},
+                _int(best.get("value")))
+    return None, 0
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+# ---------------------------------------------------------------------------------------------
+# small object helpers
+
+
+def meta_of(obj: Obj | None) -> Obj:
+    m = (obj or {}).get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def controller_ref(obj: Obj) -> Obj | None:
+    for r in meta_of(obj).get("ownerReferences") or []:
+        if isinstance(r, dict) and r.get("controller"):
+            return r
+    return None
+
+
+def owner_ref(obj: Obj) -> Obj:
+    m = meta_of(obj)
+    return {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""), "name": m.get("name", ""),
+            "uid": m.get("uid", ""), "controller": True, "blockOwnerDeletion": True}
+
+
+def sim_annotations(obj: Obj) -> dict[str, str]:
+    ann = meta_of(obj).get("annotations") or {}
+    return {k: str(ann[k]) for k in SIM_ANNOTATIONS if k in ann}
+
+
+def is_active_pod(pod: Obj) -> bool:
+    """Counted in Job status.active: not terminal and not being deleted."""
+    return (pod.get("status") or {}).get("phase", "Pending") not in ("Succeeded", "Failed") \
+        and not meta_of(pod).get("deletionTimestamp")
+
+
+def pod_ready(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running" and condition_is(pod, "Ready")
+
+
+def set_pods_ready(store: ObjectStore, wl: Obj, ready: bool, now: float) -> bool:
+    """The PodsReady condition jobframework writes (generatePodsReadyCondition)."""
+    cur = find_condition(wl, "PodsReady")
+    if ready:
+        reason = "Recovered" if cur is not None and cur.get("reason") in ("WaitForRecovery", "Recovered") \
+            else "Started"
+        want = ("True", reason, PODS_READY)
+    elif cur is not None and cur.get("status") == "True" and condition_is(wl, "Admitted"):
+        want = ("False", "WaitForRecovery", "At least one pod has failed, waiting for recovery")
+    else:
+        want = ("False", "WaitForStart", PODS_NOT_READY)
+    if cur is not None and (cur.get("status"), cur.get("reason"), cur.get("message")) == want:
+        return False
+    m = meta_of(wl)
+    gen = m.get("generation") if isinstance(m.get("generation"), int) else None
+    return patch_status(store, KUEUE_GROUP, "workloads", m.get("namespace"), m.get("name", ""),
+                        lambda st: set_condition(conditions_of(st), "PodsReady", *want, now, gen)) is not None
+
+
+def finish_workload(store: ObjectStore, wl: Obj, reason: str, message: str, now: float) -> bool:
+    """workloadfinish.Finish: Finished=True (once)."""
+    if condition_is(wl, "Finished"):
+        return False
+    m = meta_of(wl)
+    gen = m.get("generation") if isinstance(m.get("generation"), int) else None
+    return patch_status(store, KUEUE_GROUP, "workloads", m.get("namespace"), m.get("name", ""),
+                        lambda st: set_condition(conditions_of(st), "Finished", "True", reason, message,
+                                                 now, gen)) is not None
+
+
+def release_quota(store: ObjectStore, wl: Obj, now: float) -> bool:
+    """The job integration's half of an eviction, written through the status subresource."""
+    m = meta_of(wl)
+    try:
+        cur = store.get(KUEUE_GROUP, "workloads", m.get("namespace"), m.get("name", ""), copy=False)
+    except NotFound:
+        return False
+    if not status_updates.needs_quota_release(cur):
+        return False
+    new = status_updates.release_quota(cur, now)
+    try:
+        store.update_status(KUEUE_GROUP, "workloads", new)
+    except StoreError as exc:
+        _log.info("releasing quota of %s/%s: %s", m.get("namespace"), m.get("name"), exc.message)
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class JobIntegration:
+    """Jobs and owner-less Workloads. Wire with `cluster.add_controller(JobIntegration(store))`."""
+
+    name = "job-integration"
+
+    def __init__(self, store: ObjectStore, *, events: EventWriter | None = None) -> None:
+        self.store = store
+        self.events = events or NullEvents()
+        self._dirty_jobs: dict[Key, None] = {}
+        self._dirty_wls: dict[Key, None] = {}
+        self._deleted_jobs: list[tuple[str, str]] = []  # (namespace, uid)
+        self._wl_of_owner: dict[str, Key] = {}  # owner (Job) uid → workload key
+        self._pods_of_owner: dict[str, set[Key]] = {}  # owner (Job or Workload) uid → pod keys
+        self._waiting_priority: set[Key] = set()
+        self._waiting_flavor_jobs: set[Key] = set()
+        self._waiting_flavor_wls: set[Key] = set()
+
+    # ------------------------------------------------------------------ events
+    def on_event(self, event: WatchEvent) -> None:
+        try:
+            self._on_event(event)
+        except Exception:
+            _log.exception("job integration: cannot handle %s %s", event.type, event.kind.kind)
+
+    def _on_event(self, event: WatchEvent) -> None:
+        key = event.kind.key
+        obj = event.obj
+        m = meta_of(obj)
+        ns, name = m.get("namespace", ""), m.get("name", "")
+        if key == ("batch", "jobs"):
+            if event.type == "DELETED":
+                self._deleted_jobs.append((ns, m.get("uid", "")))
+                self._dirty_jobs.pop((ns, name), None)
+            else:
+                self._dirty_jobs[(ns, name)] = None
+        elif key == (KUEUE_GROUP, "workloads"):
+            ref = controller_ref(obj)
+            if ref is None:
+                if not meta_of(obj).get("ownerReferences"):
+                    self._dirty_wls[(ns, name)] = None
+                return
+            if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
+                uid = str(ref.get("uid", ""))
+                if event.type == "DELETED":
+                    if self._wl_of_owner.get(uid) == (ns, name):
+                        del self._wl_of_owner[uid]
+                else:
+                    self._wl_of_owner[uid] = (ns, name)
+                self._dirty_jobs[(ns, str(ref.get("name", "")))] = None
+        elif key == ("", "pods"):
+            ref = controller_ref(obj)
+            if ref is None:
+                return
+            uid = str(ref.get("uid", ""))
+            if ref.get("kind") == "Job":
+                target = self._dirty_jobs
+            elif ref.get("kind") == "Workload":
+                target = self._dirty_wls
+            else:
+                return
+            pods = self._pods_of_owner.setdefault(uid, set())
+            if event.type == "DELETED":
+                pods.discard((ns, name))
+                if not pods:
+                    self._pods_of_owner.pop(uid, None)
+            else:
+                pods.add((ns, name))
+            target[(ns, str(ref.get("name", "")))] = None
+        elif key in ((KUEUE_GROUP, "workloadpriorityclasses"), ("scheduling.k8s.io", "priorityclasses")):
+            if event.type != "DELETED" and self._waiting_priority:
+                for k in self._waiting_priority:
+                    self._dirty_jobs[k] = None
+                self._waiting_priority.clear()
+        elif key == (KUEUE_GROUP, "resourceflavors") and event.type != "DELETED":
+            # Admitted onto a flavor that did not exist yet: Kueue retries the start.
+            for k in self._waiting_flavor_jobs:
+                self._dirty_jobs[k] = None
+            for k in self._waiting_flavor_wls:
+                self._dirty_wls[k] = None
+            self._waiting_flavor_jobs.clear()
+            self._waiting_flavor_wls.clear()
+
+    # ------------------------------------------------------------------ reconcile
+    def reconcile(self, now: float) -> bool:
+        worked = False
+        for ns, uid in self._deleted_jobs:
+            worked = self._cleanup_deleted_job(ns, uid) or worked
+        self._deleted_jobs.clear()
+        while self._dirty_jobs:
+            key = next(iter(self._dirty_jobs))
+            del self._dirty_jobs[key]
+            try:
+                worked = self._reconcile_job(key, now) or worked
+            except (AttributeError, TypeError, ValueError, KeyError) as exc:
+                _log.warning("job integration: skipping malformed job %s/%s: %r", *key, exc)
+            except Exception:
+                _log.exception("job integration: job %s/%s failed", *key)
+        while self._dirty_wls:
+            key = next(iter(self._dirty_wls))
+            del self._dirty_wls[key]
+            try:
+                worked = self._reconcile_workload(key, now) or worked
+            except (AttributeError, TypeError, ValueError, KeyError) as exc:
+                _log.warning("job integration: skipping malformed workload %s/%s: %r", *key, exc)
+            except Exception:
+                _log.exception("job integration: workload %s/%s failed", *key)
+        return worked
+
+    def next_wakeup(self, now: float) -> float | None:
+        return None  # purely event driven: pods finish through the kubelet's timers
+
+    def _cleanup_deleted_job(self, ns: str, uid: str) -> bool:
+        # ownerReference GC removes these for Background/Foreground deletes; an Orphan delete
+        # leaves them, and Kueue still deletes the Workload of a deleted Job.
+        worked = False
+        wl_key = self._wl_of_owner.pop(uid, None)
+        if wl_key is not None:
+            worked = self._delete("kueue.x-k8s.io", "workloads", wl_key) or worked
+        return worked
+
+    def _delete(self, group: str, plural: str, key: Key) -> bool:
+        try:
+            self.store.delete(group, plural, key[0], key[1])
+            return True
+        except StoreError:
+            return False
+
+    # ------------------------------------------------------------------ jobs
+    def _reconcile_job(self, key: Key, now: float) -> bool:
+        job = self.store.try_get("batch", "jobs", key[0], key[1], copy=False)
+        if job is None or meta_of(job).get("deletionTimestamp"):
+            return False
+        worked = False
+        labels = meta_of(job).get("labels") or {}
+        if labels.get(QUEUE_LABEL) and controller_ref(job) is None:
+            worked = self._kueue_job(key, job, now)
+            job = self.store.try_get("batch", "jobs", key[0], key[1], copy=False)
+            if job is None:
+                return worked
+        return self._job_controller(key, job, now) or worked
+
+    def _workload_of(self, job: Obj) -> Obj | None:
+        m = meta_of(job)
+        wl_key = self._wl_of_owner.get(m.get("uid", ""))
+        if wl_key is None:
+            name = workload_name_for_owner(m.get("name", ""), m.get("uid", ""), "Job", "batch")
+            wl_key = (m.get("namespace", ""), name)
+        return self.store.try_get(KUEUE_GROUP, "workloads", wl_key[0], wl_key[1], copy=False)
+
+    def _kueue_job(self, key: Key, job: Obj, now: float) -> bool:
+        wl = self._workload_of(job)
+        finished_cond = _job_finished(job)
+        if wl is None:
+            if finished_cond is not None:
+                return False
+            if not _suspended(job):
+                # Kueue's job webhook suspends a queued Job on creation; a Job that lost its
+                # Workload is stopped before a new one is created.
+                return self._stop_job(job, None, "Not admitted by cluster queue", now)
+            if _job_active(job):
+                return False  # wait until the pods are gone
+            return self._create_job_workload(key, job, now)
+        if condition_is(wl, "Finished"):
+            return False
+        if finished_cond is not None:
+            success = finished_cond.get("type") == "Complete"
+            msg = JOB_FINISHED_MESSAGE if success else str(finished_cond.get("message", ""))
+            done = finish_workload(self.store, wl, "Succeeded" if success else "Failed", msg, now)
+            if done:
+                self.events.emit(job, "FinishedWorkload",
+                                 f"Workload '{key[0]}/{meta_of(wl).get('name')}' is declared finished")
+            return done
+        worked = False
+        admitted = condition_is(wl, "Admitted")
+        if admitted or find_condition(wl, "PodsReady") is not None:
+            ready = _int((job.get("status") or {}).get("ready")) + _int((job.get("status") or {}).get("succeeded"))
+            worked = set_pods_ready(self.store, wl, admitted and ready >= _pod_count(job), now)
+        evicted = find_condition(wl, "Evicted")
+        if evicted is not None and evicted.get("status") == "True":
+            worked = self._stop_job(job, wl, str(evicted.get("message", "")), now) or worked
+            job = self.store.try_get("batch", "jobs", key[0], key[1], copy=False) or job
+            if not _job_active(job) and not self._pods_active(meta_of(job).get("uid", "")):
+                worked = release_quota(self.store, wl, now) or worked
+            return worked
+        if (wl.get("spec") or {}).get("active") is False:
+            # Deactivated: the workload controller will evict it; the Job must not run meanwhile.
+            return self._stop_job(job, wl, "The workload is deactivated", now) or worked
+        if _suspended(job):
+            if admitted:
+                return self._start_job(job, wl, now) or worked
+            return self._sync_queue_name(job, wl) or worked
+        if not admitted:
+            return self._stop_job(job, wl, "Not admitted by cluster queue", now) or worked
+        return worked
+
+    def _pods_active(self, uid: str) -> bool:
+        for ns, name in self._pods_of_owner.get(uid, ()):
+            pod = self.store.try_get("", "pods", ns, name, copy=False)
+            if pod is not None and is_active_pod(pod):
+                return True
+        return False
+
+    def _create_job_workload(self, key: Key, job: Obj, now: float) -> bool:
+        m = meta_of(job)
+        spec = job.get("spec") or {}
+        template = copy.deepcopy(spec.get("template") or {})
+        t_meta = template.get("metadata") or {}
+        labels = {k: v for k, v in (t_meta.get("labels") or {}).items() if k != PODSET_LABEL}
+        ps_template: Obj = {"spec": template.get("spec") or {}}
+        if labels or t_meta.get("annotations"):
+            ps_template["metadata"] = {k: v for k, v in (("labels", labels),
+                                                         ("annotations", t_meta.get("annotations"))) if v}
+        try:
+            ref, priority = resolve_priority(self.store, m.get("labels") or {}, ps_template["spec"])
+        except MissingPriorityClass as exc:
+            if key not in self._waiting_priority:
+                self._waiting_priority.add(key)
+                self.events.emit(job, "ErrWorkloadCompose", str(exc), type_="Warning")
+            return False
+        self._waiting_priority.discard(key)
+        wl = new_workload(job, "Job", "batch", [{"name": DEFAULT_PODSET, "count": _pod_count(job),
+                                                 "template": ps_template}], ref, priority)
+        try:
+            created = self.store.create(KUEUE_GROUP, "workloads", wl)
+        except StoreError as exc:
+            _log.info("creating workload for job %s/%s: %s", key[0], key[1], exc.message)
+            return False
+        self._wl_of_owner[m.get("uid", "")] = (key[0], created["metadata"]["name"])
+        self.events.emit(job, "CreatedWorkload", f"Created Workload: {key[0]}/{created['metadata']['name']}")
+        return True
+
+    def _sync_queue_name(self, job: Obj, wl: Obj) -> bool:
+        """handleQueueNameChange: a suspended Job's queue label moves its Workload (not while reserved)."""
+        q = (meta_of(job).get("labels") or {}).get(QUEUE_LABEL, "")
+        if (wl.get("spec") or {}).get("queueName") == q or condition_is(wl, "QuotaReserved"):
+            return False
+
+        def move(cur: Obj) -> Obj:
+            cur.setdefault("spec", {})["queueName"] = q
+            return cur
+
+        try:
+            self.store.patch(KUEUE_GROUP, "workloads", meta_of(wl).get("namespace"), meta_of(wl)["name"], move)
+            return True
+        except StoreError:
+            return False
+
+    def _start_job(self, job: Obj, wl: Obj, now: float) -> bool:
+        m = meta_of(job)
+        try:
+            infos = podset_infos(self.store, wl)
+        except MissingFlavor:
+            self._waiting_flavor_jobs.add((m.get("namespace", ""), m.get("name", "")))
+            return False
+        except ValueError as exc:
+            return finish_workload(self.store, wl, "FailedToStart", str(exc), now)
+        if len(infos) != 1:
+            return finish_workload(self.store, wl, "FailedToStart",
+                                   f"invalid podset infos: expecting 1 got {len(infos)}", now)
+        info = infos[0]
+
+        def start(cur: Obj) -> Obj:
+            spec = cur.setdefault("spec", {})
+            spec["suspend"] = False
+            merge_into_template(spec.setdefault("template", {}), info)
+            return cur
+
+        try:
+            self.store.patch("batch", "jobs", m.get("namespace"), m.get("name", ""), start)
+        except ValueError as exc:
+            return finish_workload(self.store, wl, "FailedToStart", str(exc), now)
+        except StoreError as exc:
+            _log.info("unsuspending job %s/%s: %s", m.get("namespace"), m.get("name"), exc.message)
+            return False
+        cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        self.events.emit(job, "Started", f"Admitted by clusterQueue {cq}")
+        return True
+
+    def _stop_job(self, job: Obj, wl: Obj | None, message: str, now: float) -> bool:
+        """stopJob: suspend, reset startTime, restore the template from the Workload."""
+        m = meta_of(job)
+        original = None
+        if wl is not None:
+            for ps in (wl.get("spec") or {}).get("podSets") or []:
+                if isinstance(ps, dict) and ps.get("name", DEFAULT_PODSET) == DEFAULT_PODSET:
+                    original = ps.get("template") or {}
+        worked = False
+        if not _suspended(job) or (original is not None and _template_differs(job, original)):
+            def stop(cur: Obj) -> Obj:
+                spec = cur.setdefault("spec", {})
+                spec["suspend"] = True
+                if original is not None:
+                    restore_template(spec.setdefault("template", {}), original)
+                return cur
+
+            was_running = not _suspended(job)
+            try:
+                self.store.patch("batch", "jobs", m.get("namespace"), m.get("name", ""), stop)
+                worked = True
+            except StoreError as exc:
+                _log.info("suspending job %s/%s: %s", m.get("namespace"), m.get("name"), exc.message)
+                return False
+            if was_running and wl is not None:
+                self.events.emit(job, "Stopped", message)
+        if (job.get("status") or {}).get("startTime"):
+            worked = patch_status(self.store, "batch", "jobs", m.get("namespace"), m.get("name", ""),
+                                  lambda st: st.pop("startTime", None) is not None) is not None or worked
+        return worked
+
+    # ------------------------------------------------------------------ job controller
+    def _job_controller(self, key: Key, job: Obj, now: float) -> bool:
+        m = meta_of(job)
+        spec = job.get("spec") or {}
+        status = job.get("status") or {}
+        uid = m.get("uid", "")
+        pods = [p for p in (self.store.try_get("", "pods", ns, n, copy=False)
+                            for ns, n in sorted(self._pods_of_owner.get(uid, ()))) if p is not None]
+        active = [p for p in pods if is_active_pod(p)]
+        succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
+        failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+        succeeded = max(succeeded, _int(status.get("succeeded")))  # pods may be gone, counts stay
+        finished = _job_finished(job) is not None
+        suspended = _suspended(job)
+        worked = False
+        completions = spec.get("completions") if isinstance(spec.get("completions"), int) else None
+        parallelism = _int(spec.get("parallelism"), 1)
+        complete_now = (not finished and not active and
+                        ((completions is not None and succeeded >= completions)
+                         or (completions is None and succeeded > 0)))
+        if suspended or finished or complete_now:
+            for p in active:
+                pm = meta_of(p)
+                worked = self._delete("", "pods", (pm.get("namespace", ""), pm.get("name", ""))) or worked
+            active = []
+        else:
+            want = parallelism if completions is None else min(parallelism, completions - succeeded)
+            if completions is None and succeeded > 0:
+                want = 0
+            for _ in range(max(0, want - len(active))):
+                pod = self._create_job_pod(job)
+                if pod is not None:
+                    active.append(pod)
+                    worked = True
+        ready = sum(1 for p in active if pod_ready(p))
+        new = dict(status)
+        new.update(active=len(active), ready=ready, succeeded=succeeded)
+        if failed:
+            new["failed"] = failed
+        for k in ("active", "succeeded"):
+            if not new[k]:
+                new.pop(k)
+        new.setdefault("uncountedTerminatedPods", {})
+        conds = copy.deepcopy(list(status.get("conditions") or []))
+        if suspended and not finished:
+            set_condition(conds, "Suspended", "True", "JobSuspended", "Job suspended", now)
+        elif find_condition(job, "Suspended") is not None:
+            set_condition(conds, "Suspended", "False", "JobResumed", "Job resumed", now)
+        if not suspended and not finished and not new.get("startTime"):
+            new["startTime"] = rfc3339(now)
+        if complete_now:
+            msg = "Reached expected number of succeeded pods"
+            set_condition(conds, "SuccessCriteriaMet", "True", "CompletionsReached", msg, now)
+            set_condition(conds, "Complete", "True", "CompletionsReached", msg, now)
+            new["completionTime"] = rfc3339(now)
+            self.events.emit(job, "Completed", "Job completed", component=JOB_CONTROLLER)
+        if conds:
+            new["conditions"] = conds
+        if new != status:
+            patch_status(self.store, "batch", "jobs", key[0], key[1], lambda st: _replace(st, new))
+            worked = True
+        return worked
+
+    def _create_job_pod(self, job: Obj) -> Obj | None:
+        m = meta_of(job)
+        template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
+        t_meta = template.get("metadata") or {}
+        labels = dict(t_meta.get("labels") or {})
+        uid = m.get("uid", "")
+        labels.update({"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": m.get("name", ""),
+                       "controller-uid": uid, "job-name": m.get("name", "")})
+        annotations = {**sim_annotations(job), **(t_meta.get("annotations") or {})}
+        pod: Obj = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": f"{m.get('name', '')}-", "namespace": m.get("namespace", ""),
+                         "labels": labels, "ownerReferences": [owner_ref(job)]},
+            "spec": template.get("spec") or {},
+            "status": {"phase": "Pending"},
+        }
+        if annotations:
+            pod["metadata"]["annotations"] = annotations
+        pod["spec"].setdefault("restartPolicy", "Never")
+        try:
+            created = self.store.create("", "pods", pod)
+        except StoreError as exc:
+            _log.info("creating a pod for job %s/%s: %s", m.get("namespace"), m.get("name"), exc.message)
+            return None
+        self._pods_of_owner.setdefault(uid, set()).add((created["metadata"]["namespace"], created["metadata"]["name"]))
+        self.events.emit(job, "SuccessfulCreate", f"Created pod: {created['metadata']['name']}",
+                         component=JOB_CONTROLLER)
+        return created
+
+    # ------------------------------------------------------------------ workloads without owner
+    def _reconcile_workload(self, key: Key, now: float) -> bool:
+        wl = self.store.try_get(KUEUE_GROUP, "workloads", key[0], key[1], copy=False)
+        if wl is None or meta_of(wl).get("ownerReferences") or condition_is(wl, "Finished"):
+            return False
+        uid = meta_of(wl).get("uid", "")
+        pod_keys = sorted(self._pods_of_owner.get(uid, ()))
+        pods = [p for p in (self.store.try_get("", "pods", ns, n, copy=False) for ns, n in pod_keys)
+                if p is not None]
+        evicted = condition_is(wl, "Evicted")
+        if evicted or (wl.get("spec") or {}).get("active") is False or not condition_is(wl, "Admitted"):
+            worked = False
+            for p in pods:  # the job stops: all its pods go; a new admission starts afresh
+                pm = meta_of(p)
+                worked = self._delete("", "pods", (pm.get("namespace", ""), pm.get("name", ""))) or worked
+            if evicted:
+                worked = release_quota(self.store, wl, now) or worked
+                if find_condition(wl, "PodsReady") is not None and not condition_is(wl, "Admitted"):
+                    fresh = self.store.try_get(KUEUE_GROUP, "workloads", key[0], key[1], copy=False)
+                    if fresh is not None:
+                        worked = set_pods_ready(self.store, fresh, False, now) or worked
+            return worked
+        try:
+            infos = podset_infos(self.store, wl)
+        except MissingFlavor:
+            self._waiting_flavor_wls.add(key)
+            return False
+        except ValueError as exc:
+            return finish_workload(self.store, wl, "FailedToStart", str(exc), now)
+        by_set: dict[str, list[Obj]] = {}
+        for p in pods:
+            by_set.setdefault((meta_of(p).get("labels") or {}).get(PODSET_LABEL, ""), []).append(p)
+        total = succeeded = ready = 0
+        worked = False
+        templates = {ps.get("name", DEFAULT_PODSET): ps.get("template") or {}
+                     for ps in (wl.get("spec") or {}).get("podSets") or [] if isinstance(ps, dict)}
+        for info in infos:
+            mine = by_set.get(info.name, [])
+            done = sum(1 for p in mine if (p.get("status") or {}).get("phase") == "Succeeded")
+            active = [p for p in mine if is_active_pod(p)]
+            total += info.count
+            succeeded += done
+            ready += done + sum(1 for p in active if pod_ready(p))
+            for _ in range(max(0, info.count - done - len(active))):
+                worked = self._create_workload_pod(wl, info, templates.get(info.name, {})) or worked
+        if total and succeeded >= total:
+            return finish_workload(self.store, wl, "Succeeded", JOB_FINISHED_MESSAGE, now) or worked
+        return set_pods_ready(self.store, wl, ready >= total, now) or worked
+
+    def _create_workload_pod(self, wl: Obj, info: PodSetInfo, template: Obj) -> bool:
+        m = meta_of(wl)
+        tpl = copy.deepcopy(template)
+        try:
+            merge_into_template(tpl, info)
+        except ValueError as exc:
+            _log.warning("workload %s/%s: %s", m.get("namespace"), m.get("name"), exc)
+            return False
+        t_meta = tpl.get("metadata") or {}
+        annotations = {**sim_annotations(wl), **(t_meta.get("annotations") or {})}
+        pod: Obj = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": f"{m.get('name', '')}-{info.name}-", "namespace": m.get("namespace", ""),
+                         "labels": dict(t_meta.get("labels") or {}), "ownerReferences": [owner_ref(wl)]},
+            "spec": tpl.get("spec") or {},
+            "status": {"phase": "Pending"},
+        }
+        if annotations:
+            pod["metadata"]["annotations"] = annotations
+        pod["spec"].setdefault("restartPolicy", "Never")
+        try:
+            created = self.store.create("", "pods", pod)
+        except StoreError as exc:
+            _log.info("creating a pod for workload %s/%s: %s", m.get("namespace"), m.get("name"), exc.message)
+            return False
+        self._pods_of_owner.setdefault(m.get("uid", ""), set()).add(
+            (created["metadata"]["namespace"], created["metadata"]["name"]))
+        return True
+
+
+def new_workload(owner: Obj, kind: str, group: str, pod_sets: list[Obj], priority_ref: Obj | None,
+                 priority: int) -> Obj:
+    """jobframework.ConstructWorkload + prepareWorkload for an owner object."""
+    m = meta_of(owner)
+    labels = m.get("labels") or {}
+    annotations = {k: v for k, v in (m.get("annotations") or {}).items()
+                   if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
+    annotations.update(sim_annotations(owner))
+    wl: Obj = {
+        "apiVersion": WL_API, "kind": "Workload",
+        "metadata": {
+            "name": workload_name_for_owner(m.get("name", ""), m.get("uid", ""), kind, group),
+            "namespace": m.get("namespace", ""),
+            "labels": {JOB_UID_LABEL: m.get("uid", "")},
+            "ownerReferences": [owner_ref(owner)],
+        },
+        "spec": {"active": True, "queueName": labels.get(QUEUE_LABEL, ""), "podSets": pod_sets,
+                 "priority": priority},
+    }
+    if annotations:
+        wl["metadata"]["annotations"] = annotations
+    if priority_ref is not None:
+        wl["spec"]["priorityClassRef"] = priority_ref
+    max_exec = labels.get(MAX_EXEC_LABEL)
+    if max_exec and max_exec.isdigit() and int(max_exec) > 0:
+        wl["spec"]["maximumExecutionTimeSeconds"] = int(max_exec)
+    return wl
+
+
+def _replace(status: Obj, new: Obj) -> bool:
+    status.clear()
+    status.update(copy.deepcopy(new))
+    return True
+
+
+def _suspended(job: Obj) -> bool:
+    return (job.get("spec") or {}).get("suspend") is True
+
+
+def _job_active(job: Obj) -> bool:
+    return _int((job.get("status") or {}).get("active")) > 0
+
+
+def _job_finished(job: Obj) -> Obj | None:
+    for t in ("Complete", "Failed"):
+        c = find_condition(job, t)
+        if c is not None and c.get("status") == "True":
+            return c
+    return None
+
+
+def _pod_count(job: Obj) -> int:
+    """Job.podsCount: parallelism (default 1), capped by completions."""
+    spec = job.get("spec") or {}
+    count = _int(spec.get("parallelism"), 1)
+    completions = spec.get("completions")
+    if isinstance(completions, int) and completions < count:
+        count = completions
+    return count
+
+
+def _template_differs(job: Obj, original: Obj) -> bool:
+    probe = copy.deepcopy((job.get("spec") or {}).get("template") or {})
+    return restore_template(probe, original)

@@ -1,0 +1,684 @@
+"""The simulated kube-scheduler and kubelets: place pods on nodes, run them, finish them.
+
+Scheduling follows kube-scheduler's filters that matter for batch GPU pods: NodeName already set,
+scheduling gates (the pod waits, `SchedulingGated`), node Ready and not cordoned, nodeSelector
+and required node affinity (NodeAffinity), NoSchedule/NoExecute taints tolerated
+(TaintToleration) and free allocatable for every requested resource plus the pod count
+(NodeResourcesFit). Among feasible nodes the one with the fewest free GPUs that still fit is
+taken (bin packing, the scoring GPU clusters configure so whole 8-GPU nodes stay free).
+A pod that fits nowhere gets `PodScheduled=False reason Unschedulable` with kube-scheduler's
+message and is retried whenever capacity changes.
+
+Per-node allocation is kept incrementally from pod events (a pod holds its requests from binding
+until it terminates or is deleted), and nodes with identical labels and taints are grouped so a
+pod's node-affinity and taint checks run once per group, not once per node: the scale scenarios
+have 5,000 nodes.
+
+A bound pod starts at once (`start_delay`), runs for `kueuetop.io/runtime` (pod annotation;
+the Job and Workload integrations copy it from their owner) or `default_runtime`, then
+succeeds. Deleted pods free their allocation; pods on a deleted node are deleted (PodGC).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import logging
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kueuetop.kueue.core import GPU_RESOURCE, parse_node, parse_pod
+from kueuetop.kueue.durations import DurationError, parse_duration
+from kueuetop.kueue.errors import KueueParseError
+from kueuetop.kueue.pod_requests import PodShape
+from kueuetop.kueue.scheduling_terms import Taint, Toleration, tolerated
+from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
+from kueuetop.sim.scenario import ANN_RUNTIME
+from kueuetop.sim.sim_events import KUBELET, SCHEDULER, EventWriter, NullEvents, find_condition
+
+_log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+PodKey = tuple[str, str]
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+# GKE lets pods that consume a ProvisioningRequest onto the queued-provisioning nodes made for it.
+CONSUME_PROVREQ_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"
+QUEUED_TAINT = "cloud.google.com/gke-queued"
+DEFAULT_RUNTIME = 300.0
+MESSAGE_TTL = 30.0  # simulated seconds a shape's FitError message is reused while no node changes
+PODS = "pods"
+_TERMINAL = ("Succeeded", "Failed")
+
+
+def pod_runtime(pod: Mapping[str, Any], default: float = DEFAULT_RUNTIME) -> float:
+    """How long a pod runs: its `kueuetop.io/runtime` annotation, else `default`."""
+    ann = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_RUNTIME)
+    if ann is None:
+        return default
+    try:
+        return parse_duration(ann)
+    except DurationError:
+        _log.warning("pod %s: bad %s %r, using %ss", (pod.get("metadata") or {}).get("name"),
+                     ANN_RUNTIME, ann, default)
+        return default
+
+
+def awaiting_admission_webhook(pod: Mapping[str, Any]) -> bool:
+    """A queue-labelled standalone pod that Kueue's pod webhook has not gated yet.
+
+    On a real cluster the webhook gates it in the create request; in the simulation the pod
+    integration does it right after, and until then the scheduler must not take the pod.
+    """
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if QUEUE_LABEL not in labels or labels.get(MANAGED_LABEL) == "true":
+        return False
+    return not any(r.get("controller") for r in meta.get("ownerReferences") or [] if isinstance(r, dict))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What a pod asks of a node: constraints and per-pod requests."""
+
+    requests: Mapping[str, int]
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity: tuple = ()  # NodeSelectorTerms (ORed)
+    tolerations: tuple[Toleration, ...] = ()
+
+    @classmethod
+    def from_shape(cls, shape: PodShape, extra_tolerations: Iterable[Toleration] = ()) -> Placement:
+        return cls(dict(shape.requests), dict(shape.node_selector), tuple(shape.required_affinity),
+                   tuple(shape.tolerations) + tuple(extra_tolerations))
+
+    def constraint_key(self) -> tuple:
+        return (tuple(sorted(self.node_selector.items())), self.affinity, self.tolerations)
+
+    def mentions_hostname(self) -> bool:
+        if HOSTNAME_LABEL in self.node_selector:
+            return True
+        return any(r.key == HOSTNAME_LABEL for term in self.affinity for r in term.expressions)
+
+    def labels_match(self, labels: Mapping[str, str]) -> bool:
+        for k, v in self.node_selector.items():
+            if labels.get(k) != v:
+                return False
+        return not self.affinity or any(term.matches(labels) for term in self.affinity)
+
+    def untolerated(self, taints: Iterable[Taint]) -> Taint | None:
+        for t in taints:
+            if t.effect in ("NoSchedule", "NoExecute") and not tolerated(t, self.tolerations):
+                return t
+        return None
+
+
+class _Group:
+    """Nodes with the same labels (hostname aside), taints and readiness."""
+
+    def __init__(self, gid: int, labels: Mapping[str, str], taints: tuple[Taint, ...], ready: bool,
+                 cordoned: bool) -> None:
+        self.gid = gid
+        self.labels = labels
+        self.taints = taints
+        self.ready = ready
+        self.cordoned = cordoned
+        self.buckets: dict[int, dict[str, None]] = {}  # free GPUs → node names (insertion order)
+        self.size = 0
+
+
+@dataclass
+class _Node:
+    name: str
+    labels: Mapping[str, str]
+    alloc: dict[str, int]
+    group: _Group
+    used: dict[str, int] = field(default_factory=dict)
+    pods: set[PodKey] = field(default_factory=set)
+
+    def free(self, resource: str) -> int:
+        return self.alloc.get(resource, 0) - self.used.get(resource, 0)
+
+    def free_gpus(self) -> int:
+        return max(0, self.free(GPU_RESOURCE))
+
+    def fits(self, requests: Mapping[str, int], free: Mapping[str, int] | None = None) -> str | None:
+        """The first resource that does not fit (None if all do)."""
+        for r, v in requests.items():
+            have = free[r] if free is not None and r in free else self.free(r)
+            if v > have:
+                return r
+        return None
+
+
+@dataclass
+class _Pod:
+    node: str = ""
+    requests: dict[str, int] = field(default_factory=dict)
+    counted: bool = False  # holds its requests on `node`
+    ends_at: float | None = None
+    running: bool = False
+
+
+class Kubelet:
+    """Scheduler + kubelets for every node. Wire with `cluster.add_controller(Kubelet(store))`."""
+
+    name = "kubelet"
+
+    def __init__(self, store: ObjectStore, *, default_runtime: float = DEFAULT_RUNTIME,
+                 start_delay: float = 0.0, events: EventWriter | None = None) -> None:
+        self.store = store
+        self.default_runtime = default_runtime
+        self.start_delay = start_delay
+        self.events = events or NullEvents()
+        self._nodes: dict[str, _Node] = {}
+        self._groups: dict[tuple, _Group] = {}
+        self._gid = 0
+        self._pods: dict[PodKey, _Pod] = {}
+        self._to_schedule: dict[PodKey, None] = {}
+        self._unschedulable: dict[PodKey, str] = {}  # → last message written
+        self._to_start: dict[PodKey, float] = {}
+        self._timers: list[tuple[float, PodKey]] = []
+        self._node_gone: list[str] = []
+        self._capacity_changed = False
+        self._match_cache: dict[tuple, bool] = {}
+        self._messages: dict[tuple, tuple[int, float, str]] = {}
+        self._node_version = 0
+
+    # ------------------------------------------------------------------ events
+    def on_event(self, event: WatchEvent) -> None:
+        key = event.kind.key
+        try:
+            if key == ("", "pods"):
+                self._on_pod(event)
+            elif key == ("", "nodes"):
+                self._on_node(event)
+        except Exception:  # a malformed object must not break the writer's thread
+            _log.exception("kubelet: cannot handle %s %s", event.type, event.kind.kind)
+
+    def _on_node(self, event: WatchEvent) -> None:
+        name = (event.obj.get("metadata") or {}).get("name", "")
+        self._node_version += 1
+        if event.type == "DELETED":
+            node = self._nodes.pop(name, None)
+            if node is not None:
+                self._drop_from_group(node)
+                self._node_gone.append(name)
+            return
+        try:
+            parsed = parse_node(event.obj)
+        except KueueParseError as exc:
+            _log.warning("kubelet: skipping node %s: %s", name, exc)
+            return
+        labels = dict(parsed.meta.labels)
+        sig_labels = tuple(sorted((k, v) for k, v in labels.items() if k != HOSTNAME_LABEL))
+        sig = (sig_labels, parsed.taints, parsed.ready, parsed.unschedulable)
+        group = self._groups.get(sig)
+        if group is None:
+            self._gid += 1
+            group = _Group(self._gid, dict(sig_labels), parsed.taints, parsed.ready and not parsed.unschedulable,
+                           parsed.unschedulable)
+            self._groups[sig] = group
+        alloc = dict(parsed.allocatable or parsed.capacity)
+        old = self._nodes.get(name)
+        if old is not None:
+            self._drop_from_group(old)
+            old.labels, old.alloc, old.group = labels, alloc, group
+            node = old
+        else:
+            node = _Node(name, labels, alloc, group)
+            self._nodes[name] = node
+        self._add_to_group(node)
+        self._capacity_changed = True
+
+    def _add_to_group(self, node: _Node) -> None:
+        node.group.buckets.setdefault(node.free_gpus(), {})[node.name] = None
+        node.group.size += 1
+
+    def _drop_from_group(self, node: _Node) -> None:
+        bucket = node.group.buckets.get(node.free_gpus())
+        if bucket is not None:
+            bucket.pop(node.name, None)
+            if not bucket:
+                del node.group.buckets[node.free_gpus()]
+        node.group.size -= 1
+
+    def _on_pod(self, event: WatchEvent) -> None:
+        meta = event.obj.get("metadata") or {}
+        key = (meta.get("namespace", ""), meta.get("name", ""))
+        if event.type == "DELETED":
+            self._forget_pod(key)
+            return
+        pod = event.obj
+        spec = pod.get("spec") or {}
+        phase = (pod.get("status") or {}).get("phase", "Pending")
+        node_name = spec.get("nodeName") or ""
+        state = self._pods.get(key)
+        if phase in _TERMINAL:
+            if state is not None and state.counted:
+                self._release(key, state)
+            self._to_schedule.pop(key, None)
+            self._unschedulable.pop(key, None)
+            return
+        if not node_name:
+            if meta.get("deletionTimestamp") or spec.get("schedulingGates") or awaiting_admission_webhook(pod):
+                self._to_schedule.pop(key, None)
+                self._unschedulable.pop(key, None)
+                return
+            if key not in self._unschedulable:
+                self._to_schedule[key] = None
+            return
+        # Bound (by us or by a client that set nodeName): account for it on its node.
+        if state is None or not state.counted:
+            self._account(key, pod, node_name)
+        state = self._pods.get(key)
+        if state is not None and phase == "Pending" and not state.running and key not in self._to_start:
+            self._to_start[key] = 0.0  # start as soon as possible
+
+    def _account(self, key: PodKey, pod: Obj, node_name: str) -> None:
+        """Hold the pod's requests on its node (once: the bind's own event may come first)."""
+        state = self._pods.get(key)
+        if state is not None and state.counted:
+            return
+        try:
+            requests = dict(parse_pod(pod).shape.requests)
+        except KueueParseError as exc:
+            _log.warning("kubelet: pod %s/%s has bad requests: %s", key[0], key[1], exc)
+            requests = {}
+        requests[PODS] = 1
+        state = self._pods.setdefault(key, _Pod())
+        state.node, state.requests = node_name, requests
+        node = self._nodes.get(node_name)
+        if node is not None:
+            self._drop_from_group(node)
+            for r, v in requests.items():
+                node.used[r] = node.used.get(r, 0) + v
+            node.pods.add(key)
+            self._add_to_group(node)
+            state.counted = True
+        self._to_schedule.pop(key, None)
+        self._unschedulable.pop(key, None)
+
+    def _release(self, key: PodKey, state: _Pod) -> None:
+        node = self._nodes.get(state.node)
+        if node is not None and state.counted:
+            self._drop_from_group(node)
+            for r, v in state.requests.items():
+                node.used[r] = node.used.get(r, 0) - v
+            node.pods.discard(key)
+            self._add_to_group(node)
+        state.counted = False
+        state.ends_at = None
+        self._capacity_changed = True
+
+    def _forget_pod(self, key: PodKey) -> None:
+        state = self._pods.pop(key, None)
+        if state is not None and state.counted:
+            self._release(key, state)
+        self._to_schedule.pop(key, None)
+        self._unschedulable.pop(key, None)
+        self._to_start.pop(key, None)
+
+    # ------------------------------------------------------------------ queries
+    def nodes(self) -> list[str]:
+        return list(self._nodes)
+
+    def pods_on(self, node: str) -> set[PodKey]:
+        n = self._nodes.get(node)
+        return set(n.pods) if n is not None else set()
+
+    def free(self, node: str) -> dict[str, int]:
+        n = self._nodes.get(node)
+        if n is None:
+            return {}
+        return {r: n.alloc.get(r, 0) - n.used.get(r, 0) for r in n.alloc}
+
+    def unschedulable(self) -> list[PodKey]:
+        return list(self._unschedulable)
+
+    def _group_matches(self, group: _Group, placement: Placement, ckey: tuple) -> bool:
+        cache_key = (group.gid, ckey)
+        hit = self._match_cache.get(cache_key)
+        if hit is None:
+            hit = group.ready and placement.labels_match(group.labels) and placement.untolerated(group.taints) is None
+            if len(self._match_cache) > 50_000:
+                self._match_cache.clear()
+            self._match_cache[cache_key] = hit
+        return hit
+
+    def _candidates(self, placement: Placement) -> list[_Group]:
+        if placement.mentions_hostname():
+            return [g for g in self._groups.values() if g.size and g.ready
+                    and placement.untolerated(g.taints) is None]
+        ckey = placement.constraint_key()
+        return [g for g in self._groups.values() if g.size and self._group_matches(g, placement, ckey)]
+
+    def find_node(self, placement: Placement, free: dict[str, dict[str, int]] | None = None) -> str | None:
+        """The node a pod would be bound to now (None: it fits nowhere).
+
+        `free` optionally overrides the free resources per node (a what-if copy the caller
+        deducts from, see `simulate`)."""
+        requests = {**placement.requests, PODS: 1}
+        need_gpu = requests.get(GPU_RESOURCE, 0)
+        groups = self._candidates(placement)
+        if not groups:
+            return None
+        hostname = placement.mentions_hostname()
+        levels = sorted({lvl for g in groups for lvl in g.buckets if lvl >= need_gpu or free is not None})
+        for lvl in levels:
+            for g in groups:
+                for name in g.buckets.get(lvl, ()):
+                    node = self._nodes[name]
+                    if hostname and not placement.labels_match(node.labels):
+                        continue
+                    if node.fits(requests, free.get(name) if free is not None else None) is None:
+                        return name
+        return None
+
+    def simulate(self, placements: Iterable[Placement]) -> int:
+        """How many of these pods would fit on the current free capacity, placed in order."""
+        free: dict[str, dict[str, int]] = {}
+        placed = 0
+        for p in placements:
+            # Materialize free amounts for all nodes lazily, then deduct placements.
+            if not free:
+                free = {n: {r: node.free(r) for r in set(node.alloc) | set(node.used)}
+                        for n, node in self._nodes.items()}
+            name = self.find_node(p, free)
+            if name is None:
+                continue
+            for r, v in {**p.requests, PODS: 1}.items():
+                free[name][r] = free[name].get(r, 0) - v
+            placed += 1
+        return placed
+
+    # ------------------------------------------------------------------ reconcile
+    def reconcile(self, now: float) -> bool:
+        worked = False
+        for name in self._node_gone:
+            worked = self._gc_pods_of_node(name) or worked
+        self._node_gone.clear()
+        worked = self._finish_due(now) or worked
+        if self._capacity_changed:
+            self._capacity_changed = False
+            for key in self._unschedulable:
+                self._to_schedule[key] = None
+        if self._to_schedule:
+            worked = self._schedule(now) or worked
+        if self._to_start:
+            worked = self._start_due(now) or worked
+        return worked
+
+    def next_wakeup(self, now: float) -> float | None:
+        times = []
+        while self._timers:
+            t, key = self._timers[0]
+            st = self._pods.get(key)
+            if st is None or st.ends_at != t:
+                heapq.heappop(self._timers)  # stale
+                continue
+            times.append(t)
+            break
+        if self._to_start:
+            times.append(min(self._to_start.values()))
+        times = [t for t in times if t > now]  # anything due was handled by this instant's reconcile
+        return min(times) if times else None
+
+    def _gc_pods_of_node(self, node_name: str) -> bool:
+        keys = [k for k, st in self._pods.items() if st.node == node_name]
+        for ns, name in keys:
+            with contextlib.suppress(StoreError):
+                self.store.delete("", "pods", ns, name)
+        return bool(keys)
+
+    def _schedule(self, now: float) -> bool:
+        keys = list(self._to_schedule)
+        self._to_schedule.clear()
+        pods = []
+        for key in keys:
+            pod = self.store.try_get("", "pods", key[0], key[1], copy=False)
+            if pod is None or (pod.get("spec") or {}).get("nodeName"):
+                continue
+            spec = pod.get("spec") or {}
+            if spec.get("schedulingGates") or awaiting_admission_webhook(pod):
+                continue
+            if (pod.get("status") or {}).get("phase", "Pending") != "Pending":
+                continue
+            try:
+                shape = parse_pod(pod).shape
+            except KueueParseError as exc:
+                _log.warning("kubelet: cannot schedule pod %s/%s: %s", key[0], key[1], exc)
+                continue
+            prio = spec.get("priority") if isinstance(spec.get("priority"), int) else 0
+            created = (pod.get("metadata") or {}).get("creationTimestamp", "")
+            pods.append((-prio, created, key, pod, shape))
+        # kube-scheduler's queue: priority, then age; the sort is stable, so arrival order breaks ties.
+        pods.sort(key=lambda p: (p[0], p[1]))
+        worked = False
+        for _, _, key, pod, shape in pods:
+            placement = Placement.from_shape(shape, self._implicit_tolerations(pod))
+            node = self.find_node(placement)
+            if node is None:
+                worked = self._mark_unschedulable(key, pod, placement, now) or worked
+                continue
+            worked = self._bind(key, pod, node, now) or worked
+        return worked
+
+    @staticmethod
+    def _implicit_tolerations(pod: Obj) -> tuple[Toleration, ...]:
+        ann = (pod.get("metadata") or {}).get("annotations") or {}
+        if ann.get(CONSUME_PROVREQ_ANNOTATION):
+            return (Toleration(QUEUED_TAINT, "Exists", "", "NoSchedule"),)
+        return ()
+
+    def _bind(self, key: PodKey, pod: Obj, node: str, now: float) -> bool:
+        def bind(cur: Obj) -> Obj:
+            cur.setdefault("spec", {})["nodeName"] = node
+            return cur
+
+        try:
+            bound = self.store.patch("", "pods", key[0], key[1], bind)
+        except StoreError as exc:
+            _log.info("kubelet: binding %s/%s failed: %s", key[0], key[1], exc.message)
+            return False
+        self._account(key, bound, node)
+        self._to_start[key] = now + self.start_delay
+        self.events.emit(bound, "Scheduled", f"Successfully assigned {key[0]}/{key[1]} to {node}",
+                         component=SCHEDULER)
+
+        def scheduled(cur: Obj) -> Obj:
+            status = cur.setdefault("status", {})
+            status.setdefault("phase", "Pending")
+            conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+            conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                          "lastTransitionTime": rfc3339(now)})
+            status["conditions"] = conds
+            return cur
+
+        if self.start_delay > 0:
+            self._patch_status(key, scheduled)
+        return True
+
+    def _mark_unschedulable(self, key: PodKey, pod: Obj, placement: Placement, now: float) -> bool:
+        # The FitError text walks every node: pods of one shape share it for a while, so a
+        # thousand pending pods on 5,000 nodes don't cost a full scan each time capacity moves.
+        shape = (placement.constraint_key(), tuple(sorted(placement.requests.items())))
+        cached = self._messages.get(shape)
+        if cached is not None and cached[0] == self._node_version and now - cached[1] < MESSAGE_TTL:
+            message = cached[2]
+        else:
+            message = self.unschedulable_message(placement)
+            if len(self._messages) > 10_000:
+                self._messages.clear()
+            self._messages[shape] = (self._node_version, now, message)
+        if self._unschedulable.get(key) == message:
+            return False
+        self._unschedulable[key] = message
+        cond = find_condition(pod, "PodScheduled")
+        if cond is not None and cond.get("status") == "False" and cond.get("message") == message:
+            return False
+
+        def write(cur: Obj) -> Obj:
+            status = cur.setdefault("status", {})
+            status["phase"] = "Pending"
+            conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+            conds.append({"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                          "lastTransitionTime": rfc3339(now), "reason": "Unschedulable",
+                          "message": message})
+            status["conditions"] = conds
+            return cur
+
+        self._patch_status(key, write)
+        self.events.emit(pod, "FailedScheduling", message, type_="Warning", component=SCHEDULER)
+        return True
+
+    def unschedulable_message(self, placement: Placement) -> str:
+        """kube-scheduler's FitError text: `0/N nodes are available: …`."""
+        total = len(self._nodes)
+        reasons: dict[str, int] = {}
+        no_victims = 0
+        requests = {**placement.requests, PODS: 1}
+        for group in self._groups.values():
+            if not group.size:
+                continue
+            members = [self._nodes[n] for b in group.buckets.values() for n in b]
+            for node in members:
+                reason = self._node_reason(node, group, placement, requests)
+                if reason is None:
+                    continue  # fits now (capacity changed meanwhile)
+                reasons[reason] = reasons.get(reason, 0) + 1
+                if reason.startswith("Insufficient") or reason.startswith("Too many"):
+                    no_victims += 1
+        parts = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: kv[0]))
+        msg = f"0/{total} nodes are available" + (f": {parts}." if parts else ".")
+        preempt = []
+        if no_victims:
+            preempt.append(f"{no_victims} No preemption victims found for incoming pod")
+        if total - no_victims:
+            preempt.append(f"{total - no_victims} Preemption is not helpful for scheduling")
+        return msg + f" preemption: 0/{total} nodes are available: {', '.join(preempt)}."
+
+    @staticmethod
+    def _node_reason(node: _Node, group: _Group, placement: Placement, requests: Mapping[str, int]) -> str | None:
+        if group.cordoned:
+            return "node(s) were unschedulable"
+        if not group.ready:
+            return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
+        if not placement.labels_match(node.labels):
+            return "node(s) didn't match Pod's node affinity/selector"
+        taint = placement.untolerated(group.taints)
+        if taint is not None:
+            return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+        missing = node.fits(requests)
+        if missing == PODS:
+            return "Too many pods"
+        if missing is not None:
+            return f"Insufficient {missing}"
+        return None
+
+    def _start_due(self, now: float) -> bool:
+        due = [k for k, t in self._to_start.items() if t <= now]
+        worked = False
+        for key in due:
+            del self._to_start[key]
+            state = self._pods.get(key)
+            if state is None or not state.counted:
+                continue
+            pod = self.store.try_get("", "pods", key[0], key[1], copy=False)
+            if pod is None or (pod.get("status") or {}).get("phase", "Pending") != "Pending":
+                continue
+            runtime = pod_runtime(pod, self.default_runtime)
+            state.running = True
+            state.ends_at = now + runtime
+            heapq.heappush(self._timers, (state.ends_at, key))
+            self._patch_status(key, lambda cur, n=state.node: _running_status(cur, n, now))
+            self.events.emit(pod, "Started", "Started container " + _first_container(pod),
+                             component=KUBELET, host=state.node)
+            worked = True
+        return worked
+
+    def _finish_due(self, now: float) -> bool:
+        worked = False
+        while self._timers and self._timers[0][0] <= now:
+            t, key = heapq.heappop(self._timers)
+            state = self._pods.get(key)
+            if state is None or state.ends_at != t:
+                continue
+            self._release(key, state)
+            self._patch_status(key, lambda cur: _succeeded_status(cur, now))
+            worked = True
+        return worked
+
+    def _patch_status(self, key: PodKey, fn: Any) -> None:
+        try:
+            self.store.patch("", "pods", key[0], key[1], fn, status=True)
+        except NotFound:
+            pass
+        except StoreError as exc:
+            _log.info("kubelet: status of %s/%s not written: %s", key[0], key[1], exc.message)
+
+
+def _first_container(pod: Obj) -> str:
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    return str((containers[0] or {}).get("name", "main"))
+
+
+def _container_statuses(pod: Obj, state: Obj, ready: bool) -> list[Obj]:
+    out = []
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        if not isinstance(c, dict):
+            continue
+        out.append({"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "",
+                    "containerID": f"containerd://{_h(str(pod['metadata'].get('uid')) + str(c.get('name'))):08x}",
+                    "ready": ready, "started": ready, "restartCount": 0, "state": state})
+    return out
+
+
+def _running_status(cur: Obj, node: str, now: float) -> Obj:
+    t = rfc3339(now)
+    status = cur.setdefault("status", {})
+    status.update({
+        "phase": "Running", "startTime": status.get("startTime") or t, "hostIP": _node_ip(node),
+        "podIP": _pod_ip(cur), "qosClass": "Burstable",
+        "conditions": [
+            {"type": "PodReadyToStartContainers", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
+            {"type": "Initialized", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
+            {"type": "Ready", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
+            {"type": "ContainersReady", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
+            {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
+        ],
+        "containerStatuses": _container_statuses(cur, {"running": {"startedAt": t}}, True),
+    })
+    return cur
+
+
+def _succeeded_status(cur: Obj, now: float) -> Obj:
+    t = rfc3339(now)
+    status = cur.setdefault("status", {})
+    started = status.get("startTime") or t
+    status["phase"] = "Succeeded"
+    for c in status.get("conditions") or []:
+        if c.get("type") in ("Ready", "ContainersReady", "PodReadyToStartContainers"):
+            c.update(status="False", lastTransitionTime=t)
+            if c["type"] in ("Ready", "ContainersReady"):
+                c["reason"] = "PodCompleted"
+    status["containerStatuses"] = _container_statuses(
+        cur, {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": t}}, False)
+    return cur
+
+
+def _h(text: str) -> int:
+    return zlib.crc32(text.encode())  # deterministic, unlike hash()
+
+
+def _node_ip(node: str) -> str:
+    h = _h(node)
+    return f"10.128.{(h >> 8) % 256}.{h % 254 + 1}"
+
+
+def _pod_ip(pod: Obj) -> str:
+    h = _h(str((pod.get("metadata") or {}).get("uid", "")))
+    return f"10.{64 + (h >> 16) % 64}.{(h >> 8) % 256}.{h % 254 + 1}"

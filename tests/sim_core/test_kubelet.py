@@ -1,0 +1,100 @@
+"""Scheduling, running and finishing pods on the simulated nodes."""
+
+from .helpers import GPU_TOLERATION, Sim, cond, node_pool
+
+
+def bare_pod(name, *, gpus=0, cpu="1", selector=None, tolerations=None, runtime=None, ns="default"):
+    requests = {"cpu": cpu}
+    if gpus:
+        requests["nvidia.com/gpu"] = str(gpus)
+    spec = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    if selector:
+        spec["nodeSelector"] = selector
+    if tolerations:
+        spec["tolerations"] = tolerations
+    meta = {"name": name, "namespace": ns}
+    if runtime:
+        meta["annotations"] = {"kueuetop.io/runtime": runtime}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+POOLS = (node_pool("a100", size=1, gpus=8, model="NVIDIA A100-SXM4-40GB", machine="a2-highgpu-8g")
+         + "---\n" + node_pool("l4", size=2, gpus=1) + "---\n" + node_pool("cpu", size=1, machine="e2-standard-8"))
+
+
+def running_on(sim, name, ns="default"):
+    p = sim.get("pods", ns, name)
+    return p["spec"].get("nodeName") if p["status"].get("phase") == "Running" else None
+
+
+def test_gpu_pods_need_a_toleration_matching_labels_and_free_gpus():
+    sim = Sim(POOLS)
+    sim.run(1)
+    sim.create(bare_pod("no-toleration", gpus=1))
+    sim.create(bare_pod("wrong-model", gpus=1, tolerations=GPU_TOLERATION,
+                        selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}))
+    sim.create(bare_pod("a100-6", gpus=6, tolerations=GPU_TOLERATION,
+                        selector={"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}))
+    sim.create(bare_pod("a100-4", gpus=4, tolerations=GPU_TOLERATION,
+                        selector={"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}))
+    sim.create(bare_pod("l4-1", gpus=1, tolerations=GPU_TOLERATION,
+                        selector={"cloud.google.com/gke-nodepool": "l4"}))
+    sim.run(1)
+    assert running_on(sim, "no-toleration") is None
+    msg = cond(sim.get("pods", "default", "no-toleration"), "PodScheduled")["message"]
+    assert "node(s) had untolerated taint {nvidia.com/gpu: present}" in msg and msg.startswith("0/4 nodes")
+    assert running_on(sim, "wrong-model") is None
+    assert "a100" in running_on(sim, "a100-6")
+    assert running_on(sim, "a100-4") is None  # 6 of 8 GPUs taken
+    assert "Insufficient nvidia.com/gpu" in cond(sim.get("pods", "default", "a100-4"), "PodScheduled")["message"]
+    assert "-l4-" in running_on(sim, "l4-1")
+    # Deleting the 6-GPU pod frees the node: the waiting pod is placed at once.
+    sim.store.delete("", "pods", "default", "a100-6")
+    sim.run(1)
+    assert "a100" in running_on(sim, "a100-4")
+
+
+def test_pods_succeed_after_their_runtime_and_free_the_node():
+    sim = Sim(node_pool("cpu", size=1, machine="e2-standard-8"), default_runtime=500)
+    sim.run(1)
+    sim.create(bare_pod("first", cpu="6", runtime="45s"))
+    sim.create(bare_pod("second", cpu="6"))
+    sim.run(1)
+    first = sim.get("pods", "default", "first")
+    assert first["status"]["phase"] == "Running" and first["status"]["startTime"]
+    assert cond(first, "Ready")["status"] == "True"
+    assert first["status"]["containerStatuses"][0]["state"]["running"]
+    assert sim.get("pods", "default", "second")["status"]["phase"] == "Pending"
+    sim.run(43)  # started at 1 s: runs until 46 s
+    assert sim.t == 45 and sim.get("pods", "default", "first")["status"]["phase"] == "Running"
+    sim.run(1)
+    first = sim.get("pods", "default", "first")
+    assert first["status"]["phase"] == "Succeeded"
+    assert first["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    assert sim.get("pods", "default", "second")["status"]["phase"] == "Running"
+    sim.run(499)
+    assert sim.get("pods", "default", "second")["status"]["phase"] == "Running"
+    sim.run(1)  # the default runtime (500 s here) from 46 s
+    assert sim.get("pods", "default", "second")["status"]["phase"] == "Succeeded"
+    assert sim.times == sorted(sim.times)
+
+
+def test_not_ready_nodes_and_malformed_pods_are_skipped():
+    sim = Sim(node_pool("cpu", size=1, machine="e2-standard-8"))
+    sim.run(1)
+    [node] = sim.list("nodes")
+    node["status"]["conditions"][0]["status"] = "False"
+    sim.store.update_status("", "nodes", node)
+    bad = bare_pod("bad")
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    sim.create(bad)
+    sim.create(bare_pod("waits"))
+    sim.run(1)
+    assert not sim.get("pods", "default", "bad")["spec"].get("nodeName")
+    c = cond(sim.get("pods", "default", "waits"), "PodScheduled")
+    assert "untolerated taint {node.kubernetes.io/not-ready: }" in c["message"]
+    node = sim.list("nodes")[0]
+    node["status"]["conditions"][0]["status"] = "True"
+    sim.store.update_status("", "nodes", node)
+    sim.run(1)
+    assert sim.get("pods", "default", "waits")["status"]["phase"] == "Running"
