@@ -3,8 +3,10 @@
 Headless commands (sim, explain, snapshot, actions) never import Textual: a test enforces it,
 so they stay fast and usable on hosts where the console can't run.
 
-Exit codes: 0 success; 1 the command ran but failed (e.g. a workload not found); 2 bad usage
-or bad input (unknown scenario, malformed file, bad duration).
+Exit codes: 0 success; 1 the command ran but failed (e.g. a workload not found, an action
+refused by RBAC or the server, or declined at the prompt); 2 bad usage or bad input (unknown
+scenario, malformed file, bad duration, bad target, unreadable kubeconfig, no --yes without a
+terminal). Errors are one line on stderr starting with "kueuetop: ".
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("scenario", nargs="?", default="refarch")
     serve.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (default: a free one)")
     serve.add_argument("--speed", type=float, default=1.0, help="simulated seconds per second (default 1)")
-    serve.add_argument("--kueue-api", choices=("v1beta2", "v1beta1"), default="v1beta2")
+    serve.add_argument("--kueue-api", choices=("v1beta2", "v1beta1"), default="v1beta2",
+                       help="kueue.x-k8s.io API to serve: v1beta2 (Kueue >= 0.15, also serves the "
+                            "deprecated v1beta1) or v1beta1 (Kueue <= 0.14, v1beta1 only)")
     serve.add_argument("--token-file", help="bearer tokens and roles (YAML: token: {user, role})")
     serve.add_argument("--kubeconfig", help="where to write the kubeconfig (default: runtime dir)")
 
@@ -59,7 +63,37 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--at", type=_duration, default=_duration("5m"),
                     help="simulated time at which to explain (default 5m)")
     ex.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    _add_action_parsers(sub)
     return p
+
+
+_ACTION_HELP = {
+    "hold": "deactivate a workload (spec.active=false)",
+    "resume": "reactivate a workload (spec.active=true)",
+    "requeue": "deactivate then reactivate a pending workload (resets its backoff)",
+    "preempt": "evict an admitted workload and put it back in its queue",
+    "preempt-and-hold": "evict an admitted workload and keep it inactive",
+    "stop": "stop a queue: no new admissions, running workloads keep running (stopPolicy=Hold)",
+    "drain": "stop a queue and evict its admitted workloads (stopPolicy=HoldAndDrain)",
+    "resume-queue": "resume a stopped queue (stopPolicy=None)",
+}
+
+
+def _add_action_parsers(sub: Any) -> None:
+    for name, text in _ACTION_HELP.items():
+        a = sub.add_parser(name, help=text, description=text)
+        queue = name in ("stop", "drain", "resume-queue")
+        a.add_argument("target", metavar="cq/NAME|lq/NS/NAME" if queue else "NS/WORKLOAD")
+        a.add_argument("--dry-run", action="store_true", help="server-side dry run (dryRun=All); changes nothing")
+        a.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+        a.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+        a.add_argument("--context", help="kubeconfig context (default: the current context)")
+        a.add_argument("--wait-timeout", type=_duration, default=_duration("5m"),
+                       help="give up waiting for Kueue after this long (default 5m)")
+        a.add_argument("--no-access-check", action="store_true",
+                       help="skip the SelfSubjectAccessReview and let the server decide")
+        a.add_argument("--no-preview", action="store_true", help="do not compute the admission preview")
+        a.set_defaults(action=name)
 
 
 def _load(name: str) -> Any:
@@ -94,24 +128,23 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sim_serve(args: argparse.Namespace) -> int:
-    from kueuetop.sim.serve import serve_forever, start_served
+    from kueuetop.sim.serve import serve_forever, start_served, stop_on_signals
 
-    if args.kueue_api != "v1beta2":
-        print("kueuetop: --kueue-api v1beta1 is not supported yet; both versions are served", file=sys.stderr)
-        return EXIT_USAGE
+    done = stop_on_signals()
     scenario = _load(args.scenario)
     if scenario is None:
         return EXIT_USAGE
     try:
         served = start_served(scenario, port=args.port, speed=args.speed, token_file=args.token_file,
-                              kubeconfig=args.kubeconfig)
+                              kubeconfig=args.kubeconfig, kueue_api=args.kueue_api)
     except (OSError, ValueError) as exc:
         print(f"kueuetop: cannot start the simulated cluster: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"kueuetop: serving scenario {scenario.name} at {served.url}", flush=True)
+    print(f"kueuetop: serving scenario {scenario.name} at {served.url} (kueue.x-k8s.io/{args.kueue_api})",
+          flush=True)
     print(f"kueuetop: kubeconfig written to {served.kubeconfig}", flush=True)
     print(f"kueuetop: try  kubectl --kubeconfig {served.kubeconfig} get clusterqueues", flush=True)
-    serve_forever(served)
+    serve_forever(served, done)
     return EXIT_OK
 
 
@@ -145,6 +178,103 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _kube_identity(kubeconfig: str | None, context: str | None) -> tuple[str, str, str]:
+    """(context, cluster, user) names from the kubeconfig, for the audit log; never credentials."""
+    from kubernetes.config import list_kube_config_contexts
+
+    try:
+        contexts, active = list_kube_config_contexts(config_file=kubeconfig)
+    except Exception:  # identity is best effort; the client load reports real errors
+        return context or "", "", ""
+    chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
+    ctx = (chosen or {}).get("context") or {}
+    return str((chosen or {}).get("name") or context or ""), str(ctx.get("cluster") or ""), str(ctx.get("user") or "")
+
+
+def _fail(message: str, code: int = EXIT_FAILED) -> int:
+    print("kueuetop: " + " ".join(message.split()), file=sys.stderr)
+    return code
+
+
+def cmd_action(args: argparse.Namespace) -> int:
+    """hold / resume / requeue / preempt / preempt-and-hold / stop / drain / resume-queue."""
+    from kueuetop.actions.audit import AuditRecord, write_audit
+    from kueuetop.actions.plan import DANGEROUS, parse_target, plan
+
+    action: str = args.action
+    try:
+        target = parse_target(args.target)
+        plan(action, target)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    if not args.yes and not args.dry_run and not sys.stdin.isatty():
+        return _fail(f"refusing to {action} {target} without confirmation: stdin is not a terminal "
+                     "(pass --yes to confirm)", EXIT_USAGE)
+
+    from kubernetes.config import new_client_from_config
+
+    try:
+        api_client = new_client_from_config(config_file=args.kubeconfig, context=args.context)
+    except Exception as exc:  # ConfigException, missing file, bad YAML: all bad input
+        return _fail(f"cannot load kubeconfig: {type(exc).__name__}: {exc}", EXIT_USAGE)
+
+    from kueuetop.actions.executor import Executor
+    from kueuetop.actions.preview import preview
+    from kueuetop.actions.rbac import check_access, whoami
+
+    ctx_name, cluster, kube_user = _kube_identity(args.kubeconfig, args.context)
+    secrets = [str(v) for v in (api_client.configuration.api_key or {}).values()]
+    secrets += [v.split(" ", 1)[-1] for v in secrets]  # the bare token, without "Bearer "
+    user = whoami(api_client) or ""
+    preview_lines: tuple[str, ...] = ()
+
+    def audit(result: str, message: str, error: str = "", steps: int = 0) -> None:
+        rec = AuditRecord(action, str(target), result, message, args.dry_run, cluster, ctx_name,
+                          user or kube_user, preview_lines, error, steps)
+        problem = write_audit(rec, secrets=secrets)
+        if problem:
+            print(f"kueuetop: warning: {problem}", file=sys.stderr)
+
+    with api_client:
+        if not args.no_access_check:
+            access = check_access(api_client, action, target)
+            user = user or access.user
+            if not access.allowed:
+                audit("refused", access.reason, "forbidden")
+                return _fail(access.reason)
+            if not access.known:
+                print(f"kueuetop: warning: {access.reason}", file=sys.stderr)
+        if not args.no_preview:
+            pv = preview(action, target, api_client=api_client)
+            preview_lines = pv.lines
+            print(f"{action} {target}" + (" (dry run)" if args.dry_run else "") + ":")
+            for line in pv.lines:
+                print(f"  {line}")
+            sys.stdout.flush()
+        if not args.yes and not args.dry_run:
+            warn = " This evicts running work." if action in DANGEROUS else ""
+            try:
+                answer = input(f"Proceed with {action} {target}?{warn} [y/N] ")
+            except (EOFError, KeyboardInterrupt):
+                answer = ""
+            if answer.strip().lower() not in ("y", "yes"):
+                audit("cancelled", "declined at the prompt")
+                return _fail(f"{action} {target}: not confirmed; nothing sent")
+        ex = Executor(api_client, wait_timeout=args.wait_timeout)
+        try:
+            res = ex.run(action, target, dry_run=args.dry_run)
+        except KeyboardInterrupt:
+            audit("cancelled", "interrupted", "cancelled")
+            return _fail(f"{action} {target}: interrupted; a later step may not have been sent")
+    if not res.ok:
+        audit("error", res.message, res.error, res.steps_done)
+        return _fail(f"{action} {target}: {res.message}")
+    audit("ok", res.message, "", res.steps_done)
+    state = ", ".join(f"{k}={v}" for k, v in (res.summary.get("conditions") or {}).items())
+    print(f"kueuetop: {res.message}" + (f" ({state})" if state else ""))
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -163,5 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.parse_args(["sim", "--help"])
     if args.command == "explain":
         return cmd_explain(args)
+    if getattr(args, "action", None):
+        return cmd_action(args)
     parser.print_help(sys.stderr)
     return EXIT_USAGE

@@ -26,13 +26,14 @@ from kueuetop.admission.partial_admission import can_be_partially_admitted, redu
 from kueuetop.admission.preemption import (
     PreemptionContext,
     Target,
-    get_targets,
+    TargetMemo,
     make_oracle,
+    memo_targets,
     preemption_message,
 )
 from kueuetop.admission.queue_order import heads
 from kueuetop.admission.queue_state import LastAssignment, QueueState
-from kueuetop.admission.quota_tree import FR, QuotaStructure, QuotaTree
+from kueuetop.admission.quota_tree import FR, Node, QuotaStructure, QuotaTree
 from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.admission.workload_index import WorkloadIndex, queue_order_timestamp
 from kueuetop.kueue.cluster_queue import ANY, STRICT_FIFO
@@ -108,19 +109,21 @@ def _preemption_ctx(cc: CycleContext, wl: Workload, cq_name: str, frs: set[FR],
                              cc.snapshot.config, cc.now)
 
 
-def _assign(cc: CycleContext, wl: Workload, cq_name: str, counts: list[int] | None) -> AssignmentResult:
+def _assign(cc: CycleContext, wl: Workload, cq_name: str, counts: list[int] | None,
+            memo: TargetMemo | None = None) -> AssignmentResult:
     cq = cc.snapshot.cluster_queues[cq_name]
     node = cc.tree.cq(cq_name)
     assert node is not None
     cfg = cc.snapshot.config
     actx = AssignContext(wl, cq, node, cc.tree, cc.snapshot.flavors, cc.state.last_assignment(cq, wl),
                          cfg.fair_sharing is not None,
-                         make_oracle(_preemption_ctx(cc, wl, cq_name, set(), {})), cfg.flavor_fungibility)
+                         make_oracle(_preemption_ctx(cc, wl, cq_name, set(), {}), memo), cfg.flavor_fungibility)
     return assign_flavors(actx, counts)
 
 
-def _targets(cc: CycleContext, wl: Workload, cq_name: str, a: AssignmentResult) -> list[Target]:
-    return get_targets(_preemption_ctx(cc, wl, cq_name, a.frs_needing_preemption(), a.usage))
+def _targets(cc: CycleContext, wl: Workload, cq_name: str, a: AssignmentResult,
+             memo: TargetMemo | None = None) -> list[Target]:
+    return list(memo_targets(_preemption_ctx(cc, wl, cq_name, a.frs_needing_preemption(), a.usage), memo))
 
 
 def nominate(cc: CycleContext, wl: Workload, cq_name: str) -> Nomination:
@@ -138,18 +141,19 @@ def nominate(cc: CycleContext, wl: Workload, cq_name: str) -> Nomination:
         n.message, n.reason = "Workload namespace doesn't match ClusterQueue selector", "Misconfigured"
         n.requeue = NAMESPACE_MISMATCH
     else:
-        full = _assign(cc, wl, cq_name, None)
+        memo: TargetMemo = {}  # the tree doesn't change during nomination: one search per question
+        full = _assign(cc, wl, cq_name, None, memo)
         n.assignment = full
         if full.mode == PREEMPT:
-            n.targets = _targets(cc, wl, cq_name, full)
+            n.targets = _targets(cc, wl, cq_name, full, memo)
         if full.mode != FIT and not n.targets and snap.config.partial_admission \
                 and can_be_partially_admitted(wl.pod_sets):
             def attempt(counts: list[int]) -> tuple[AssignmentResult, list[Target]] | None:
-                a = _assign(cc, wl, cq_name, counts)
+                a = _assign(cc, wl, cq_name, counts, memo)
                 if a.mode == FIT:
                     return a, []
                 if a.mode == PREEMPT:
-                    t = _targets(cc, wl, cq_name, a)
+                    t = _targets(cc, wl, cq_name, a, memo)
                     if t:
                         return a, t
                 return None
@@ -176,16 +180,46 @@ def _resources_to_reserve(cc: CycleContext, n: Nomination) -> dict[FR, int]:
     return out
 
 
-def _fits_after_removal(cc: CycleContext, n: Nomination, removed: list[Target]) -> bool:
-    tree = cc.tree
-    node = tree.cq(n.cluster_queue)
-    assert node is not None
-    for t in removed:
-        tree.remove_usage(tree.cq(t.cluster_queue), t.usage)  # type: ignore[arg-type]
-    ok = tree.fits(node, n.usage)
-    for t in removed:
-        tree.add_usage(tree.cq(t.cluster_queue), t.usage)  # type: ignore[arg-type]
-    return ok
+class _MinusPreempted:
+    """The cycle's tree minus the usage of every workload preempted so far this cycle.
+
+    Kueue's fits() (scheduler.go) removes all those workloads plus the new targets before each
+    preempting head's check. Tree usage is a function of per-CQ totals only (add/remove keep
+    parent = Σ child usage above localQuota), so keeping the earlier removals applied on a
+    copy gives the same answer while each check removes only its own targets.
+    """
+
+    def __init__(self, tree: QuotaTree) -> None:
+        self.base = tree
+        self.tree = tree  # shared until the first preemption
+
+    def add_usage(self, node: Node, usage: Mapping[FR, int]) -> None:
+        """Mirror an add the caller made on the cycle's tree."""
+        if self.tree is not self.base:
+            self.tree.add_usage(node, usage)
+
+    def preempt(self, targets: list[Target]) -> None:
+        if not targets:
+            return
+        if self.tree is self.base:
+            self.tree = self.base.clone()
+        self._remove(targets)
+
+    def fits_after_removal(self, node: Node, usage: Mapping[FR, int], targets: list[Target]) -> bool:
+        self._remove(targets)
+        ok = self.tree.fits(node, usage)
+        for t in targets:
+            self.tree.add_usage(self._node(t), t.usage)
+        return ok
+
+    def _remove(self, targets: list[Target]) -> None:
+        for t in targets:
+            self.tree.remove_usage(self._node(t), t.usage)
+
+    def _node(self, t: Target) -> Node:
+        node = self.tree.cq(t.cluster_queue)
+        assert node is not None
+        return node
 
 
 def _pods_ready_blocked(cc: CycleContext) -> bool:
@@ -230,6 +264,7 @@ def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = N
     noms = [nominate(cc, wl, cc.index.entries[wl.key].cq) for wl in heads(snapshot, state, now, cc.index, cc.active)]
     decisions: list[d.Decision] = []
     preempted: dict[WorkloadKey, Target] = {}
+    minus_preempted = _MinusPreempted(cc.tree)
     blocked = _pods_ready_blocked(cc)
     granular = cfg.feature_gates.get("UnadmittedWorkloadsObservability", False)
 
@@ -243,17 +278,21 @@ def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = N
             # Hold capacity so lower-priority heads elsewhere can't take it this cycle, unless
             # this CQ can always reclaim it later (reclaimWithinCohort=Any).
             if cq.preemption.reclaim_within_cohort != ANY:
-                cc.tree.add_usage(node, _resources_to_reserve(cc, n))
+                reserve = _resources_to_reserve(cc, n)
+                cc.tree.add_usage(node, reserve)
+                minus_preempted.add_usage(node, reserve)
             continue
         if any(t.workload.key in preempted for t in n.targets):
             n.status, n.message, n.reason = "skipped", OVERLAPPING, "WaitingForQuota"
             continue
-        if not _fits_after_removal(cc, n, [*preempted.values(), *n.targets]):
+        if not minus_preempted.fits_after_removal(node, n.usage, n.targets):
             n.status, n.message, n.reason = "skipped", NO_LONGER_FITS, "WaitingForQuota"
             continue
         for t in n.targets:
             preempted[t.workload.key] = t
+        minus_preempted.preempt(n.targets)
         cc.tree.add_usage(node, n.usage)
+        minus_preempted.add_usage(node, n.usage)
         if n.mode == PREEMPT:
             for t in n.targets:
                 if not t.workload.is_evicted:  # already being evicted: nothing new to send
@@ -297,7 +336,16 @@ def _goes_inadmissible(cc: CycleContext, n: Nomination) -> bool:
 
 def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
     state = cc.state
-    inadmissible = {k: dict(v) for k, v in state.inadmissible.items()}
+    # Copy-on-write per CQ: the inadmissible sets can hold most of 15,000+ pending workloads.
+    inadmissible: dict[str, Mapping[WorkloadKey, int]] = dict(state.inadmissible)
+    owned: dict[str, dict[WorkloadKey, int]] = {}
+
+    def writable(cq_name: str) -> dict[WorkloadKey, int]:
+        if cq_name not in owned:
+            owned[cq_name] = dict(inadmissible.get(cq_name, {}))
+            inadmissible[cq_name] = owned[cq_name]
+        return owned[cq_name]
+
     last: dict[WorkloadKey, LastAssignment] = dict(state.last_assignments)
     sticky = dict(state.sticky)
     for n in noms:
@@ -310,15 +358,35 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
         elif n.assignment is not None and n.assignment.last_state is not None:
             last[key] = n.assignment.last_state
         if n.status != "assumed" and _goes_inadmissible(cc, n):
-            inadmissible.setdefault(cq_name, {})[key] = n.workload.meta.generation
-        else:
-            inadmissible.get(cq_name, {}).pop(key, None)
+            writable(cq_name)[key] = n.workload.meta.generation
+        elif key in inadmissible.get(cq_name, {}):
+            del writable(cq_name)[key]
         if n.preempting and cq is not None and cq.queueing_strategy != STRICT_FIFO:
             sticky[cq_name] = key
         elif sticky.get(cq_name) == key:
             del sticky[cq_name]
-    # forget memory of workloads that are no longer pending
-    entries = cc.index.entries
-    last = {k: v for k, v in last.items() if k in entries and entries[k].key is not None}
+    _forget_not_pending(cc, last)
     return replace(state, inadmissible={k: v for k, v in inadmissible.items() if v},
-                   last_assignments=last, sticky=sticky, index=cc.index)
+                   last_assignments=last, sticky=sticky, index=cc.index, pruned_at=cc.index.serial)
+
+
+def _forget_not_pending(cc: CycleContext, last: dict[WorkloadKey, LastAssignment]) -> None:
+    """Forget the last assignment of workloads that are no longer pending.
+
+    When the previous cycle pruned `last` against this same index and only one index update
+    happened since, only the keys that update touched can have stopped being pending (heads
+    added this cycle are pending); otherwise prune everything.
+    """
+    index = cc.index
+    entries = index.entries
+
+    def gone(k: WorkloadKey) -> bool:
+        e = entries.get(k)
+        return e is None or e.key is None
+
+    incremental = (cc.state.index is index and not index.rebuilt
+                   and cc.state.pruned_at == index.serial - 1)
+    keys = [k for k in index.touched if k in last] if incremental else list(last)
+    for k in keys:
+        if gone(k):
+            del last[k]

@@ -229,6 +229,22 @@ def _queue_under_nominal(ctx: PreemptionContext) -> bool:
     return all(ctx.tree.used(ctx.node, fr) < ctx.node.quota(fr).nominal for fr in ctx.frs)
 
 
+def _cannot_cover(ctx: PreemptionContext, candidates: list[_Candidate]) -> bool:
+    """No subset of the candidates can make the preemptor fit: for some flavor-resource, even
+    evicting all of them frees less than the shortfall.
+
+    Removing usage u anywhere in the tree raises a node's `available` by at most u, so when
+    Σ candidates' usage < usage − available, both attempts of the search would fail; skipping
+    it returns the same [] without removing and restoring every candidate.
+    """
+    tree, node = ctx.tree, ctx.node
+    for fr, v in ctx.usage.items():
+        short = v - tree.available(node, fr)
+        if short > 0 and sum(c.entry.usage.get(fr, 0) for c in candidates) < short:
+            return True
+    return False
+
+
 def classical_targets(ctx: PreemptionContext) -> list[Target]:
     same: list[_Candidate] = []
     if ctx.cq.preemption.within_cluster_queue != NEVER:
@@ -242,6 +258,8 @@ def classical_targets(ctx: PreemptionContext) -> list[Target]:
     groups = [ordered(hierarchy), ordered(priority), ordered(same)]
     everything = ([c for g in groups for c in g if c.entry.wl.is_evicted]
                   + [c for g in groups for c in g if not c.entry.wl.is_evicted])
+    if not everything or _cannot_cover(ctx, everything):
+        return []
     forbidden = ctx.cq.preemption.borrow_within_cohort == NEVER
     if (not hierarchy and not priority) or (forbidden and not _queue_under_nominal(ctx)):
         attempts = [True]
@@ -377,12 +395,31 @@ def get_targets(ctx: PreemptionContext) -> list[Target]:
     return classical_targets(ctx)
 
 
-def make_oracle(ctx: PreemptionContext):
-    """SimulatePreemption for the flavor assigner: can one flavor-resource be freed?"""
+TargetMemo = dict[tuple[frozenset, frozenset], list[Target]]
+
+
+def memo_targets(ctx: PreemptionContext, memo: TargetMemo | None) -> list[Target]:
+    """get_targets, remembered per (flavor-resources, usage) for one preemptor and one tree
+    state: the flavor assigner's oracle and the nomination ask the same question for
+    single-resource workloads (Kueue computes both too; the answer can't differ)."""
+    if memo is None:
+        return get_targets(ctx)
+    key = (frozenset(ctx.frs), frozenset(ctx.usage.items()))
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = get_targets(ctx)
+    return found
+
+
+def make_oracle(ctx: PreemptionContext, memo: TargetMemo | None = None):
+    """SimulatePreemption for the flavor assigner: can one flavor-resource be freed?
+
+    `memo` may be shared with the nomination's own target search while the tree is unchanged.
+    """
     def oracle(fr: FR, quantity: int) -> tuple[str, int]:
         sub = PreemptionContext(ctx.tree, ctx.index, ctx.cluster_queues, ctx.preemptor, ctx.cq, ctx.node,
                                 {fr}, {fr: quantity}, ctx.config, ctx.now)
-        targets = get_targets(sub)
+        targets = memo_targets(sub, memo)
         if not targets:
             return "NoCandidates", ctx.tree.lowest_fitting_subtree(ctx.node, fr, quantity)[0]
         for t in targets:

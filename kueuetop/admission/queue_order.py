@@ -57,11 +57,18 @@ def head_of(snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex, 
         if sticky is not None:
             return sticky
     entries = index.entries
+    # BestEffortFIFO queues can hold thousands of parked/inadmissible workloads ahead of the
+    # head, scanned every cycle: inline parked() (cached per entry) and is_inadmissible().
+    inadmissible = state.inadmissible.get(cq)
     for _, key in index.pending_keys(cq):
-        wl = entries[key].wl
-        if parked(wl, now) or state.is_inadmissible(cq, wl):
+        e = entries[key]
+        if e.parked_until > now:
             continue
-        return wl
+        if inadmissible is not None:
+            gen = inadmissible.get(key)
+            if gen is not None and gen == e.wl.meta.generation:
+                continue
+        return e.wl
     return None
 
 

@@ -61,6 +61,8 @@ class QueueState:
     last_assignments: Mapping[WorkloadKey, LastAssignment] = field(default_factory=dict)
     sticky: Mapping[str, WorkloadKey] = field(default_factory=dict)
     index: WorkloadIndex | None = field(default=None, compare=False, repr=False)
+    # index.serial when last_assignments was last pruned to pending workloads (-1: unknown)
+    pruned_at: int = field(default=-1, compare=False, repr=False)
 
     def is_inadmissible(self, cq: str, wl: Workload) -> bool:
         gen = self.inadmissible.get(cq, _EMPTY).get(wl.key)
@@ -136,10 +138,10 @@ def changed_cluster_queues(prev: ClusterSnapshot, cur: ClusterSnapshot) -> set[s
                 direct.add(name)
     cur_wls = cur.workloads
     for key, old in prev.workloads.items():
-        if not old.has_quota_reservation or old.admission is None:
-            continue
         new = cur_wls.get(key)
-        if new is old:
+        if new is old:  # unchanged objects keep their identity: the cheap test first
+            continue
+        if not old.has_quota_reservation or old.admission is None:
             continue
         if (new is None or new.is_finished or not new.has_quota_reservation
                 or (new.is_evicted and not old.is_evicted) or new.reclaimable_pods != old.reclaimable_pods):

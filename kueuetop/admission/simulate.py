@@ -21,6 +21,7 @@ from typing import Any
 
 from kueuetop.admission import status_updates as su
 from kueuetop.admission.decisions import Admit, Deactivate, Decision, Evict, MarkAdmitted, Preempt, Requeue
+from kueuetop.admission.queue_state import changed_cluster_queues
 from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.admission.workload_controller import next_event_at, reconcile
 from kueuetop.kueue.config import KueueConfig
@@ -234,12 +235,23 @@ def simulate(objects: Iterable[Mapping], now: float, *, config: KueueConfig | No
     run_cycle = schedule or _default_scheduler()
     steps = 0
     stable = False
+    prev: ClusterSnapshot | None = None
+    if state is not None and hasattr(state, "requeue_all"):
+        # Callers simulate after changing something (a what-if patch); parked workloads get
+        # another look, as Kueue's queue manager gives them after any change in their cohort tree.
+        state = state.requeue_all()
     while steps < max_steps:
         steps += 1
         wake: list[float] = []
         changed = _apply_all(world, reconcile(world.snapshot(), world.now))
         if not changed:
-            result = run_cycle(world.snapshot(), world.now, state)
+            snap = world.snapshot()
+            if prev is not None and state is not None:
+                # Kueue's queue manager moves parked (inadmissible) workloads back to the queue
+                # when quota in their cohort tree is released or their queues change.
+                state = state.requeue_inadmissible(changed_cluster_queues(prev, snap))
+            prev = snap
+            result = run_cycle(snap, world.now, state)
             state = getattr(result, "state", state)
             changed = _apply_all(world, getattr(result, "decisions", ()))
         changed |= _release(world, release_delay)

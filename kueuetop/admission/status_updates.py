@@ -37,14 +37,14 @@ from kueuetop.admission.decisions import (
     Requeue,
     ResetRequeueState,
 )
+from kueuetop.admission.queue_totals import Reservations, local_queue_open, workload_may_queue
 from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.cluster_queue import STOP_NONE
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.fields import parse_time
-from kueuetop.kueue.local_queue import LocalQueue
 from kueuetop.kueue.quantity import format_quantity_for_api
 from kueuetop.kueue.quota import ResourceGroup
-from kueuetop.kueue.workload import ADMISSION_GATED_BY_ANNOTATION, PodSetAssignment, Workload, parse_workload
+from kueuetop.kueue.workload import PodSetAssignment, Workload, parse_workload
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GRANULAR_GATE = "UnadmittedWorkloadsObservability"  # beta, off in Kueue 0.19 (legacy reasons)
@@ -144,10 +144,15 @@ class _Wl:
     """A mutable working copy of a Workload dict."""
 
     def __init__(self, wl: Mapping, now: float, granular: bool) -> None:
-        self.obj: dict = copy.deepcopy(dict(wl))
+        # Only .status (and spec.active, for Deactivate) is ever written: copy those, share the
+        # rest (pod templates are most of a Workload's size) with the caller's read-only input.
+        self.obj: dict = dict(wl)
+        self.obj["status"] = copy.deepcopy(self.obj.get("status"))
+        if isinstance(self.obj.get("spec"), dict):
+            self.obj["spec"] = dict(self.obj["spec"])
         self.now = now
         self.granular = granular
-        meta = self.obj.setdefault("metadata", {})
+        meta = self.obj["metadata"] = dict(self.obj.get("metadata") or {})
         self.generation: int | None = meta.get("generation") or None
         status = self.obj.get("status")
         if not isinstance(status, dict):
@@ -502,21 +507,9 @@ def cluster_queue_active(snapshot: ClusterSnapshot, name: str) -> tuple[bool, st
     return st.active, st.reason, st.message
 
 
-def _lq_of(snapshot: ClusterSnapshot, wl: Workload) -> LocalQueue | None:
-    return snapshot.local_queues.get((wl.namespace, wl.queue_name))
-
-
 def is_queued(snapshot: ClusterSnapshot, wl: Workload) -> bool:
     """In Kueue's queue manager (heap or inadmissible set): pending, active, through a running LocalQueue."""
-    if wl.is_finished or wl.has_quota_reservation or not wl.active:
-        return False
-    if wl.meta.annotations.get(ADMISSION_GATED_BY_ANNOTATION):
-        return False
-    qr = wl.condition("QuotaReserved")
-    if qr is not None and qr.status == "False" and qr.reason == "OnHold":
-        return False
-    lq = _lq_of(snapshot, wl)
-    return lq is not None and lq.stop_policy == STOP_NONE and lq.cluster_queue in snapshot.cluster_queues
+    return workload_may_queue(wl) and local_queue_open(snapshot, (wl.namespace, wl.queue_name))
 
 
 def _reservations(wls: Iterable[Workload]) -> tuple[int, int, dict[tuple[str, str], int], dict[tuple[str, str], int]]:
@@ -556,17 +549,20 @@ def _flavor_rows(groups: Iterable[ResourceGroup], usage: Mapping[tuple[str, str]
 def cluster_queue_status(snapshot: ClusterSnapshot, name: str, now: float, *,
                          previous: Mapping | None = None, pending_workloads: int | None = None,
                          active: tuple[bool, str, str] | None = None,
-                         weighted_share: int | None = None) -> dict:
+                         weighted_share: int | None = None, reservations: Reservations | None = None) -> dict:
     """status of ClusterQueue `name` as Kueue's ClusterQueue controller writes it.
 
     `previous` is the current status (to keep the Active condition's lastTransitionTime);
     `pending_workloads` comes from the queue state when known (else: queued workloads counted
     from the snapshot); `active` overrides the Active condition (e.g. the scheduler's cq_status);
-    `weighted_share` is written only when fair sharing is on.
+    `weighted_share` is written only when fair sharing is on; `reservations` are the totals over
+    the CQ's workloads when the caller keeps them (`QueueTotals`), else counted from the snapshot.
     """
     cq = snapshot.cluster_queues[name]
-    wls = [w for w in snapshot.workloads.values() if w.admission is not None and w.admission.cluster_queue == name]
-    reserving, admitted, reserved, used = _reservations(wls)
+    if reservations is None:
+        reservations = _reservations(w for w in snapshot.workloads.values()
+                                     if w.admission is not None and w.admission.cluster_queue == name)
+    reserving, admitted, reserved, used = reservations
     if pending_workloads is None:
         pending_workloads = sum(1 for w in snapshot.workloads.values()
                                 if is_queued(snapshot, w) and snapshot.cluster_queue_of(w) == name)
@@ -587,14 +583,21 @@ def cluster_queue_status(snapshot: ClusterSnapshot, name: str, now: float, *,
 
 
 def local_queue_status(snapshot: ClusterSnapshot, key: tuple[str, str], now: float, *,
-                       previous: Mapping | None = None, pending_workloads: int | None = None) -> dict:
-    """status of a LocalQueue as Kueue's LocalQueue controller writes it (no `borrowed` in usage)."""
+                       previous: Mapping | None = None, pending_workloads: int | None = None,
+                       reservations: Reservations | None = None) -> dict:
+    """status of a LocalQueue as Kueue's LocalQueue controller writes it (no `borrowed` in usage).
+
+    `pending_workloads` and `reservations` are taken as given when the caller keeps them
+    (`QueueTotals`); otherwise they are counted from the snapshot's workloads.
+    """
     lq = snapshot.local_queues[key]
     cq = snapshot.cluster_queues.get(lq.cluster_queue)
     st = cq_status.local_queue_active(snapshot, key)
     ok, reason, message = st.active, st.reason, st.message
-    mine = [w for w in snapshot.workloads.values() if w.namespace == lq.namespace and w.queue_name == lq.name]
-    reserving, admitted, reserved, used = _reservations(mine)
+    mine: list[Workload] = []
+    if reservations is None or (pending_workloads is None and lq.stop_policy == STOP_NONE):
+        mine = [w for w in snapshot.workloads.values() if w.namespace == lq.namespace and w.queue_name == lq.name]
+    reserving, admitted, reserved, used = reservations if reservations is not None else _reservations(mine)
     if lq.stop_policy != STOP_NONE:
         pending_workloads = 0  # a stopped LocalQueue reports no pending workloads
     elif pending_workloads is None:

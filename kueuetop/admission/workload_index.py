@@ -9,6 +9,7 @@ object identity (unchanged objects are reused as-is) and updates only what chang
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass
 
 from kueuetop.admission.quota_tree import FR
@@ -62,13 +63,19 @@ def queued_in(wl: Workload, snapshot: ClusterSnapshot) -> str | None:
     return lq.cluster_queue
 
 
-def parked(wl: Workload, now: float) -> bool:
-    """In the queue but not poppable: Requeued=False or backoff not over (§6.1)."""
+def parked_until(wl: Workload) -> float:
+    """Until when the workload is in the queue but not poppable: forever with Requeued=False,
+    else until its backoff ends (§6.1); -inf when it is poppable now."""
     rq = wl.condition("Requeued")
     if rq is not None and rq.status == "False":
-        return True
+        return math.inf
     rs = wl.requeue_state
-    return rs is not None and rs.requeue_at is not None and rs.requeue_at > now
+    return rs.requeue_at if rs is not None and rs.requeue_at is not None else -math.inf
+
+
+def parked(wl: Workload, now: float) -> bool:
+    """In the queue but not poppable: Requeued=False or backoff not over (§6.1)."""
+    return parked_until(wl) > now
 
 
 @dataclass(slots=True)
@@ -78,6 +85,7 @@ class Entry:
     reserving: bool
     usage: dict[FR, int]
     key: SortKey | None  # pending only
+    parked_until: float = -math.inf  # pending only: `parked_until(wl)`, cached for head scans
 
 
 class WorkloadIndex:
@@ -88,14 +96,23 @@ class WorkloadIndex:
         self.cq_usage: dict[str, dict[FR, int]] = {}
         self._lq_fingerprint: dict = {}
         self._config: KueueConfig | None = None
+        # What the latest update() changed, so per-cycle bookkeeping that depends on which
+        # workloads are pending (QueueState.last_assignments) can look at those keys only.
+        self.serial = 0  # update() calls so far
+        self.touched: set[WorkloadKey] = set()  # keys added or dropped by the latest update()
+        self.rebuilt = True  # the latest update() started from scratch (touched is incomplete)
 
     # maintenance ----------------------------------------------------------------
     def update(self, snapshot: ClusterSnapshot) -> WorkloadIndex:
         lq_fp = {k: (lq.cluster_queue, lq.stop_policy) for k, lq in snapshot.local_queues.items()}
+        serial = self.serial + 1
+        rebuilt = not self.entries
         if lq_fp != self._lq_fingerprint or snapshot.config != self._config:
             self.__init__()  # queue membership may have moved wholesale: rebuild
             self._lq_fingerprint = lq_fp
             self._config = snapshot.config
+            rebuilt = True
+        self.serial, self.rebuilt, self.touched = serial, rebuilt, set()
         entries = self.entries
         for key, wl in snapshot.workloads.items():
             old = entries.get(key)
@@ -123,12 +140,14 @@ class WorkloadIndex:
                 e = Entry(wl, "", False, {}, None)
             else:
                 sk = sort_key(wl, snapshot.config)
-                e = Entry(wl, cq, False, {}, sk)
+                e = Entry(wl, cq, False, {}, sk, parked_until(wl))
                 bisect.insort(self.pending.setdefault(cq, []), (sk, key))
         self.entries[key] = e
+        self.touched.add(key)
 
     def _drop(self, key: WorkloadKey, e: Entry) -> None:
         del self.entries[key]
+        self.touched.add(key)
         if e.reserving:
             self.reserving[e.cq].pop(key, None)
             total = self.cq_usage[e.cq]

@@ -20,6 +20,7 @@ from kueuetop.admission import status_updates as su
 from kueuetop.admission.cycle import schedule
 from kueuetop.admission.decisions import Admit, Decision, Evict, MarkAdmitted, Preempt
 from kueuetop.admission.queue_state import QueueState, changed_cluster_queues
+from kueuetop.admission.queue_totals import QueueTotals
 from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.admission.workload_controller import next_event_at, reconcile
 from kueuetop.kueue.config import KueueConfig
@@ -67,6 +68,7 @@ class KueueController:
         self._by_cq: dict[str, set[WorkloadKey]] = defaultdict(set)
         self._by_lq: dict[tuple[str, str], set[WorkloadKey]] = defaultdict(set)
         self._queues_of: dict[WorkloadKey, tuple[str | None, tuple[str, str]]] = {}
+        self._totals = QueueTotals()  # CQ/LQ status sums, kept per workload change
         self.broken: dict[str, str] = {}  # object → parse error, for reports and the console
         self.cycles = 0
         self.counters = KueueCounters()  # Kueue's /metrics counters and histograms
@@ -120,7 +122,10 @@ class KueueController:
                 self._wake.pop(key, None)
                 self._unindex(key)
         self._dirty_wl.clear()
-        return dataclasses.replace(self._base, workloads=self._workloads)
+        # A copy: the previous cycle's snapshot must keep the workloads it saw, or
+        # changed_cluster_queues(prev, cur) never notices finished / evicted workloads and
+        # inadmissible heads are never requeued (Kueue's QueueInadmissibleWorkloads).
+        return dataclasses.replace(self._base, workloads=dict(self._workloads))
 
     def _unindex(self, key: WorkloadKey) -> None:
         prev = self._queues_of.pop(key, None)
@@ -129,6 +134,7 @@ class KueueController:
             if cq is not None:
                 self._by_cq[cq].discard(key)
             self._by_lq[lq].discard(key)
+        self._totals.discard(key)
 
     def _index(self, key: WorkloadKey, wl: Workload) -> None:
         self._unindex(key)
@@ -138,6 +144,7 @@ class KueueController:
         if cq is not None:
             self._by_cq[cq].add(key)
         self._by_lq[lq].add(key)
+        self._totals.set(key, wl, cq)
 
     def _mark_status(self, key: WorkloadKey) -> None:
         cq, lq = self._queues_of.get(key, (None, None))
@@ -171,11 +178,12 @@ class KueueController:
         try:
             if new.get("spec") != cur.get("spec"):
                 spec = new["spec"]
-                self.store.patch(KUEUE, "workloads", key[0], key[1], lambda o: {**o, "spec": spec})
+                self.store.patch(KUEUE, "workloads", key[0], key[1], lambda o: {**o, "spec": spec}, copy=False)
                 wrote = True
             if new.get("status") != cur.get("status"):
                 status = new.get("status") or {}
-                self.store.patch(KUEUE, "workloads", key[0], key[1], lambda o: {**o, "status": status}, status=True)
+                self.store.patch(KUEUE, "workloads", key[0], key[1], lambda o: {**o, "status": status}, status=True,
+                                 copy=False)
                 wrote = True
         except StoreError as exc:
             _log.warning("writing %s for %s/%s failed: %s", type(decision).__name__, key[0], key[1], exc)
@@ -228,28 +236,28 @@ class KueueController:
         if not self._status_dirty_cq and not self._status_dirty_lq:
             return False
         want_cq, want_lq = self._status_dirty_cq, self._status_dirty_lq
-        wls = snap.workloads
-        by_cq = {n: {k: wls[k] for k in self._by_cq.get(n, ()) if k in wls} for n in want_cq}
-        by_lq = {q: {k: wls[k] for k in self._by_lq.get(q, ()) if k in wls} for q in want_lq}
+        totals = self._totals
         wrote = False
         for name in sorted(want_cq):
             cq = snap.cluster_queues.get(name)
             if cq is None:
                 continue
-            sub = dataclasses.replace(snap, workloads=by_cq.get(name, {}))
             cur = self.store.try_get(KUEUE, "clusterqueues", None, name, copy=False)
             if cur is None:
                 continue
-            status = su.cluster_queue_status(sub, name, now, previous=cur.get("status"))
+            status = su.cluster_queue_status(snap, name, now, previous=cur.get("status"),
+                                             pending_workloads=totals.cq_pending(snap, name),
+                                             reservations=totals.cq_reservations(name))
             wrote |= self._put_status("clusterqueues", None, name, cur, status)
         for key in sorted(want_lq):
             if key not in snap.local_queues:
                 continue
-            sub = dataclasses.replace(snap, workloads=by_lq.get(key, {}))
             cur = self.store.try_get(KUEUE, "localqueues", key[0], key[1], copy=False)
             if cur is None:
                 continue
-            status = su.local_queue_status(sub, key, now, previous=cur.get("status"))
+            status = su.local_queue_status(snap, key, now, previous=cur.get("status"),
+                                           pending_workloads=totals.lq_pending(snap, key),
+                                           reservations=totals.lq_reservations(key))
             wrote |= self._put_status("localqueues", key[0], key[1], cur, status)
         self._status_dirty_cq = set()
         self._status_dirty_lq = set()
@@ -259,7 +267,8 @@ class KueueController:
         if cur.get("status") == status:
             return False
         try:
-            self.store.patch(KUEUE, plural, ns, name, lambda o: {**o, "status": status}, status=True)
+            self.store.patch(KUEUE, plural, ns, name, lambda o: {**o, "status": status}, status=True,
+                                 copy=False)
             return True
         except StoreError as exc:
             _log.warning("status of %s %s failed: %s", plural, name, exc)

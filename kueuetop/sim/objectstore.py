@@ -438,9 +438,11 @@ class ObjectStore:
         return self._update(group, plural, obj, status=True, dry_run=dry_run)
 
     def patch(self, group: str, plural: str, namespace: str | None, name: str,
-              fn: Callable[[Obj], Obj], *, status: bool = False, dry_run: bool = False) -> Obj:
+              fn: Callable[[Obj], Obj], *, status: bool = False, dry_run: bool = False,
+              copy: bool = True) -> Obj:
         """Atomically apply fn to a copy of the current object and store the result. fn runs
-        under the store lock and must not block; a resourceVersion it sets is honoured."""
+        under the store lock and must not block; a resourceVersion it sets is honoured.
+        With copy=False the stored object itself is returned (read-only, as from get)."""
         with self._lock:
             b = self._bucket(group, plural)
             cur = b.objects.get(self._key(b.kind, namespace, name))
@@ -451,7 +453,7 @@ class ObjectStore:
             meta.setdefault("resourceVersion", cur["metadata"]["resourceVersion"])
             result = self._update_locked(b, candidate, status=status, dry_run=dry_run)
         self._dispatch()
-        return _copy.deepcopy(result)
+        return _copy.deepcopy(result) if copy else result
 
     def _update(self, group: str, plural: str, obj: Obj, *, status: bool, dry_run: bool) -> Obj:
         with self._lock:

@@ -2,6 +2,9 @@
 
 The simulation runs in its own thread in real time (times a speed factor); API clients —
 kueuetop itself, the `kubernetes` client, kubectl, Prometheus — talk to it over HTTP.
+
+Startup is on the path of every `sim serve` and `--demo`: modules needed only when a client
+asks for metrics, telemetry or queue order are imported on first use, not here.
 """
 
 from __future__ import annotations
@@ -14,18 +17,18 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from kueuetop.admission import queue_order
 from kueuetop.sim.apiserver import ApiServer, ServerHooks, write_kubeconfig
 from kueuetop.sim.apiserver.auth import load_tokens
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.gpu_telemetry import iter_dcgm_fleet, render_dcgm
-from kueuetop.sim.kueue_metrics import render_kueue_metrics
 from kueuetop.sim.runner import SimParts, build_cluster
 from kueuetop.sim.scenario import Scenario
 
 KUEUE = "kueue.x-k8s.io"
+# --kueue-api → the kueue.x-k8s.io versions served, preferred first. v1beta2 is Kueue ≥ 0.15,
+# which still serves the deprecated v1beta1; v1beta1 is Kueue ≤ 0.14, which knows nothing newer.
+KUEUE_API_VERSIONS = {"v1beta2": ("v1beta2", "v1beta1"), "v1beta1": ("v1beta1",)}
 
 
 @dataclass
@@ -49,6 +52,8 @@ def _hooks(parts: SimParts) -> ServerHooks:
     cluster, kueue, store = parts.cluster, parts.kueue, parts.cluster.store
 
     def metrics_text() -> str:
+        from kueuetop.sim.kueue_metrics import render_kueue_metrics
+
         with cluster.lock:
             kueue.counters.inadmissible = {k for m in kueue.state.inadmissible.values() for k in m}
             cqs, _ = store.list(KUEUE, "clusterqueues", copy=False)
@@ -67,6 +72,8 @@ def _hooks(parts: SimParts) -> ServerHooks:
         return out
 
     def dcgm_text(node_name: str | None) -> str:
+        from kueuetop.sim.gpu_telemetry import iter_dcgm_fleet, render_dcgm
+
         now = cluster.now
         if node_name is not None:
             node = store.try_get("", "nodes", None, node_name, copy=False)
@@ -78,6 +85,8 @@ def _hooks(parts: SimParts) -> ServerHooks:
         return "".join(iter_dcgm_fleet(nodes, pods_by_node(), now))
 
     def pending_workloads(target: Any, limit: int, offset: int) -> list[dict]:
+        from kueuetop.admission import queue_order
+
         with cluster.lock:
             snap = kueue.snapshot()
             if isinstance(target, tuple):
@@ -113,23 +122,30 @@ def default_kubeconfig_path(port: int) -> Path:
 
 
 def start_served(scenario: Scenario, *, port: int = 0, speed: float = 1.0, token_file: str | None = None,
-                 kubeconfig: str | None = None, faults: dict | None = None) -> ServedCluster:
-    """Start the simulation thread and the API server; returns once both are up."""
+                 kubeconfig: str | None = None, faults: dict | None = None,
+                 kueue_api: str = "v1beta2") -> ServedCluster:
+    """Start the simulation thread and the API server; returns once both are up.
+
+    kueue_api: "v1beta2" (Kueue ≥ 0.15: v1beta2 preferred, v1beta1 deprecated) or "v1beta1"
+    (Kueue ≤ 0.14: v1beta1 only)."""
+    if kueue_api not in KUEUE_API_VERSIONS:
+        raise ValueError(f"unknown Kueue API version {kueue_api!r}: use one of {', '.join(KUEUE_API_VERSIONS)}")
     clock = SimClock(time.time(), speed)
     parts = build_cluster(scenario, clock)
     tokens = load_tokens(token_file) if token_file else None
-    server = ApiServer(parts.cluster.store, port=port, tokens=tokens, faults=faults, hooks=_hooks(parts)).start()
-    admin = next((t for t, u in (tokens or {}).items() if u.role == "admin"), None)
-    port_used = int(server.url.rsplit(":", 1)[1])
-    path = write_kubeconfig(kubeconfig or default_kubeconfig_path(port_used), server.url, token=admin)
     parts.cluster.settle()  # objects at t=0 exist before the first client connects
+    server = ApiServer(parts.cluster.store, port=port, tokens=tokens, faults=faults, hooks=_hooks(parts),
+                       kueue_versions=KUEUE_API_VERSIONS[kueue_api]).start()
+    admin = next((t for t, u in (tokens or {}).items() if u.role == "admin"), None)
+    path = write_kubeconfig(kubeconfig or default_kubeconfig_path(server.port), server.url, token=admin)
     thread = threading.Thread(target=parts.cluster.run_forever, name="kueuetop-sim", daemon=True)
     thread.start()
     return ServedCluster(parts, server, path, thread)
 
 
-def serve_forever(served: ServedCluster) -> None:
-    """Block until SIGINT/SIGTERM, then stop cleanly."""
+def stop_on_signals() -> threading.Event:
+    """An event set by SIGINT or SIGTERM. Install it before starting, so a signal that arrives
+    while the scenario loads still ends in a clean stop rather than a traceback."""
     done = threading.Event()
 
     def _stop(signum: int, frame: Any) -> None:
@@ -137,6 +153,17 @@ def serve_forever(served: ServedCluster) -> None:
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    while not done.wait(0.5):
+    return done
+
+
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+def serve_forever(served: Stoppable, done: threading.Event | None = None) -> None:
+    """Block until SIGINT/SIGTERM (or `done` is set), then stop cleanly."""
+    if done is None:
+        done = stop_on_signals()
+    while not done.wait(0.2):
         pass
     served.stop()

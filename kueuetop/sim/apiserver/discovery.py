@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from kueuetop.sim import kinds as K
+from kueuetop.sim.apiserver.versions import ALL_VERSIONS, ServedVersions
 
 SERVER_VERSION = {
     "major": "1", "minor": "32", "gitVersion": "v1.32.0", "gitCommit": "kueuetop-sim",
@@ -44,10 +45,10 @@ def _hash(s: str) -> str:
     return hashlib.sha256(s.encode()).hexdigest()[:16]
 
 
-def group_order() -> list[str]:
+def group_order(served: ServedVersions = ALL_VERSIONS) -> list[str]:
     """Served groups in discovery order; the visibility group last so that `clusterqueues`
     resolves to kueue.x-k8s.io in kubectl."""
-    gs = [g for g in K.groups() if g != K.VISIBILITY_GROUP]
+    gs = [g for g in served.groups() if g != K.VISIBILITY_GROUP]
     return [*gs, K.VISIBILITY_GROUP]
 
 
@@ -56,29 +57,30 @@ def api_versions(server_address: str) -> dict[str, Any]:
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
 
 
-def _group_doc(group: str) -> dict[str, Any]:
-    versions = K.groups()[group]
+def _group_doc(group: str, served: ServedVersions) -> dict[str, Any]:
+    versions = served.versions(group)
     gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
 
-def api_group_list() -> dict[str, Any]:
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_doc(g) for g in group_order()]}
+def api_group_list(served: ServedVersions = ALL_VERSIONS) -> dict[str, Any]:
+    return {"kind": "APIGroupList", "apiVersion": "v1",
+            "groups": [_group_doc(g, served) for g in group_order(served)]}
 
 
-def api_group(group: str) -> dict[str, Any] | None:
-    if group not in K.groups():
+def api_group(group: str, served: ServedVersions = ALL_VERSIONS) -> dict[str, Any] | None:
+    if not served.versions(group):
         return None
-    return {"kind": "APIGroup", "apiVersion": "v1", **_group_doc(group)}
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group_doc(group, served)}
 
 
-def resource_list(group: str, version: str) -> dict[str, Any] | None:
+def resource_list(group: str, version: str, served: ServedVersions = ALL_VERSIONS) -> dict[str, Any] | None:
     gv = f"{group}/{version}" if group else version
     if group == K.VISIBILITY_GROUP:
-        if version not in K.VISIBILITY_VERSIONS:
+        if not served.serves(group, version):
             return None
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": _VISIBILITY}
-    kinds = K.kinds_in(group, version)
+    kinds = served.kinds_in(group, version)
     if not kinds:
         return None
     resources: list[dict[str, Any]] = []
@@ -100,8 +102,8 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
 
 
-def _aggregated_version(group: str, version: str) -> dict[str, Any]:
-    doc = resource_list(group, version) or {"resources": []}
+def _aggregated_version(group: str, version: str, served: ServedVersions) -> dict[str, Any]:
+    doc = resource_list(group, version, served) or {"resources": []}
     top: dict[str, dict[str, Any]] = {}
     for r in doc["resources"]:
         name = r["name"]
@@ -127,34 +129,36 @@ def _aggregated_version(group: str, version: str) -> dict[str, Any]:
     return {"version": version, "resources": list(top.values()), "freshness": "Current"}
 
 
-def aggregated(core: bool, api_version: str = "apidiscovery.k8s.io/v2") -> dict[str, Any]:
+def aggregated(core: bool, api_version: str = "apidiscovery.k8s.io/v2",
+               served: ServedVersions = ALL_VERSIONS) -> dict[str, Any]:
     """APIGroupDiscoveryList for /api (core) or /apis."""
     if core:
-        items = [{"metadata": {"creationTimestamp": None}, "versions": [_aggregated_version("", "v1")]}]
+        items = [{"metadata": {"creationTimestamp": None},
+                  "versions": [_aggregated_version("", "v1", served)]}]
     else:
         items = []
-        for g in group_order():
+        for g in group_order(served):
             items.append({"metadata": {"name": g, "creationTimestamp": None},
-                          "versions": [_aggregated_version(g, v) for v in K.groups()[g]]})
+                          "versions": [_aggregated_version(g, v, served) for v in served.versions(g)]})
     return {"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items}
 
 
 # ----------------------------------------------------------------- OpenAPI v3
 
-def _gv_paths() -> list[tuple[str, str, str]]:
+def _gv_paths(served: ServedVersions) -> list[tuple[str, str, str]]:
     """(url path key, group, version) for every served group version."""
     out = [("api/v1", "", "v1")]
-    for g in group_order():
+    for g in group_order(served):
         if g == K.VISIBILITY_GROUP:
             continue
-        for v in K.groups()[g]:
+        for v in served.versions(g):
             out.append((f"apis/{g}/{v}", g, v))
     return out
 
 
-def openapi_v3_root() -> dict[str, Any]:
+def openapi_v3_root(served: ServedVersions = ALL_VERSIONS) -> dict[str, Any]:
     paths = {}
-    for key, g, v in _gv_paths():
+    for key, g, v in _gv_paths(served):
         doc = openapi_v3_doc(g, v)
         digest = hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32].upper()
         paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}

@@ -15,6 +15,7 @@ from kueuetop.sim.apiserver.patch import json_patch, merge_patch
 from kueuetop.sim.apiserver.routing import Route
 from kueuetop.sim.apiserver.status import ApiError, bad_request, invalid, not_found, status_body
 from kueuetop.sim.apiserver.validation import validate
+from kueuetop.sim.apiserver.versions import ALL_VERSIONS, ServedVersions
 from kueuetop.sim.kinds import Kind
 from kueuetop.sim.objectstore import Conflict, NotFound, ObjectStore
 
@@ -52,9 +53,10 @@ def dry_run(ctx: Ctx, body: Obj | None = None) -> bool:
 
 
 class Resources:
-    def __init__(self, store: ObjectStore, hooks: ServerHooks) -> None:
+    def __init__(self, store: ObjectStore, hooks: ServerHooks, served: ServedVersions = ALL_VERSIONS) -> None:
         self.store = store
         self.hooks = hooks
+        self.served = served
 
     # ----------------------------------------------------------------- helpers
     def _present(self, ctx: Ctx, kind: Kind, obj: Obj) -> Any:
@@ -89,7 +91,7 @@ class Resources:
             raise ApiError(404, f'namespaces "{ns}" not found', "NotFound", {"name": ns, "kind": "namespaces"})
 
     def _warnings(self, ctx: Ctx, kind: Kind) -> dict[str, str]:
-        w = kind.deprecated_versions.get(ctx.route.version)
+        w = self.served.deprecation(kind, ctx.route.version)
         return {"Warning": f'299 - "{w}"'} if w else {}
 
     # ----------------------------------------------------------------- get / list

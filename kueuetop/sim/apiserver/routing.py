@@ -7,6 +7,7 @@ from urllib.parse import unquote
 
 from kueuetop.sim import kinds as K
 from kueuetop.sim.apiserver.status import ApiError
+from kueuetop.sim.apiserver.versions import ALL_VERSIONS, ServedVersions
 from kueuetop.sim.kinds import Kind
 
 
@@ -32,7 +33,9 @@ def _not_found(path: str) -> ApiError:
     return ApiError(404, "the server could not find the requested resource", "NotFound", {})
 
 
-def parse(path: str) -> Route:
+def parse(path: str, served: ServedVersions = ALL_VERSIONS) -> Route:
+    """Route for a path; a group or version this server does not offer is 404, as on a real
+    server without that CRD version."""
     raw_segments = [s for s in path.split("/") if s != ""]
     segs = [unquote(s) for s in raw_segments]
     if not segs:
@@ -58,18 +61,18 @@ def parse(path: str) -> Route:
         if len(segs) == 1:
             return Route("apis")
         group = segs[1]
-        if group not in K.groups():
+        if not served.versions(group):
             raise _not_found(path)
         if len(segs) == 2:
             return Route("group", group)
         version = segs[2]
-        if version not in K.groups()[group]:
+        if not served.serves(group, version):
             raise _not_found(path)
         if len(segs) == 3:
             return Route("resources", group, version)
         if group == K.VISIBILITY_GROUP:
             return _parse_visibility(version, segs[3:], path)
-        return _parse_resource(group, version, segs[3:], path)
+        return _parse_resource(group, version, segs[3:], path, served)
     raise _not_found(path)
 
 
@@ -83,7 +86,8 @@ def _parse_visibility(version: str, rest: list[str], path: str) -> Route:
     raise _not_found(path)
 
 
-def _parse_resource(group: str, version: str, rest: list[str], path: str) -> Route:
+def _parse_resource(group: str, version: str, rest: list[str], path: str,
+                    served: ServedVersions = ALL_VERSIONS) -> Route:
     watch = False
     if rest and rest[0] == "watch":
         watch = True
@@ -97,7 +101,7 @@ def _parse_resource(group: str, version: str, rest: list[str], path: str) -> Rou
         namespace = rest[1]
         rest = rest[2:]
     plural = rest[0]
-    kind = K.find_kind(group, version, plural)
+    kind = served.find_kind(group, version, plural)
     if kind is None:
         raise _not_found(path)
     if namespace and not kind.namespaced:

@@ -19,6 +19,7 @@ from kueuetop.sim.apiserver.hooks import ServerHooks, default_metrics_text, defa
 from kueuetop.sim.apiserver.resources import Ctx, Reply, Resources
 from kueuetop.sim.apiserver.routing import Route
 from kueuetop.sim.apiserver.status import ApiError, bad_request, from_store_error, not_found
+from kueuetop.sim.apiserver.versions import KUEUE_VERSIONS, ServedVersions
 from kueuetop.sim.apiserver.watch import WatchStream
 from kueuetop.sim.kinds import VISIBILITY_GROUP, get_kind
 from kueuetop.sim.objectstore import ObjectStore, StoreError, Watcher
@@ -35,14 +36,17 @@ class ApiServer:
     """Kubernetes-compatible REST API over an ObjectStore.
 
     tokens: None (no authentication: everyone is admin), a token file path, or a mapping
-    token → {user, role}. faults: a Faults instance or its JSON settings.
+    token → {user, role}. faults: a Faults instance or its JSON settings. kueue_versions: the
+    kueue.x-k8s.io versions offered, preferred first; `("v1beta1",)` answers like Kueue ≤ 0.14.
     """
 
     def __init__(self, store: ObjectStore, host: str = "127.0.0.1", port: int = 0,
                  tokens: str | os.PathLike[str] | dict[str, Any] | None = None,
                  faults: Faults | dict[str, Any] | None = None, hooks: ServerHooks | None = None,
-                 bookmark_interval: float = 10.0, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+                 bookmark_interval: float = 10.0, max_body_bytes: int = MAX_BODY_BYTES,
+                 kueue_versions: tuple[str, ...] = KUEUE_VERSIONS) -> None:
         self.store = store
+        self.served = ServedVersions(tuple(kueue_versions))
         self.host = host
         self.port = port
         user_map: dict[str, User] | None = None
@@ -61,7 +65,7 @@ class ApiServer:
         self.hooks = hooks or ServerHooks()
         self.bookmark_interval = bookmark_interval
         self.max_body_bytes = max_body_bytes
-        self.resources = Resources(store, self.hooks)
+        self.resources = Resources(store, self.hooks, self.served)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._watchers: set[Watcher] = set()
@@ -167,9 +171,9 @@ class ApiServer:
                 raise ApiError(413, f"Request entity too large: limit is {self.max_body_bytes}",
                                "RequestEntityTooLarge")
             user = self.authz.authenticate(h.headers.get("Authorization"))
-            route = routing.parse(url.path)
+            route = routing.parse(url.path, self.served)
             if route.kind is not None:
-                dep = route.kind.deprecated_versions.get(route.version)
+                dep = self.served.deprecation(route.kind, route.version)
                 if dep:
                     warning = {"Warning": f'299 - "{dep}"'}
             if not (route.target == "special" and route.extra in ("faults", "healthz", "livez", "readyz")):
@@ -224,14 +228,15 @@ class ApiServer:
                                          (discovery.AGGREGATED_V2BETA1, "apidiscovery.k8s.io/v2beta1")):
                 marker = variant.split(";", 1)[1]
                 if marker in accept:
-                    return Reply(200, discovery.aggregated(t == "api", api_version), content_type=variant)
+                    return Reply(200, discovery.aggregated(t == "api", api_version, self.served),
+                                 content_type=variant)
             if t == "api":
                 return Reply(200, discovery.api_versions(f"{self.host}:{self.port}"))
-            return Reply(200, discovery.api_group_list())
+            return Reply(200, discovery.api_group_list(self.served))
         if t == "group":
-            return Reply(200, discovery.api_group(r.group))
+            return Reply(200, discovery.api_group(r.group, self.served))
         if t == "resources":
-            return Reply(200, discovery.resource_list(r.group, r.version))
+            return Reply(200, discovery.resource_list(r.group, r.version, self.served))
         if t == "openapi":
             return self._openapi(r)
         if t == "special":
@@ -244,14 +249,14 @@ class ApiServer:
 
     def _openapi(self, r: Route) -> Reply:
         if r.extra == "v3":
-            return Reply(200, discovery.openapi_v3_root())
+            return Reply(200, discovery.openapi_v3_root(self.served))
         if r.extra.startswith("v3/"):
             key = r.extra[3:]
             parts = key.split("/")
             if parts == ["api", "v1"]:
                 return Reply(200, discovery.openapi_v3_doc("", "v1"))
             if (len(parts) == 3 and parts[0] == "apis" and parts[1] != VISIBILITY_GROUP
-                    and discovery.resource_list(parts[1], parts[2]) is not None):
+                    and discovery.resource_list(parts[1], parts[2], self.served) is not None):
                 return Reply(200, discovery.openapi_v3_doc(parts[1], parts[2]))
         raise ApiError(404, "the server could not find the requested resource", "NotFound", {})
 

@@ -1,0 +1,319 @@
+"""One list+watch informer: keeps the store's copy of one resource in step with the server.
+
+Loop: paginated list (limit=500, continue) → REPLACE event → watch from the list's
+resourceVersion with bookmarks → UPSERT/DELETE events. A watch that ends normally is resumed
+from the last seen resourceVersion; `410 Gone` (or an ERROR event carrying it) relists;
+transport errors, 429 and 5xx retry with exponential backoff (Retry-After honoured);
+403/404 mark the source forbidden/unavailable and retry slowly, never affecting other
+sources. Objects that fail to parse are kept as wire dicts with the reason, and logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import urllib3
+
+from kueuetop.kueue.parse import parse_object
+from kueuetop.sources.kube_http import ApiError, Stream, request
+from kueuetop.store import Entry, SourceState, Store, StoreEvent
+
+_log = logging.getLogger(__name__)
+
+Sink = Callable[[StoreEvent], None]
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """What to list and watch, and how to turn its items into store entries."""
+
+    source: str  # source name shown in the status bar, e.g. "workloads", "pods/kueue"
+    kind: str  # store kind (plural), shared by several sources for pods
+    group: str  # "" for core
+    version: str
+    plural: str
+    api_kind: str  # list items of built-in kinds come without kind/apiVersion: filled in
+    namespaced: bool = True
+    label_selector: str | None = None
+    field_selector: str | None = None
+    keep: Callable[[dict[str, Any]], bool] | None = None  # client-side filter (e.g. GPU pods)
+    parse: Callable[[Any], Any] | None = parse_object  # None: the wire dict is the object
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def path(self) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        return f"{base}/{self.plural}"
+
+
+@dataclass(frozen=True)
+class InformerConfig:
+    page_size: int = 500
+    watch_timeout: int = 300  # server-side timeoutSeconds; client-go picks 5–10 min
+    request_timeout: float = 30.0
+    connect_timeout: float = 10.0
+    backoff_initial: float = 0.5
+    backoff_max: float = 30.0
+    forbidden_retry: float = 60.0  # RBAC or CRDs may change: look again now and then
+
+
+class Backoff:
+    """Exponential backoff with full jitter, reset after a success."""
+
+    def __init__(self, initial: float, maximum: float) -> None:
+        self.initial, self.maximum = initial, maximum
+        self._n = 0
+
+    def next(self) -> float:
+        delay = min(self.maximum, self.initial * (2 ** self._n))
+        self._n += 1
+        return delay / 2 + random.random() * delay / 2
+
+    def reset(self) -> None:
+        self._n = 0
+
+
+class Gone(Exception):
+    """The resourceVersion we watch from has been compacted away: relist."""
+
+
+def object_key(raw: dict[str, Any]) -> tuple[str, str] | None:
+    meta = raw.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return None
+    ns = meta.get("namespace")
+    return (ns if isinstance(ns, str) else "", meta["name"])
+
+
+class Informer:
+    def __init__(self, api: Any, spec: ResourceSpec, store: Store, sink: Sink,
+                 config: InformerConfig | None = None) -> None:
+        self.api = api
+        self.spec = spec
+        self.store = store
+        self.sink = sink
+        self.config = config or InformerConfig()
+        self.resource_version = ""
+        self.skipped = 0  # malformed objects seen
+        self.lists = 0  # full lists done (1 + relists): tests and the debug view read it
+        self._stop = threading.Event()
+        self._stream: Stream | None = None
+        self._thread: threading.Thread | None = None
+        self._listed_once = False
+
+    # ----------------------------------------------------------------- lifecycle
+    def start(self) -> Informer:
+        self.store.set_source_state(self.spec.source, SourceState.CONNECTING)
+        self._thread = threading.Thread(target=self._run, name=f"kueuetop-informer:{self.spec.source}",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # ----------------------------------------------------------------- main loop
+    def _run(self) -> None:
+        backoff = Backoff(self.config.backoff_initial, self.config.backoff_max)
+        need_list = True
+        src = self.spec.source
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    if self._listed_once:
+                        self._state(SourceState.RELISTING, "relisting")
+                    self._list()
+                    need_list = False
+                    self._listed_once = True
+                    backoff.reset()
+                    self._state(SourceState.LIVE, ok=True)
+                self._watch()
+                backoff.reset()
+            except Gone:
+                need_list = True
+                # Relisting right away is what Kubernetes expects; the jittered pause only
+                # keeps a server that compacts constantly from being hammered.
+                self._sleep(min(backoff.next(), 1.0))
+            except ApiError as e:
+                if e.status == 410:
+                    need_list = True
+                    continue
+                if e.status in (401, 403):
+                    need_list = True
+                    state = SourceState.FORBIDDEN
+                    msg = (f"not allowed to list {self.spec.plural}"
+                           + (f" ({e.message})" if e.message else ""))
+                    self._state(state, msg)
+                    self._sleep(self.config.forbidden_retry)
+                elif e.status == 404:
+                    need_list = True
+                    self._state(SourceState.UNAVAILABLE, f"the server does not serve {self.spec.path}")
+                    self._sleep(self.config.forbidden_retry)
+                else:
+                    delay = backoff.next()
+                    if e.retry_after is not None:
+                        delay = max(delay, e.retry_after)
+                    self._state(SourceState.ERROR if need_list else SourceState.RELISTING,
+                                f"{e.status} {e.reason or 'error'}, retrying in {delay:.0f}s")
+                    self._sleep(delay)
+            except (urllib3.exceptions.HTTPError, OSError, ValueError) as e:
+                if self._stop.is_set():
+                    break
+                delay = backoff.next()
+                self._state(SourceState.ERROR if need_list else SourceState.RELISTING,
+                            f"connection problem ({type(e).__name__}), retrying in {delay:.0f}s")
+                _log.debug("%s: %s", src, e)
+                self._sleep(delay)
+            except Exception:  # a bug here must not kill the thread: report and retry from a list
+                _log.exception("informer %s failed", src)
+                need_list = True
+                self._state(SourceState.ERROR, "internal error, see log; retrying")
+                self._sleep(backoff.next())
+        self._state(SourceState.STOPPED, "")
+
+    def _sleep(self, seconds: float) -> None:
+        self._stop.wait(seconds)
+
+    def _state(self, state: SourceState, message: str = "", ok: bool = False) -> None:
+        self.store.set_source_state(self.spec.source, state, message, ok=ok, skipped=self.skipped)
+
+    def _query(self) -> dict[str, Any]:
+        return {"labelSelector": self.spec.label_selector, "fieldSelector": self.spec.field_selector}
+
+    # ----------------------------------------------------------------- list
+    def _list(self) -> None:
+        entries: list[Entry] = []
+        token: str | None = None
+        rv = ""
+        while True:
+            query = {**self._query(), "limit": self.config.page_size, "continue": token}
+            try:
+                page = request(self.api, self.spec.path, query,
+                               timeout=(self.config.connect_timeout, self.config.request_timeout))
+            except ApiError as e:
+                if e.status == 410 and token:
+                    # The continue token expired mid-list: start over for a consistent view.
+                    entries, token, rv = [], None, ""
+                    continue
+                raise
+            if not isinstance(page, dict):
+                raise ValueError("list answer is not a JSON object")
+            meta = page.get("metadata") if isinstance(page.get("metadata"), dict) else {}
+            rv = rv or str(meta.get("resourceVersion") or "")
+            for item in page.get("items") or ():
+                entry = self._entry(item)
+                if entry is not None:
+                    entries.append(entry)
+            token = meta.get("continue") or None
+            if not token or self._stop.is_set():
+                break
+        self.resource_version = rv
+        self.lists += 1
+        self.sink(StoreEvent.replace(self.spec.kind, self.spec.source, entries))
+
+    # ----------------------------------------------------------------- watch
+    def _watch(self) -> None:
+        cfg = self.config
+        # Spread reconnects of many informers (and many consoles) over time.
+        timeout = int(cfg.watch_timeout * (0.8 + 0.2 * random.random())) or 1
+        query = {**self._query(), "watch": "true", "resourceVersion": self.resource_version,
+                 "allowWatchBookmarks": "true", "timeoutSeconds": timeout}
+        stream = Stream(self.api, self.spec.path, query, timeout=(cfg.connect_timeout, timeout + 30))
+        self._stream = stream
+        try:
+            if self._stop.is_set():
+                return
+            self._state(SourceState.LIVE)
+            for ev in stream:
+                if self._stop.is_set():
+                    return
+                self._handle(ev)
+        finally:
+            self._stream = None
+            stream.close()
+
+    def _handle(self, ev: Any) -> None:
+        if not isinstance(ev, dict):
+            return
+        typ = ev.get("type")
+        obj = ev.get("object")
+        if not isinstance(obj, dict):
+            return
+        if typ == "ERROR":
+            code = obj.get("code")
+            if code == 410:
+                raise Gone()
+            raise ApiError(int(code) if isinstance(code, int) else 500, str(obj.get("reason") or ""),
+                           str(obj.get("message") or ""))
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        rv = meta.get("resourceVersion")
+        if typ == "BOOKMARK":
+            if rv:
+                self.resource_version = str(rv)
+            self._state(SourceState.LIVE, ok=True)
+            return
+        key = object_key(obj)
+        if key is None:
+            self._skip(obj, "metadata.name is missing")
+        elif typ in ("ADDED", "MODIFIED"):
+            entry = self._entry(obj)
+            if entry is not None:
+                self.sink(StoreEvent.upsert(self.spec.kind, self.spec.source, entry))
+                if entry.obj is None:
+                    self._state(SourceState.LIVE)  # publishes the new skipped count
+            elif self.spec.keep is not None:
+                # It no longer passes the client-side filter: forget our copy.
+                self.sink(StoreEvent.delete(self.spec.kind, self.spec.source, key))
+        elif typ == "DELETED":
+            self.sink(StoreEvent.delete(self.spec.kind, self.spec.source, key))
+        if rv:
+            self.resource_version = str(rv)
+
+    # ----------------------------------------------------------------- entries
+    def _entry(self, raw: Any) -> Entry | None:
+        if not isinstance(raw, dict):
+            self._skip(raw, "not a JSON object")
+            return None
+        key = object_key(raw)
+        if key is None:
+            self._skip(raw, "metadata.name is missing")
+            return None
+        if self.spec.keep is not None and not self.spec.keep(raw):
+            return None
+        raw.setdefault("apiVersion", self.spec.api_version)
+        raw.setdefault("kind", self.spec.api_kind)
+        meta = raw["metadata"]
+        uid, rv = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+        if self.spec.parse is None:
+            return Entry(key, raw, raw, uid, rv)
+        try:
+            obj = self.spec.parse(raw)
+        except Exception as e:  # KueueParseError, or a parser bug: the object degrades, we go on
+            self.skipped += 1
+            _log.warning("%s: skipping malformed %s %s/%s: %s", self.spec.source, self.spec.api_kind,
+                         key[0], key[1], e)
+            return Entry(key, raw, None, uid, rv, error=str(e) or type(e).__name__)
+        return Entry(key, raw, obj, uid, rv)
+
+    def _skip(self, raw: Any, why: str) -> None:
+        self.skipped += 1
+        _log.warning("%s: skipping an object: %s", self.spec.source, why)

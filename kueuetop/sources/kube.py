@@ -1,0 +1,288 @@
+"""All Kubernetes sources of one cluster: informers, the batching applier, queue positions.
+
+Pods: kueuetop never mirrors every pod (a 100k-pod cluster would cost memory and traffic).
+It watches, with server-side label selectors,
+  * `pods/kueue`:   `kueue.x-k8s.io/podset` (set by Kueue on every pod it starts for a job),
+  * `pods/managed`: `kueue.x-k8s.io/managed=true,!kueue.x-k8s.io/podset` (plain-pod integration),
+and, only when asked (`unmanaged_gpu_pods=True`), every other pod filtered client-side to
+those requesting `nvidia.com/gpu` (`pods/gpu`), to show GPUs held outside Kueue. The
+selectors are disjoint so each pod has exactly one source.
+
+Writes are serialised through one applier thread: informers put events on a queue; the
+applier drains it in batches (a short window coalesces bursts), so the store notifies its
+subscribers once per batch, never once per object.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import urllib3
+
+from kueuetop.connection import AUTOSCALING_GROUP, KUEUE_GROUP, VISIBILITY_GROUP, Connection
+from kueuetop.kueue.core import GPU_RESOURCE
+from kueuetop.sources.informer import Backoff, Informer, InformerConfig, ResourceSpec
+from kueuetop.sources.kube_http import ApiError, request
+from kueuetop.store import QueuePosition, SourceState, Store, StoreEvent
+from kueuetop.store import events as K
+from kueuetop.store.events import Op
+
+_log = logging.getLogger(__name__)
+
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+VISIBILITY_SOURCE = "visibility"
+
+
+def requests_gpu(pod: dict[str, Any]) -> bool:
+    """True when any container asks for nvidia.com/gpu (requests or limits)."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return False
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or ():
+            res = c.get("resources") if isinstance(c, dict) else None
+            if not isinstance(res, dict):
+                continue
+            for part in ("requests", "limits"):
+                amounts = res.get(part)
+                if isinstance(amounts, dict) and str(amounts.get(GPU_RESOURCE, "0")).strip() not in ("0", ""):
+                    return True
+    return False
+
+
+def resource_specs(conn: Connection, *, include_events: bool = False,
+                   unmanaged_gpu_pods: bool = False) -> list[ResourceSpec]:
+    """What to watch on this cluster, given the versions discovery found."""
+    v = conn.kueue.version
+    specs: list[ResourceSpec] = []
+    kueue_kinds = [(K.CLUSTER_QUEUES, "ClusterQueue", False), (K.LOCAL_QUEUES, "LocalQueue", True),
+                   (K.WORKLOADS, "Workload", True), (K.RESOURCE_FLAVORS, "ResourceFlavor", False),
+                   (K.COHORTS, "Cohort", False), (K.ADMISSION_CHECKS, "AdmissionCheck", False),
+                   (K.PROVISIONING_CONFIGS, "ProvisioningRequestConfig", False)]
+    for plural, kind, namespaced in kueue_kinds:
+        # Old Kueue releases lack some kinds (Cohort before 0.11): skip what is not served.
+        if not conn.kueue.resources or conn.kueue.serves(plural):
+            specs.append(ResourceSpec(plural, plural, KUEUE_GROUP, v, plural, kind, namespaced))
+    if conn.kueue.provisioning_version:
+        specs.append(ResourceSpec(K.PROVISIONING_REQUESTS, K.PROVISIONING_REQUESTS, AUTOSCALING_GROUP,
+                                  conn.kueue.provisioning_version, "provisioningrequests",
+                                  "ProvisioningRequest"))
+    specs += [
+        ResourceSpec(K.NODES, K.NODES, "", "v1", "nodes", "Node", False),
+        ResourceSpec(K.NAMESPACES, K.NAMESPACES, "", "v1", "namespaces", "Namespace", False),
+        ResourceSpec(K.PRIORITY_CLASSES, K.PRIORITY_CLASSES, "scheduling.k8s.io", "v1", "priorityclasses",
+                     "PriorityClass", False),
+        ResourceSpec("pods/kueue", K.PODS, "", "v1", "pods", "Pod", label_selector=PODSET_LABEL),
+        ResourceSpec("pods/managed", K.PODS, "", "v1", "pods", "Pod",
+                     label_selector=f"{MANAGED_LABEL}=true,!{PODSET_LABEL}"),
+    ]
+    if unmanaged_gpu_pods:
+        specs.append(ResourceSpec("pods/gpu", K.PODS, "", "v1", "pods", "Pod",
+                                  label_selector=f"!{PODSET_LABEL},{MANAGED_LABEL}!=true", keep=requests_gpu))
+    if include_events:
+        specs.append(ResourceSpec(K.EVENTS, K.EVENTS, "", "v1", "events", "Event",
+                                  field_selector="involvedObject.kind=Workload", parse=None))
+    return specs
+
+
+class Applier:
+    """Drains informer events into `store.apply_batch`, one batch per burst."""
+
+    def __init__(self, store: Store, window: float = 0.02, max_batch: int = 10_000) -> None:
+        self.store = store
+        self.window = window
+        self.max_batch = max_batch
+        self._q: queue.SimpleQueue[StoreEvent | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="kueuetop-store-applier", daemon=True)
+        self._stopped = False
+
+    def start(self) -> Applier:
+        self._thread.start()
+        return self
+
+    def put(self, event: StoreEvent) -> None:
+        self._q.put(event)
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stopped = True
+        self._q.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            first = self._q.get()
+            if first is None:
+                return
+            batch = [first]
+            deadline = time.monotonic() + self.window
+            while len(batch) < self.max_batch:
+                left = deadline - time.monotonic()
+                try:
+                    ev = self._q.get(timeout=left) if left > 0 else self._q.get_nowait()
+                except queue.Empty:
+                    break
+                if ev is None:
+                    self._flush(batch)
+                    return
+                batch.append(ev)
+            self._flush(batch)
+
+    def _flush(self, batch: list[StoreEvent]) -> None:
+        try:
+            self.store.apply_batch(batch)
+        except Exception:  # never lose the applier thread
+            _log.exception("applying %d events failed", len(batch))
+
+
+class VisibilityPoller:
+    """Queue positions from Kueue's visibility API (`clusterqueues/{cq}/pendingworkloads`).
+
+    Polls ClusterQueues that have pending workloads, at most `max_per_cycle` per cycle, the
+    least recently polled first, so a cluster with 500 queues costs a bounded request rate.
+    """
+
+    def __init__(self, api: Any, version: str, store: Store, sink: Any, interval: float = 3.0,
+                 max_per_cycle: int = 25, limit: int = 1000) -> None:
+        self.api = api
+        self.version = version
+        self.store = store
+        self.sink = sink
+        self.interval = interval
+        self.max_per_cycle = max_per_cycle
+        self.limit = limit
+        self._stop = threading.Event()
+        self._polled: dict[str, float] = {}
+        self._thread = threading.Thread(target=self._run, name="kueuetop-visibility", daemon=True)
+
+    def start(self) -> VisibilityPoller:
+        self.store.set_source_state(VISIBILITY_SOURCE, SourceState.CONNECTING, stale_after=self.interval * 4)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def _due(self) -> list[str]:
+        cqs = [k[1] for k in self.store.keys(K.CLUSTER_QUEUES)]
+        with_pending = [cq for cq in cqs if self.store.queue_counts(cq).pending > 0 or self.store.positions(cq)]
+        with_pending.sort(key=lambda cq: self._polled.get(cq, 0.0))
+        return with_pending[: self.max_per_cycle]
+
+    def _run(self) -> None:
+        backoff = Backoff(self.interval, 60.0)
+        wait = 0.0
+        while not self._stop.wait(wait):
+            wait = self.interval
+            try:
+                events = [self._poll(cq) for cq in self._due()]
+                for ev in events:
+                    if ev is not None:
+                        self.sink(ev)
+                backoff.reset()
+                self.store.set_source_state(VISIBILITY_SOURCE, SourceState.LIVE, ok=True)
+            except ApiError as e:
+                if e.status in (401, 403):
+                    self.store.set_source_state(VISIBILITY_SOURCE, SourceState.FORBIDDEN,
+                                                "not allowed to read clusterqueues/pendingworkloads")
+                    wait = 60.0
+                elif e.status == 404:
+                    self.store.set_source_state(VISIBILITY_SOURCE, SourceState.UNAVAILABLE,
+                                                "the visibility API is not served")
+                    wait = 60.0
+                else:
+                    wait = max(backoff.next(), e.retry_after or 0.0)
+                    self.store.set_source_state(VISIBILITY_SOURCE, SourceState.ERROR,
+                                                f"{e.status} {e.reason or 'error'}, retrying in {wait:.0f}s")
+            except (urllib3.exceptions.HTTPError, OSError, ValueError) as e:
+                wait = backoff.next()
+                self.store.set_source_state(VISIBILITY_SOURCE, SourceState.ERROR,
+                                            f"connection problem ({type(e).__name__}), retrying in {wait:.0f}s")
+            except Exception:
+                _log.exception("visibility poller failed")
+                wait = backoff.next()
+
+    def _poll(self, cq: str) -> StoreEvent | None:
+        path = f"/apis/{VISIBILITY_GROUP}/{self.version}/clusterqueues/{cq}/pendingworkloads"
+        try:
+            summary = request(self.api, path, {"limit": self.limit}, timeout=(10.0, 30.0))
+        except ApiError as e:
+            if e.status == 404 and e.reason == "NotFound" and "clusterqueue" in e.message.lower():
+                summary = {"items": []}  # the queue was just deleted
+            else:
+                raise
+        self._polled[cq] = time.monotonic()
+        out: list[tuple[tuple[str, str], QueuePosition]] = []
+        for item in (summary or {}).get("items") or ():
+            meta = item.get("metadata") if isinstance(item, dict) else None
+            if not isinstance(meta, dict) or not meta.get("name"):
+                continue
+            try:
+                pos = QueuePosition(cq, int(item.get("positionInClusterQueue", -1)),
+                                    int(item.get("positionInLocalQueue", -1)), str(item.get("localQueueName", "")),
+                                    int(item.get("priority") or 0))
+            except (TypeError, ValueError):
+                continue
+            out.append(((str(meta.get("namespace") or ""), str(meta["name"])), pos))
+        return StoreEvent(Op.POSITIONS, K.POSITIONS, VISIBILITY_SOURCE, key=("", cq), positions=tuple(out))
+
+
+class KubeSources:
+    """Start/stop everything that feeds `store` from one cluster connection."""
+
+    def __init__(self, conn: Connection, store: Store, *, config: InformerConfig | None = None,
+                 include_events: bool = False, unmanaged_gpu_pods: bool = False,
+                 visibility_interval: float = 3.0, coalesce_window: float = 0.02,
+                 specs: Iterable[ResourceSpec] | None = None) -> None:
+        self.conn = conn
+        self.store = store
+        self.applier = Applier(store, window=coalesce_window)
+        specs = list(specs) if specs is not None else resource_specs(
+            conn, include_events=include_events, unmanaged_gpu_pods=unmanaged_gpu_pods)
+        self.informers = [Informer(conn.api, s, store, self.applier.put, config) for s in specs]
+        self.visibility: VisibilityPoller | None = None
+        if conn.kueue.visibility_version and visibility_interval > 0:
+            self.visibility = VisibilityPoller(conn.api, conn.kueue.visibility_version, store,
+                                               self.applier.put, interval=visibility_interval)
+        else:
+            store.set_source_state(VISIBILITY_SOURCE, SourceState.UNAVAILABLE,
+                                   "the cluster does not serve Kueue's visibility API")
+
+    def start(self) -> KubeSources:
+        self.applier.start()
+        for inf in self.informers:
+            inf.start()
+        if self.visibility is not None:
+            self.visibility.start()
+        return self
+
+    def stop(self, timeout: float = 3.0) -> None:
+        for inf in self.informers:
+            inf.stop()
+        if self.visibility is not None:
+            self.visibility.stop()
+        deadline = time.monotonic() + timeout
+        for inf in self.informers:
+            inf.join(max(0.0, deadline - time.monotonic()))
+        if self.visibility is not None:
+            self.visibility.join(max(0.0, deadline - time.monotonic()))
+        self.applier.stop(max(0.1, deadline - time.monotonic()))
+
+    def informer(self, source: str) -> Informer:
+        return next(i for i in self.informers if i.spec.source == source)
+
+    def synced(self) -> bool:
+        """Every informer's first list is applied to the store (or its resource is forbidden/unserved)."""
+        gave_up = (SourceState.FORBIDDEN, SourceState.UNAVAILABLE)
+        states = self.store.sources()
+        return all(self.store.has_synced(i.spec.source)
+                   or (states.get(i.spec.source) is not None and states[i.spec.source].state in gave_up)
+                   for i in self.informers)

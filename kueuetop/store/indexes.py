@@ -1,0 +1,187 @@
+"""Secondary indexes over the stored objects, kept up to date on every apply.
+
+Each index maps a value (a ClusterQueue name, a node, an owner UID…) to the set of object
+keys having it. `MultiIndex` remembers what it filed each key under, so an update or a
+delete removes exactly the old entries without looking at the old object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+from kueuetop.kueue.core import Pod
+from kueuetop.kueue.local_queue import LocalQueue
+from kueuetop.kueue.workload import Workload
+from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
+from kueuetop.store.events import Key
+
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+KUEUE_GROUP_PREFIX = "kueue.x-k8s.io/"
+
+_EMPTY: frozenset[Any] = frozenset()
+
+
+class MultiIndex:
+    """value → {keys}; a key may be filed under several values."""
+
+    __slots__ = ("_by_key", "_by_value")
+
+    def __init__(self) -> None:
+        self._by_key: dict[Key, tuple[Hashable, ...]] = {}
+        self._by_value: dict[Hashable, set[Key]] = {}
+
+    def set(self, key: Key, values: Iterable[Hashable]) -> None:
+        new = tuple(v for v in dict.fromkeys(values) if v is not None and v != "")
+        old = self._by_key.get(key)
+        if old == new:
+            return
+        if old:
+            self._drop(key, old)
+        if new:
+            self._by_key[key] = new
+            for v in new:
+                self._by_value.setdefault(v, set()).add(key)
+        else:
+            self._by_key.pop(key, None)
+
+    def remove(self, key: Key) -> None:
+        old = self._by_key.pop(key, None)
+        if old:
+            self._drop(key, old)
+
+    def _drop(self, key: Key, values: tuple[Hashable, ...]) -> None:
+        for v in values:
+            keys = self._by_value.get(v)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_value[v]
+
+    def get(self, value: Hashable) -> frozenset[Key] | set[Key]:
+        return self._by_value.get(value, _EMPTY)
+
+    def values_of(self, key: Key) -> tuple[Hashable, ...]:
+        return self._by_key.get(key, ())
+
+    def values(self) -> list[Hashable]:
+        return list(self._by_value)
+
+    def counts(self) -> dict[Hashable, int]:
+        return {v: len(ks) for v, ks in self._by_value.items()}
+
+
+class Indexes:
+    """All indexes of the store. Not thread-safe by itself: the store's lock guards it."""
+
+    def __init__(self) -> None:
+        self.wl_by_cq = MultiIndex()
+        self.wl_by_lq = MultiIndex()
+        self.wl_by_ns = MultiIndex()
+        self.wl_by_phase = MultiIndex()
+        self.wl_by_owner_uid = MultiIndex()  # owner UIDs + job-uid label → workload
+        self.wl_state: dict[Key, WorkloadState] = {}
+        self.lq_cq: dict[Key, str] = {}  # LocalQueue → its ClusterQueue
+        self.pods_by_node = MultiIndex()
+        self.pods_by_uid = MultiIndex()  # owner UIDs and the pod's own UID → pod
+        self._workloads: dict[Key, Workload] = {}
+
+    # ----------------------------------------------------------------- workloads
+    def put_workload(self, key: Key, wl: Workload | None, now: float) -> None:
+        if wl is None:  # unparseable: it has no place in any index
+            self.remove_workload(key)
+            return
+        self._workloads[key] = wl
+        self.wl_by_lq.set(key, ((wl.namespace, wl.queue_name),) if wl.queue_name else ())
+        self.wl_by_ns.set(key, (wl.namespace,))
+        self.wl_by_cq.set(key, (self._cq_of(wl),))
+        state = derive_state(wl, now)
+        self.wl_state[key] = state
+        self.wl_by_phase.set(key, (state.phase,))
+        uids = [o.uid for o in wl.meta.owners]
+        uids.append(wl.meta.labels.get(JOB_UID_LABEL, ""))
+        self.wl_by_owner_uid.set(key, uids)
+
+    def remove_workload(self, key: Key) -> None:
+        self._workloads.pop(key, None)
+        self.wl_state.pop(key, None)
+        for ix in (self.wl_by_lq, self.wl_by_ns, self.wl_by_cq, self.wl_by_phase, self.wl_by_owner_uid):
+            ix.remove(key)
+
+    def _cq_of(self, wl: Workload) -> str:
+        # The admission names the CQ that holds quota; a pending workload belongs to its LQ's CQ.
+        if wl.admission is not None and wl.admission.cluster_queue:
+            return wl.admission.cluster_queue
+        return self.lq_cq.get((wl.namespace, wl.queue_name), "")
+
+    # ----------------------------------------------------------------- local queues
+    def put_local_queue(self, key: Key, lq: LocalQueue | None) -> set[Key]:
+        """File the LQ; returns workloads whose ClusterQueue changed as a result."""
+        old = self.lq_cq.get(key)
+        new = lq.cluster_queue if lq is not None else None
+        if new:
+            self.lq_cq[key] = new
+        else:
+            self.lq_cq.pop(key, None)
+        if old == new:
+            return set()
+        moved = set()
+        for wkey in list(self.wl_by_lq.get(key)):
+            wl = self._workloads.get(wkey)
+            if wl is not None:
+                self.wl_by_cq.set(wkey, (self._cq_of(wl),))
+                moved.add(wkey)
+        return moved
+
+    # ----------------------------------------------------------------- pods
+    def put_pod(self, key: Key, pod: Pod | None) -> None:
+        if pod is None:
+            self.remove_pod(key)
+            return
+        self.pods_by_node.set(key, (pod.node_name,))
+        self.pods_by_uid.set(key, (pod.meta.uid, *(o.uid for o in pod.meta.owners)))
+
+    def remove_pod(self, key: Key) -> None:
+        self.pods_by_node.remove(key)
+        self.pods_by_uid.remove(key)
+
+    def workload_of_pod(self, pod: Pod) -> Key | None:
+        """Kueue's linking (reference kueue.md §4.4): a pod owned by a Workload directly, else
+        the Workload owned by the pod's job (ownerReference / job-uid label), else the
+        Workload owned by the pod itself (plain-pod integration)."""
+        for o in pod.meta.owners:
+            if o.kind == "Workload" and o.api_version.startswith(KUEUE_GROUP_PREFIX):
+                return (pod.namespace, o.name)
+        for uid in (*(o.uid for o in pod.meta.owners if o.controller), pod.meta.uid,
+                    *(o.uid for o in pod.meta.owners if not o.controller)):
+            for wkey in self.wl_by_owner_uid.get(uid):
+                if wkey[0] == pod.namespace:
+                    return wkey
+        return None
+
+    def pods_of_workload(self, key: Key) -> set[Key]:
+        wl = self._workloads.get(key)
+        if wl is None:
+            return set()
+        out: set[Key] = set()
+        for uid in (wl.uid, *self.wl_by_owner_uid.values_of(key)):
+            for pkey in self.pods_by_uid.get(uid):  # type: ignore[arg-type]
+                if pkey[0] == key[0]:
+                    out.add(pkey)
+        return out
+
+    # ----------------------------------------------------------------- counts
+    def queue_counts(self, cq: str) -> tuple[int, int, int]:
+        """(pending, admitted, quota reserved) workloads of a ClusterQueue, from derived states."""
+        pending = admitted = reserved = 0
+        for wkey in self.wl_by_cq.get(cq):
+            state = self.wl_state.get(wkey)
+            if state is None:
+                continue
+            if state.phase in (Phase.ADMITTED, Phase.EVICTING) and state.kueue_status == "admitted":
+                admitted += 1
+            elif state.kueue_status == "quotaReserved":
+                reserved += 1
+            elif state.kueue_status == "pending" and state.phase is not Phase.INACTIVE:
+                pending += 1
+        return pending, admitted, reserved

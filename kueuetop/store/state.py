@@ -1,0 +1,416 @@
+"""The one in-memory cluster state: objects per kind, indexes, GPU samples, history.
+
+Writers (informer and GPU source threads) call `apply_batch`, `put_gpu_samples` and
+`set_source_state`; readers (the UI thread) call the query methods. One lock guards
+everything; critical sections are short dictionary operations. Subscribers get one
+callback per applied batch, outside the lock, with the changed keys per kind.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from kueuetop.admission.snapshot import ClusterSnapshot
+from kueuetop.kueue.core import Pod
+from kueuetop.kueue.gpu import GpuSample
+from kueuetop.kueue.workload import Workload
+from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
+from kueuetop.store import events as K
+from kueuetop.store.events import Changes, Entry, Key, Op, QueuePosition, StoreEvent
+from kueuetop.store.history import QueueCounts, Series
+from kueuetop.store.indexes import Indexes, MultiIndex
+from kueuetop.store.sources import SourceState, SourceStatus
+
+_log = logging.getLogger(__name__)
+
+Subscriber = Callable[[Changes], None]
+GpuKey = tuple[str, str]  # (node, gpu)
+
+# Which snapshot field each kind fills; keys of cluster-scoped kinds are plain names.
+_SNAPSHOT_FIELDS = {
+    K.CLUSTER_QUEUES: "cluster_queues", K.COHORTS: "cohorts", K.RESOURCE_FLAVORS: "flavors",
+    K.ADMISSION_CHECKS: "admission_checks", K.LOCAL_QUEUES: "local_queues", K.WORKLOADS: "workloads",
+    K.PRIORITY_CLASSES: "priority_classes", K.PROVISIONING_CONFIGS: "provisioning_configs",
+}
+_NAMESPACED_SNAPSHOT = {K.LOCAL_QUEUES, K.WORKLOADS}
+
+
+class Store:
+    def __init__(self, *, history_size: int = 720, history_interval: float = 5.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._lock = threading.RLock()
+        self._clock = clock
+        self._objects: dict[str, dict[Key, Entry]] = {}
+        self._owner: dict[str, dict[Key, str]] = {}  # which source delivered each key
+        self._ix = Indexes()
+        self._positions: dict[Key, QueuePosition] = {}
+        self._positions_by_cq = MultiIndex()
+        self._gpus: dict[GpuKey, GpuSample] = {}
+        self._gpu_source: dict[GpuKey, str] = {}
+        self._gpus_by_node = MultiIndex()  # node → {(node, gpu)} (MultiIndex keys are pairs)
+        self._gpus_by_pod = MultiIndex()  # (ns, pod) → {(node, gpu)}
+        self._sources: dict[str, SourceStatus] = {}
+        self._synced: set[str] = set()  # sources whose first full list has been applied
+        self._subscribers: list[Subscriber] = []
+        self._version = 0
+        self._snapshot: tuple[int, ClusterSnapshot] | None = None
+        self.queue_history: Series[str, QueueCounts] = Series(history_size)
+        self.gpu_history: Series[GpuKey, float | None] = Series(history_size)
+        self._history_interval = history_interval
+        self._history_at = 0.0
+
+    # ================================================================= writing
+    def apply(self, event: StoreEvent) -> Changes:
+        return self.apply_batch((event,))
+
+    def apply_batch(self, batch: Iterable[StoreEvent]) -> Changes:
+        """Apply events in order; notify subscribers once with everything that changed."""
+        changed: dict[str, set[Any]] = {}
+        now = self._clock()
+        with self._lock:
+            for ev in batch:
+                try:
+                    self._apply_one(ev, now, changed)
+                except Exception:  # a bug in one event must not lose the rest of the batch
+                    _log.exception("store: could not apply %s %s from %s", ev.op, ev.kind, ev.source)
+                st = self._sources.get(ev.source)
+                at = ev.at if ev.at is not None else now
+                if st is not None and (st.last_ok is None or at > st.last_ok):
+                    self._sources[ev.source] = replace(st, last_ok=at)
+            if any(changed.values()):
+                self._version += 1
+                self._record_history(now, changed)
+        return self._notify(changed)
+
+    def _apply_one(self, ev: StoreEvent, now: float, changed: dict[str, set[Any]]) -> None:
+        if ev.op is Op.POSITIONS:
+            self._apply_positions(ev, changed)
+            return
+        objs = self._objects.setdefault(ev.kind, {})
+        owner = self._owner.setdefault(ev.kind, {})
+        out = changed.setdefault(ev.kind, set())
+        if ev.op is Op.UPSERT and ev.entry is not None:
+            e = ev.entry
+            old = objs.get(e.key)
+            if old is not None and old.resource_version == e.resource_version and old.uid == e.uid \
+                    and e.resource_version:
+                return  # the same version again (relist overlap): nothing changed
+            objs[e.key] = e
+            owner[e.key] = ev.source
+            self._index(ev.kind, e.key, e.obj, now, out, changed)
+            out.add(e.key)
+        elif ev.op is Op.DELETE and ev.key is not None:
+            if objs.pop(ev.key, None) is not None:
+                owner.pop(ev.key, None)
+                self._unindex(ev.kind, ev.key, changed)
+                out.add(ev.key)
+        elif ev.op is Op.REPLACE:
+            self._synced.add(ev.source)
+            fresh = {e.key: e for e in ev.entries}
+            for key in [k for k, s in owner.items() if s == ev.source and k not in fresh]:
+                objs.pop(key, None)
+                owner.pop(key, None)
+                self._unindex(ev.kind, key, changed)
+                out.add(key)
+            for e in ev.entries:
+                old = objs.get(e.key)
+                if old is not None and old.resource_version == e.resource_version and old.uid == e.uid \
+                        and e.resource_version and owner.get(e.key) == ev.source:
+                    continue
+                objs[e.key] = e
+                owner[e.key] = ev.source
+                self._index(ev.kind, e.key, e.obj, now, out, changed)
+                out.add(e.key)
+
+    def _index(self, kind: str, key: Key, obj: Any, now: float, out: set[Any],
+               changed: dict[str, set[Any]]) -> None:
+        if kind == K.WORKLOADS:
+            self._ix.put_workload(key, obj if isinstance(obj, Workload) else None, now)
+        elif kind == K.LOCAL_QUEUES:
+            moved = self._ix.put_local_queue(key, obj if obj is not None else None)
+            if moved:
+                changed.setdefault(K.WORKLOADS, set()).update(moved)
+        elif kind == K.PODS:
+            self._ix.put_pod(key, obj if isinstance(obj, Pod) else None)
+
+    def _unindex(self, kind: str, key: Key, changed: dict[str, set[Any]]) -> None:
+        if kind == K.WORKLOADS:
+            self._ix.remove_workload(key)
+            for cq in self._positions_by_cq.values_of(key):
+                changed.setdefault(K.POSITIONS, set()).add(cq)
+            self._positions.pop(key, None)
+            self._positions_by_cq.remove(key)
+        elif kind == K.LOCAL_QUEUES:
+            moved = self._ix.put_local_queue(key, None)
+            if moved:
+                changed.setdefault(K.WORKLOADS, set()).update(moved)
+        elif kind == K.PODS:
+            self._ix.remove_pod(key)
+
+    def _apply_positions(self, ev: StoreEvent, changed: dict[str, set[Any]]) -> None:
+        cq = ev.key[1] if ev.key else ""
+        for wkey in list(self._positions_by_cq.get(cq)):
+            self._positions.pop(wkey, None)
+            self._positions_by_cq.remove(wkey)
+        for wkey, pos in ev.positions:
+            self._positions[wkey] = pos
+            self._positions_by_cq.set(wkey, (cq,))
+        changed.setdefault(K.POSITIONS, set()).add(cq)
+
+    def _record_history(self, now: float, changed: dict[str, set[Any]]) -> None:
+        # Queue counts only move when workloads or queues change; sample at most every interval.
+        if now - self._history_at < self._history_interval:
+            return
+        if not (changed.get(K.WORKLOADS) or changed.get(K.CLUSTER_QUEUES) or changed.get(K.LOCAL_QUEUES)):
+            return
+        self.record_queue_history(now)
+
+    def record_queue_history(self, now: float | None = None) -> None:
+        """Append the current pending/admitted counts of every ClusterQueue."""
+        now = self._clock() if now is None else now
+        with self._lock:
+            self._history_at = now
+            for cq_key in self._objects.get(K.CLUSTER_QUEUES, {}):
+                pending, admitted, reserved = self._ix.queue_counts(cq_key[1])
+                self.queue_history.append(cq_key[1], now, QueueCounts(pending, admitted, reserved))
+
+    # ----------------------------------------------------------------- GPUs
+    def put_gpu_samples(self, samples: list[GpuSample], at: float, source: str) -> Changes:
+        """Replace what `source` knows about the nodes present in `samples`.
+
+        A fleet-wide query (Prometheus) covers every node; a per-node scrape covers one. GPUs
+        of those nodes missing from `samples` are dropped; other nodes are left alone and turn
+        stale by age (`SourceStatus.stale_after`)."""
+        changed: set[GpuKey] = set()
+        with self._lock:
+            nodes = {s.node for s in samples}
+            fresh = {s.key for s in samples}
+            for node in nodes:
+                for gkey in list(self._gpus_by_node.get((node, ""))):
+                    if gkey not in fresh and self._gpu_source.get(gkey) == source:
+                        self._drop_gpu(gkey)
+                        changed.add(gkey)
+            for s in samples:
+                gkey = s.key
+                self._gpus[gkey] = s
+                self._gpu_source[gkey] = source
+                self._gpus_by_node.set(gkey, ((s.node, ""),))
+                self._gpus_by_pod.set(gkey, ((s.namespace, s.pod),) if s.pod else ())
+                self.gpu_history.append(gkey, s.at or at, s.util)
+                changed.add(gkey)
+            st = self._sources.get(source) or SourceStatus(source, SourceState.LIVE, since=at)
+            self._sources[source] = replace(st, state=SourceState.LIVE, message="",
+                                            last_ok=max(at, st.last_ok or 0.0))
+            if changed:
+                self._version += 1
+        return self._notify({K.GPUS: changed, K.SOURCES: {source}})
+
+    def _drop_gpu(self, gkey: GpuKey) -> None:
+        self._gpus.pop(gkey, None)
+        self._gpu_source.pop(gkey, None)
+        self._gpus_by_node.remove(gkey)
+        self._gpus_by_pod.remove(gkey)
+
+    # ----------------------------------------------------------------- sources
+    def set_source_state(self, source: str, state: SourceState, message: str = "", *,
+                         ok: bool = False, stale_after: float | None = None, skipped: int | None = None) -> None:
+        """Record a source's connection state; `ok` also stamps the data as fresh now."""
+        now = self._clock()
+        with self._lock:
+            st = self._sources.get(source) or SourceStatus(source, since=now)
+            new = replace(st, state=state, message=message,
+                          since=now if state is not st.state else st.since,
+                          last_ok=now if ok else st.last_ok,
+                          stale_after=stale_after if stale_after is not None else st.stale_after,
+                          skipped=skipped if skipped is not None else st.skipped)
+            if new == st:
+                return
+            self._sources[source] = new
+        self._notify({K.SOURCES: {source}})
+
+    def sources(self) -> dict[str, SourceStatus]:
+        with self._lock:
+            return dict(self._sources)
+
+    def source(self, name: str) -> SourceStatus | None:
+        with self._lock:
+            return self._sources.get(name)
+
+    def has_synced(self, source: str) -> bool:
+        """The source's first full list is in the store (not merely received)."""
+        with self._lock:
+            return source in self._synced
+
+    def stale(self, source: str, now: float | None = None) -> bool:
+        st = self.source(source)
+        return True if st is None else st.stale(self._clock() if now is None else now)
+
+    # ----------------------------------------------------------------- notifications
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call `callback(changes)` after every batch that changed something; returns unsubscribe."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+        return unsubscribe
+
+    def _notify(self, changed: Mapping[str, set[Any]]) -> Changes:
+        changes = Changes({k: frozenset(v) for k, v in changed.items() if v})
+        if not changes:
+            return changes
+        with self._lock:
+            subs = list(self._subscribers)
+        for cb in subs:
+            try:
+                cb(changes)
+            except Exception:  # a broken view must not stop the informers
+                _log.exception("store subscriber failed")
+        return changes
+
+    # ================================================================= reading
+    @property
+    def version(self) -> int:
+        """Increases with every change; cheap for a reader to see whether to redraw."""
+        return self._version
+
+    def get(self, kind: str, key: Key) -> Any:
+        """The parsed object (None when absent or unparseable)."""
+        with self._lock:
+            e = self._objects.get(kind, {}).get(key)
+            return e.obj if e is not None else None
+
+    def entry(self, kind: str, key: Key) -> Entry | None:
+        with self._lock:
+            return self._objects.get(kind, {}).get(key)
+
+    def raw(self, kind: str, key: Key) -> dict[str, Any] | None:
+        e = self.entry(kind, key)
+        return e.raw if e is not None else None
+
+    def keys(self, kind: str) -> list[Key]:
+        with self._lock:
+            return list(self._objects.get(kind, {}))
+
+    def objects(self, kind: str) -> dict[Key, Any]:
+        """Parsed objects of a kind (unparseable ones left out)."""
+        with self._lock:
+            return {k: e.obj for k, e in self._objects.get(kind, {}).items() if e.obj is not None}
+
+    def entries(self, kind: str) -> dict[Key, Entry]:
+        with self._lock:
+            return dict(self._objects.get(kind, {}))
+
+    def unparsed(self, kind: str) -> dict[Key, str]:
+        """Objects kept only as wire dicts, with the reason they could not be parsed."""
+        with self._lock:
+            return {k: e.error for k, e in self._objects.get(kind, {}).items() if e.obj is None}
+
+    def versions(self, kind: str) -> set[tuple[str, str]]:
+        """{(uid, resourceVersion)} of a kind, to compare with the server."""
+        with self._lock:
+            return {(e.uid, e.resource_version) for e in self._objects.get(kind, {}).values()}
+
+    def count(self, kind: str) -> int:
+        with self._lock:
+            return len(self._objects.get(kind, {}))
+
+    # ----------------------------------------------------------------- workload queries
+    def workloads_in_cluster_queue(self, cq: str) -> set[Key]:
+        with self._lock:
+            return set(self._ix.wl_by_cq.get(cq))
+
+    def workloads_in_local_queue(self, namespace: str, lq: str) -> set[Key]:
+        with self._lock:
+            return set(self._ix.wl_by_lq.get((namespace, lq)))
+
+    def workloads_in_namespace(self, namespace: str) -> set[Key]:
+        with self._lock:
+            return set(self._ix.wl_by_ns.get(namespace))
+
+    def workloads_in_phase(self, phase: Phase) -> set[Key]:
+        with self._lock:
+            return set(self._ix.wl_by_phase.get(phase))
+
+    def workload_state(self, key: Key, now: float | None = None) -> WorkloadState | None:
+        """Derived state; with `now`, re-derived so a finished backoff shows as pending."""
+        with self._lock:
+            if now is None:
+                return self._ix.wl_state.get(key)
+            e = self._objects.get(K.WORKLOADS, {}).get(key)
+        return derive_state(e.obj, now) if e is not None and isinstance(e.obj, Workload) else None
+
+    def queue_counts(self, cq: str) -> QueueCounts:
+        with self._lock:
+            return QueueCounts(*self._ix.queue_counts(cq))
+
+    def position(self, key: Key) -> QueuePosition | None:
+        with self._lock:
+            return self._positions.get(key)
+
+    def positions(self, cq: str) -> dict[Key, QueuePosition]:
+        with self._lock:
+            return {k: self._positions[k] for k in self._positions_by_cq.get(cq)}
+
+    # ----------------------------------------------------------------- pods and GPUs
+    def pods_of_workload(self, key: Key) -> set[Key]:
+        with self._lock:
+            return self._ix.pods_of_workload(key)
+
+    def workload_of_pod(self, key: Key) -> Key | None:
+        with self._lock:
+            e = self._objects.get(K.PODS, {}).get(key)
+            return self._ix.workload_of_pod(e.obj) if e is not None and isinstance(e.obj, Pod) else None
+
+    def pods_on_node(self, node: str) -> set[Key]:
+        with self._lock:
+            return set(self._ix.pods_by_node.get(node))
+
+    def gpus_on_node(self, node: str) -> list[GpuSample]:
+        with self._lock:
+            return sorted((self._gpus[g] for g in self._gpus_by_node.get((node, ""))),  # type: ignore[index]
+                          key=lambda s: s.gpu)
+
+    def gpus_of_pod(self, namespace: str, pod: str) -> list[GpuSample]:
+        with self._lock:
+            return sorted((self._gpus[g] for g in self._gpus_by_pod.get((namespace, pod))),  # type: ignore[index]
+                          key=lambda s: s.key)
+
+    def gpus_of_workload(self, key: Key) -> list[GpuSample]:
+        with self._lock:
+            out: list[GpuSample] = []
+            for pkey in self._ix.pods_of_workload(key):
+                out.extend(self._gpus[g] for g in self._gpus_by_pod.get(pkey))  # type: ignore[index]
+            return sorted(out, key=lambda s: s.key)
+
+    def gpus(self) -> dict[GpuKey, GpuSample]:
+        with self._lock:
+            return dict(self._gpus)
+
+    # ----------------------------------------------------------------- engine snapshot
+    def snapshot(self) -> ClusterSnapshot:
+        """The engine's input, built from the parsed objects (shared, not copied) and cached
+        until the next change."""
+        with self._lock:
+            cached = self._snapshot
+            if cached is not None and cached[0] == self._version:
+                return cached[1]
+            fields: dict[str, Any] = {}
+            for kind, name in _SNAPSHOT_FIELDS.items():
+                objs = self._objects.get(kind, {})
+                if kind in _NAMESPACED_SNAPSHOT:
+                    fields[name] = {k: e.obj for k, e in objs.items() if e.obj is not None}
+                else:
+                    fields[name] = {k[1]: e.obj for k, e in objs.items() if e.obj is not None}
+            fields["namespaces"] = {k[1]: e.obj.labels for k, e in self._objects.get(K.NAMESPACES, {}).items()
+                                    if e.obj is not None}
+            snap = ClusterSnapshot(**fields)
+            self._snapshot = (self._version, snap)
+            return snap

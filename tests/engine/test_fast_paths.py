@@ -1,0 +1,118 @@
+"""The engine's shortcuts decide exactly what the plain algorithms decide.
+
+- §6.2 fits(): the cycle keeps earlier preemptions removed on a copy of the tree instead of
+  removing every preempted workload again for each preempting head;
+- §6.5 a preemption search is skipped when the candidates' total usage can't cover the shortfall;
+- §6.3/§6.5 the flavor assigner's preemption oracle and the nomination share one target search.
+
+Random cohorts and workloads (some admitted, so that heads preempt) are scheduled for several
+cycles both ways; decisions and queue state must be identical.
+"""
+
+from contextlib import ExitStack
+from unittest import mock
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kueuetop.admission import cycle, preemption
+from kueuetop.admission import decisions as d
+from kueuetop.admission.cycle import schedule
+from tests.builders import T0, admit, snapshot, workload
+from tests.engine.test_properties import TOL, build, cq_spec
+
+wl_spec = st.fixed_dictionaries({
+    "cq": st.integers(0, 2), "cpu": st.integers(1, 4), "priority": st.integers(0, 4),
+    "tolerates": st.booleans(), "admitted": st.booleans(), "spot": st.booleans(),
+})
+
+
+class _RemoveAllEachTime:
+    """Kueue's fits() as written: remove every preempted workload and the new targets."""
+
+    def __init__(self, tree):
+        self.tree = tree
+        self.preempted = []
+
+    def add_usage(self, node, usage):
+        pass  # the caller already added it to the cycle's tree
+
+    def preempt(self, targets):
+        self.preempted.extend(targets)
+
+    def fits_after_removal(self, node, usage, targets):
+        removed = [*self.preempted, *targets]
+        for t in removed:
+            self.tree.remove_usage(self.tree.cq(t.cluster_queue), t.usage)
+        ok = self.tree.fits(node, usage)
+        for t in removed:
+            self.tree.add_usage(self.tree.cq(t.cluster_queue), t.usage)
+        return ok
+
+
+def _plain():
+    stack = ExitStack()
+    stack.enter_context(mock.patch.object(cycle, "_MinusPreempted", _RemoveAllEachTime))
+    stack.enter_context(mock.patch.object(preemption, "_cannot_cover", lambda ctx, c: False))
+    plain_memo = lambda ctx, memo: preemption.get_targets(ctx)  # noqa: E731
+    stack.enter_context(mock.patch.object(preemption, "memo_targets", plain_memo))
+    stack.enter_context(mock.patch.object(cycle, "memo_targets", plain_memo))
+    return stack
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cqs=st.lists(cq_spec, min_size=3, max_size=3), cohorted=st.booleans(),
+       wls=st.lists(wl_spec, min_size=2, max_size=12))
+def test_shortcuts_decide_like_plain_algorithms(cqs, cohorted, wls):
+    base = build(cqs, cohorted)
+    model = {}
+    for i, w in enumerate(wls):
+        wl = workload("ns", f"w{i}", f"lq{w['cq']}", {"cpu": str(w["cpu"])}, priority=w["priority"],
+                      created=T0 + i, tolerations=TOL if w["tolerates"] else None)
+        if w["admitted"]:
+            wl = admit(wl, f"cq{w['cq']}", {"cpu": "spot" if w["spot"] and w["tolerates"] else "on-demand"})
+        model[f"w{i}"] = wl
+    state = None
+    for n in range(4):
+        snap = snapshot(*base, *model.values())
+        fast = schedule(snap, T0 + 100 + n, state)
+        with _plain():
+            plain = schedule(snapshot(*base, *model.values()), T0 + 100 + n, state)
+        assert fast.decisions == plain.decisions
+        assert fast.state == plain.state
+        state = fast.state
+        for x in fast.decisions:
+            if isinstance(x, d.Preempt):
+                victim = snap.workloads[x.victim]
+                model[x.victim[1]] = workload("ns", x.victim[1], victim.queue_name,
+                                              {"cpu": str(victim.pod_sets[0].requests["cpu"] // 1000)},
+                                              priority=victim.priority, created=victim.meta.creation,
+                                              tolerations=TOL if victim.pod_sets[0].shape.tolerations else None)
+            elif isinstance(x, d.Admit):
+                model[x.workload[1]] = admit(model[x.workload[1]], x.cluster_queue, dict(x.assignments[0].flavors),
+                                             counts={"main": x.assignments[0].count})
+
+
+def test_fits_check_sees_usage_admitted_after_a_preemption():
+    """§6.2 after one head preempted, a later head's fits() must still count what heads admitted
+    in between: b's head (targets found against the cycle's start) no longer fits once c's
+    head took the cohort's spare quota."""
+    from tests.builders import cluster_queue, flavor, fq, group, local_queue, namespace
+    objs = [namespace("ns"), flavor("f"),
+            cluster_queue("a", group("cpu", fq("f", cpu=("2", "0"))), cohort="co", within="LowerPriority"),
+            cluster_queue("b", group("cpu", fq("f", cpu="2")), cohort="co", within="LowerPriority",
+                          reclaim="LowerPriority", borrow_within="LowerPriority"),
+            cluster_queue("c", group("cpu", fq("f", cpu="2")), cohort="co"),
+            *(local_queue("ns", q, q) for q in "abc"),
+            admit(workload("ns", "a-low", "a", {"cpu": "2"}), "a", {"cpu": "f"}),
+            admit(workload("ns", "b-low", "b", {"cpu": "2"}), "b", {"cpu": "f"}),
+            workload("ns", "ha", "a", {"cpu": "2"}, priority=9),
+            workload("ns", "hb", "b", {"cpu": "4"}, priority=9),
+            workload("ns", "hc", "c", {"cpu": "2"})]
+    r = schedule(snapshot(*objs), T0 + 100)
+    assert [x.workload[1] for x in r.decisions if isinstance(x, d.Admit)] == ["hc"]
+    assert [x.victim[1] for x in r.decisions if isinstance(x, d.Preempt)] == ["a-low"]
+    hb = next(x for x in r.decisions if isinstance(x, d.Pending) and x.workload[1] == "hb")
+    assert hb.message == "Workload no longer fits after processing another workload"
+    with _plain():
+        assert schedule(snapshot(*objs), T0 + 100).decisions == r.decisions

@@ -1,0 +1,91 @@
+"""Incremental bookkeeping between cycles gives the same results as recomputing from scratch.
+
+Per-cycle work that the engine does only for what changed since the last cycle: pruning the
+last flavor assignments to pending workloads (§6.3 LastAssignment), the cached "parked until"
+of pending workloads in head scans (§6.1), queue totals for ClusterQueue/LocalQueue status.
+"""
+
+from dataclasses import replace
+
+from kueuetop.admission.cycle import schedule
+from kueuetop.admission.queue_totals import QueueTotals
+from kueuetop.admission.status_updates import cluster_queue_status, local_queue_status
+from tests.builders import (
+    T0,
+    admit,
+    cluster_queue,
+    condition,
+    flavor,
+    fq,
+    group,
+    local_queue,
+    namespace,
+    snapshot,
+    ts,
+    workload,
+)
+
+NOW = T0 + 100
+# Two queues whose single flavor-pair is too small: each head is nominated, gets NoFit and a
+# remembered LastAssignment.
+BASE = [namespace("ns"), flavor("f1"), flavor("f2"),
+        cluster_queue("a", group("cpu", fq("f1", cpu="1"), fq("f2", cpu="1"))),
+        cluster_queue("b", group("cpu", fq("f1", cpu="1"), fq("f2", cpu="1"))),
+        local_queue("ns", "lqa", "a"), local_queue("ns", "lqb", "b")]
+W, OTHER = ("ns", "w"), ("ns", "other")
+
+
+def _with(snap, key, obj):
+    """`snap` with one workload replaced; every other object keeps its identity."""
+    return replace(snap, workloads={**snap.workloads, key: snapshot(obj).workloads[key]})
+
+
+def test_last_assignment_forgotten_when_workload_leaves_queue():
+    """§6.3 the memory of a workload that is no longer pending is dropped, also when only that
+    workload changed since the previous cycle (incremental pruning)."""
+    s1 = snapshot(*BASE, workload("ns", "w", "lqa", {"cpu": "2"}), workload("ns", "other", "lqb", {"cpu": "2"}))
+    r1 = schedule(s1, NOW, None)
+    assert {W, OTHER} <= r1.state.last_assignments.keys()
+    s2 = _with(s1, W, workload("ns", "w", "lqa", {"cpu": "2"}, active=False))
+    r2 = schedule(s2, NOW + 1, r1.state)
+    assert W not in r2.state.last_assignments and OTHER in r2.state.last_assignments
+    # Replaying an older state (what-if) against a later snapshot prunes from scratch.
+    s3 = _with(s1, OTHER, workload("ns", "other", "lqb", {"cpu": "2"}, active=False))
+    r3 = schedule(s3, NOW + 1, r1.state)
+    assert OTHER not in r3.state.last_assignments
+    fresh = schedule(s3, NOW + 1, replace(r1.state, index=None))
+    assert r3.state == fresh.state
+
+
+def test_backoff_ends_between_cycles_without_workload_change():
+    """§6.1 a workload in backoff becomes a head once requeueAt passes, with no object change."""
+    wl = workload("ns", "w", "lqa", {"cpu": "1"})
+    wl["status"] = {"requeueState": {"count": 1, "requeueAt": ts(NOW + 10)},
+                    "conditions": [condition("Requeued", True, "BackoffFinished")]}
+    s = snapshot(*BASE, wl)
+    r1 = schedule(s, NOW, None)
+    assert not r1.decisions
+    r2 = schedule(s, NOW + 10, r1.state)
+    assert [type(d).__name__ for d in r2.decisions] == ["Admit"]
+
+
+def test_queue_totals_match_status_counted_from_snapshot():
+    """ClusterQueue/LocalQueue status from running totals equals the status counted from the
+    workloads (reserving, admitted, pending, flavorsReservation/flavorsUsage)."""
+    objs = [*BASE,
+            admit(workload("ns", "r1", "lqa", {"cpu": "1"}), "a", {"cpu": "f1"}),
+            admit(workload("ns", "r2", "lqa", {"cpu": "1"}), "a", {"cpu": "f2"}),
+            workload("ns", "p1", "lqa", {"cpu": "1"}), workload("ns", "p2", "lqb", {"cpu": "1"}),
+            workload("ns", "off", "lqa", {"cpu": "1"}, active=False)]
+    s = snapshot(*objs)
+    totals = QueueTotals()
+    for key, wl in s.workloads.items():
+        totals.set(key, wl, s.cluster_queue_of(wl))
+    totals.set(("ns", "gone"), s.workloads[("ns", "p1")], "a")
+    totals.discard(("ns", "gone"))
+    for cq in ("a", "b"):
+        assert cluster_queue_status(s, cq, NOW, pending_workloads=totals.cq_pending(s, cq),
+                                    reservations=totals.cq_reservations(cq)) == cluster_queue_status(s, cq, NOW)
+    for lq in (("ns", "lqa"), ("ns", "lqb")):
+        assert local_queue_status(s, lq, NOW, pending_workloads=totals.lq_pending(s, lq),
+                                  reservations=totals.lq_reservations(lq)) == local_queue_status(s, lq, NOW)

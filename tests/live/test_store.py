@@ -1,0 +1,119 @@
+"""The store on its own: coalesced notifications, relist semantics, links, GPUs, history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kueuetop.kueue.gpu import GpuSample
+from kueuetop.kueue.parse import parse_object
+from kueuetop.store import Changes, Entry, SourceState, Store, StoreEvent
+
+
+def wl(name: str, ns: str = "team-a", owner_uid: str = "job-uid-1", rv: str = "1", lq: str = "lq") -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}", "resourceVersion": rv,
+                         "labels": {"kueue.x-k8s.io/job-uid": owner_uid},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j",
+                                              "uid": owner_uid, "controller": True}]},
+            "spec": {"queueName": lq, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}}}]}}
+
+
+def pod(name: str, owner_kind: str, owner_uid: str, node: str = "n1", ns: str = "team-a",
+        owner: str = "w") -> dict[str, Any]:
+    api = "kueue.x-k8s.io/v1beta2" if owner_kind == "Workload" else "batch/v1"
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}", "resourceVersion": "1",
+                         "ownerReferences": [{"apiVersion": api, "kind": owner_kind, "name": owner,
+                                              "uid": owner_uid, "controller": True}]},
+            "spec": {"nodeName": node, "containers": [{"name": "c"}]}}
+
+
+def entry(raw: dict[str, Any]) -> Entry:
+    m = raw["metadata"]
+    return Entry((m.get("namespace", ""), m["name"]), raw, parse_object(raw), m["uid"], m["resourceVersion"])
+
+
+def test_one_notification_per_batch() -> None:
+    store = Store()
+    got: list[Changes] = []
+    store.subscribe(got.append)
+    store.apply_batch([StoreEvent.upsert("workloads", "workloads", entry(wl(f"w{i}"))) for i in range(50)])
+    assert len(got) == 1 and len(got[0].get("workloads")) == 50
+    # Re-applying the same resourceVersions changes nothing and notifies nobody.
+    store.apply_batch([StoreEvent.upsert("workloads", "workloads", entry(wl(f"w{i}"))) for i in range(50)])
+    assert len(got) == 1
+
+
+def test_replace_drops_only_its_own_sources_keys() -> None:
+    store = Store()
+    store.apply_batch([StoreEvent.replace("pods", "pods/kueue", [entry(pod("a", "Job", "j1"))]),
+                       StoreEvent.replace("pods", "pods/managed", [entry(pod("b", "Job", "j2"))])])
+    changes = store.apply(StoreEvent.replace("pods", "pods/kueue", []))
+    assert store.keys("pods") == [("team-a", "b")] and changes.get("pods") == {("team-a", "a")}
+    assert store.pods_on_node("n1") == {("team-a", "b")}
+
+
+def test_pod_workload_links_follow_kueue() -> None:
+    store = Store()
+    direct = wl("direct", owner_uid="none")
+    store.apply_batch([
+        StoreEvent.upsert("workloads", "workloads", entry(wl("w-job", owner_uid="job-1"))),
+        StoreEvent.upsert("workloads", "workloads", entry(direct)),
+        StoreEvent.upsert("pods", "pods/kueue", entry(pod("p-job", "Job", "job-1", node="n1"))),
+        StoreEvent.upsert("pods", "pods/kueue", entry(pod("p-direct", "Workload", "uid-direct", node="n2", owner="direct"))),
+        StoreEvent.upsert("pods", "pods/kueue", entry(pod("p-other", "Job", "job-9"))),
+    ])
+    assert store.workload_of_pod(("team-a", "p-job")) == ("team-a", "w-job")
+    assert store.workload_of_pod(("team-a", "p-direct")) == ("team-a", "direct")
+    assert store.workload_of_pod(("team-a", "p-other")) is None
+    assert store.pods_of_workload(("team-a", "w-job")) == {("team-a", "p-job")}
+    assert store.pods_of_workload(("team-a", "direct")) == {("team-a", "p-direct")}
+    store.put_gpu_samples([GpuSample("n1", "0", util=90.0, namespace="team-a", pod="p-job"),
+                           GpuSample("n1", "1", util=0.0)], at=100.0, source="prom")
+    assert [g.util for g in store.gpus_of_workload(("team-a", "w-job"))] == [90.0]
+    assert [g.gpu for g in store.gpus_on_node("n1")] == ["0", "1"]
+    # A later fleet sample without GPU 1 drops it; history keeps the points.
+    store.put_gpu_samples([GpuSample("n1", "0", util=50.0, namespace="team-a", pod="p-job")], at=105.0,
+                          source="prom")
+    assert [g.gpu for g in store.gpus_on_node("n1")] == ["0"]
+    assert [v for _, v in store.gpu_history.get(("n1", "0"))] == [90.0, 50.0]
+
+
+def test_workload_queue_indexes_and_history() -> None:
+    t = [1000.0]
+    store = Store(history_size=3, history_interval=0.0, clock=lambda: t[0])
+    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+          "metadata": {"name": "lq", "namespace": "team-a", "uid": "lq", "resourceVersion": "1"},
+          "spec": {"clusterQueue": "cq"}}
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+          "metadata": {"name": "cq", "uid": "cq", "resourceVersion": "1"}, "spec": {"namespaceSelector": {}}}
+    store.apply_batch([StoreEvent.upsert("workloads", "workloads", entry(wl("w1"))),
+                       StoreEvent.upsert("clusterqueues", "clusterqueues", entry(cq))])
+    assert store.workloads_in_cluster_queue("cq") == set()  # its LQ is not known yet
+    store.apply(StoreEvent.upsert("localqueues", "localqueues", entry(lq)))
+    assert store.workloads_in_cluster_queue("cq") == {("team-a", "w1")}
+    assert store.queue_counts("cq").pending == 1
+    for i in range(5):
+        t[0] += 10
+        store.apply(StoreEvent.upsert("workloads", "workloads", entry(wl("w1", rv=str(i + 2)))))
+    assert len(store.queue_history.get("cq")) == 3  # bounded
+    snap = store.snapshot()
+    assert snap.cluster_queue_of(snap.workloads[("team-a", "w1")]) == "cq"
+
+
+def test_malformed_entries_are_kept_unparsed_and_stale_flags() -> None:
+    t = [0.0]
+    store = Store(clock=lambda: t[0])
+    bad = Entry(("team-a", "bad"), {"metadata": {"name": "bad"}}, None, "u", "1", error="spec.podSets: missing")
+    store.set_source_state("workloads", SourceState.LIVE, ok=True)
+    store.apply(StoreEvent.upsert("workloads", "workloads", bad))
+    assert store.unparsed("workloads") == {("team-a", "bad"): "spec.podSets: missing"}
+    assert store.snapshot().workloads == {}
+    assert not store.stale("workloads")
+    store.set_source_state("workloads", SourceState.RELISTING)
+    assert store.stale("workloads")
+    store.put_gpu_samples([], at=0.0, source="prom")
+    store.set_source_state("prom", SourceState.LIVE, stale_after=30)
+    t[0] = 31.0
+    assert store.stale("prom") and store.source("prom").age(t[0]) == 31.0

@@ -1,0 +1,107 @@
+"""Initial sync, watch updates, queue positions, pod ↔ workload links over the real client."""
+
+from __future__ import annotations
+
+from kubernetes import client
+
+from kueuetop.connection import Connection
+from kueuetop.kueue.workload import Workload
+from kueuetop.sim.serve import ServedCluster
+from kueuetop.store import SourceState
+
+from .conftest import KUEUE, Live, assert_converges, wait_until
+
+
+def test_initial_sync_equals_server(served: ServedCluster, live: Live) -> None:
+    assert_converges(served, live.store, timeout=10)
+    states = {n: s.state for n, s in live.store.sources().items()}
+    assert all(s is SourceState.LIVE for s in states.values()), states
+    assert live.store.count("workloads") > 0 and live.store.count("pods") > 0
+    snap = live.store.snapshot()
+    assert set(snap.workloads) == set(live.store.keys("workloads"))
+    assert snap is live.store.snapshot()  # cached until something changes
+
+
+def test_patch_reaches_store_through_watch(served: ServedCluster, conn: Connection, live: Live) -> None:
+    key = sorted(live.store.keys("workloads"))[0]
+    changes: list[frozenset] = []
+    live.store.subscribe(lambda ch: changes.append(ch.get("workloads")))
+    custom = client.CustomObjectsApi(conn.api)
+    custom.patch_namespaced_custom_object(KUEUE, "v1beta2", key[0], "workloads", key[1], {"spec": {"active": False}})
+    assert wait_until(lambda: live.store.get("workloads", key) is not None
+                      and live.store.get("workloads", key).active is False, 10)
+    assert any(key in c for c in changes)
+    custom.patch_namespaced_custom_object(KUEUE, "v1beta2", key[0], "workloads", key[1], {"spec": {"active": True}})
+    assert wait_until(lambda: live.store.get("workloads", key).active is True, 10)
+    assert_converges(served, live.store)
+
+
+def test_pods_link_to_workloads_and_nodes(live: Live) -> None:
+    linked = 0
+    for pkey in live.store.keys("pods"):
+        wkey = live.store.workload_of_pod(pkey)
+        if wkey is not None:
+            linked += 1
+            assert pkey in live.store.pods_of_workload(wkey)
+            pod = live.store.get("pods", pkey)
+            if pod.node_name:
+                assert pkey in live.store.pods_on_node(pod.node_name)
+    assert linked > 0
+
+
+def test_queue_positions_from_visibility_api(served: ServedCluster, conn: Connection, live: Live) -> None:
+    lq = next(o for o in live.store.objects("localqueues").values())
+    custom = client.CustomObjectsApi(conn.api)
+    wl = {"apiVersion": f"{KUEUE}/v1beta2", "kind": "Workload",
+          "metadata": {"name": "too-big-to-admit", "namespace": lq.namespace},
+          "spec": {"queueName": lq.name, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+              "containers": [{"name": "c", "image": "x", "resources": {"requests": {"nvidia.com/gpu": "512"}}}]}}}]}}
+    custom.create_namespaced_custom_object(KUEUE, "v1beta2", lq.namespace, "workloads", wl)
+    key = (lq.namespace, "too-big-to-admit")
+    try:
+        pos = wait_until(lambda: live.store.position(key), 10)
+        assert pos is not None and pos.cluster_queue == lq.cluster_queue and pos.in_cluster_queue >= 0
+        assert isinstance(live.store.get("workloads", key), Workload)
+        assert key in live.store.workloads_in_cluster_queue(lq.cluster_queue)
+        assert live.store.source("visibility").state is SourceState.LIVE
+    finally:
+        custom.delete_namespaced_custom_object(KUEUE, "v1beta2", lq.namespace, "workloads", "too-big-to-admit")
+    assert wait_until(lambda: live.store.get("workloads", key) is None and live.store.position(key) is None, 10)
+
+
+def test_v1beta1_informers_see_the_same_objects(served: ServedCluster, conn: Connection, live_factory) -> None:
+    from dataclasses import replace
+
+    old = replace(conn, kueue=replace(conn.kueue, version="v1beta1"))
+    lv = live_factory(old)
+    raw = next(iter(lv.store.entries("clusterqueues").values())).raw
+    assert raw["apiVersion"] == f"{KUEUE}/v1beta1"
+    assert all(isinstance(w, Workload) for w in lv.store.objects("workloads").values())
+    assert_converges(served, lv.store)
+
+
+def test_old_kueue_sim_serving_only_v1beta1(tmp_path) -> None:
+    from kueuetop.connection import connect
+    from kueuetop.sim.scenario import load_scenario
+    from kueuetop.sim.serve import start_served
+    from kueuetop.sources.kube import KubeSources
+    from kueuetop.store import Store
+
+    from .conftest import FAST
+
+    served = start_served(load_scenario("refarch"), speed=60, kubeconfig=str(tmp_path / "kc"), kueue_api="v1beta1")
+    conn = connect(str(served.kubeconfig))
+    src = None
+    try:
+        assert conn.kueue.version == "v1beta1"
+        store = Store()
+        src = KubeSources(conn, store, config=FAST, visibility_interval=0.3).start()
+        assert wait_until(src.synced, 10)
+        assert store.count("workloads") > 0
+        assert all(isinstance(w, Workload) for w in store.objects("workloads").values())
+        assert_converges(served, store)
+    finally:
+        if src is not None:
+            src.stop()
+        conn.close()
+        served.stop()
