@@ -1,11 +1,11 @@
 """The simulated API server under the `large` scenario (1,000 nodes, 20,000 Workloads).
 
-Serves the scenario from its own process (so its memory is its own) *paused*: the cluster is
-built and settled once (nodes, queues), every Workload of the scenario is then created at once,
-still pending, and the API server answers over that frozen store with no simulation thread, so
-the numbers measure the server rather than the admission engine. (Letting the engine admit
-20,000 Workloads in one go takes minutes; `kueuetop sim serve large` instead lets them arrive
-over the scenario's first hour.) Then it prints one JSON document:
+Serves the scenario from its own process (so its memory is its own) *paused* (`_served.py`):
+the cluster is built and settled once (nodes, queues), every Workload of the scenario is then
+created at once, still pending, and the API server answers over that frozen store with no
+simulation thread, so the numbers measure the server rather than the admission engine.
+(Letting the engine admit 20,000 Workloads in one go takes minutes; `kueuetop sim serve large`
+instead lets them arrive over the scenario's first hour.) Then it prints one JSON document:
 
 - startup_s: process start → first answered request, for the paused `large` server and, through
   `kueuetop sim serve`, for each small built-in (refarch, dws, skypilot);
@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,128 +38,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _served import KUEUE, VERSION, Server, memory_mb, serve
 from kubernetes import client
 
-KUEUE = "kueue.x-k8s.io"
-VERSION = "v1beta2"
 PAGE = 500
 WATCH_SECONDS = 5.0
-READY_TIMEOUT = 60.0
 SMALL_BUILTINS = ("refarch", "dws", "skypilot")
-
-
-@dataclass
-class Server:
-    proc: subprocess.Popen[bytes]
-    url: str
-    kubeconfig: Path
-    startup_s: float
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            resp.read()
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def paused_store(name: str) -> Any:
-    """The scenario's cluster after its first instant, plus all its Workloads, pending."""
-    import dataclasses
-    import gc
-
-    from kueuetop.sim.clock import SimClock
-    from kueuetop.sim.kinds import KINDS, VIRTUAL_PLURALS
-    from kueuetop.sim.objectstore import ObjectStore
-    from kueuetop.sim.runner import build_cluster
-    from kueuetop.sim.scenario import load_scenario
-
-    scenario = load_scenario(name)
-    workloads = [s.obj for s in scenario.steps if s.obj is not None and s.obj.get("kind") == "Workload"]
-    rest = tuple(s for s in scenario.steps if s.obj is None or s.obj.get("kind") != "Workload")
-    parts = build_cluster(dataclasses.replace(scenario, steps=rest), SimClock(time.time(), 1.0))
-    parts.cluster.settle()
-    # A fresh store holds the settled objects: nothing subscribes to it, nothing reacts.
-    store = ObjectStore()
-    src = parts.cluster.store
-    for kind in KINDS:
-        if kind.key in VIRTUAL_PLURALS:
-            continue
-        for obj in src.list(kind.group, kind.plural, copy=False)[0]:
-            created = store.create(kind.group, kind.plural, obj)
-            if obj.get("status"):
-                created["status"] = obj["status"]
-                store.update_status(kind.group, kind.plural, created)
-    for wl in workloads:
-        store.create(KUEUE, "workloads", wl)
-    del parts, scenario, workloads, rest, src
-    gc.collect()
-    return store
-
-
-def serve_paused_child(name: str, port: int, kubeconfig: str) -> int:
-    from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
-    from kueuetop.sim.serve import serve_forever, stop_on_signals
-
-    done = stop_on_signals()
-    server = ApiServer(paused_store(name), port=port).start()
-    write_kubeconfig(kubeconfig, server.url)
-    serve_forever(server, done)
-    return 0
-
-
-@contextmanager
-def serve(scenario: str, workdir: Path, paused: bool = False) -> Iterator[Server]:
-    """A server in a child process (`kueuetop sim serve`, or the paused one); yields once it
-    has answered a request."""
-    port = free_port()
-    kubeconfig = workdir / f"{scenario}.kubeconfig"
-    url = f"http://127.0.0.1:{port}"
-    if paused:
-        cmd = [sys.executable, __file__, "--serve-paused", scenario, str(port), str(kubeconfig)]
-    else:
-        cmd = [sys.executable, "-m", "kueuetop", "sim", "serve", scenario, "--port", str(port),
-               "--kubeconfig", str(kubeconfig)]
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        probe = f"{url}/apis/{KUEUE}/{VERSION}/clusterqueues?limit=1"
-        while not _answers(probe):
-            if proc.poll() is not None or time.monotonic() - t0 > READY_TIMEOUT:
-                raise RuntimeError(f"sim serve {scenario} did not start: {proc.stderr.read().decode()[-2000:]}"
-                                   if proc.stderr else f"sim serve {scenario} did not start")
-            time.sleep(0.01)
-        yield Server(proc, url, kubeconfig, time.monotonic() - t0)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-
-
-def memory_mb(pid: int) -> dict[str, float]:
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            fields[key] = round(int(value.split()[0]) / 1024, 1)
-    return {"rss_mb": fields.get("VmRSS", -1.0), "rss_peak_mb": fields.get("VmHWM", -1.0)}
 
 
 def kubectl_get_workloads(server: Server, home: Path) -> dict[str, Any]:
@@ -285,12 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scenario", default="large")
     p.add_argument("--no-builtins", action="store_true", help="skip the small built-ins' startup times")
-    p.add_argument("--serve-paused", nargs=3, metavar=("SCENARIO", "PORT", "KUBECONFIG"),
-                   help=argparse.SUPPRESS)  # the child process
     args = p.parse_args(argv)
-    if args.serve_paused:
-        name, port, kubeconfig = args.serve_paused
-        return serve_paused_child(name, int(port), kubeconfig)
     result: dict[str, Any] = {"scenario": args.scenario, "paused": True}
     with tempfile.TemporaryDirectory(prefix="kueuetop-bench-") as tmp:
         workdir = Path(tmp)

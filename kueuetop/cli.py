@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from kueuetop import __version__
+from kueuetop.live_cli import add_connection_args, cmd_explain_live, cmd_snapshot
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -33,6 +34,9 @@ def _duration(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kueuetop", description="A terminal console for Kueue GPU clusters.")
     p.add_argument("--version", action="version", version=f"kueuetop {__version__}")
+    from kueuetop.tui.launch import add_console_options  # argparse only; Textual loads in run_console
+
+    add_console_options(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("version", help="print the version")
 
@@ -58,11 +62,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     ex = sub.add_parser("explain", help="why a workload waits, with the evidence")
     ex.add_argument("workload", metavar="NAMESPACE/NAME")
-    ex.add_argument("--scenario", required=True,
-                    help="explain on a simulated scenario (built-in or file)")
+    ex.add_argument("--scenario", help="explain on a simulated scenario (built-in or file) instead of "
+                                       "the live cluster")
     ex.add_argument("--at", type=_duration, default=_duration("5m"),
                     help="simulated time at which to explain (default 5m)")
     ex.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    ex.add_argument("--timeout", type=_duration, default=_duration("30s"),
+                    help="live: give up when the cluster has not synced after this long (default 30s)")
+    add_connection_args(ex)
+
+    snap = sub.add_parser("snapshot", help="print ClusterQueues, Workloads, Nodes and GPUs once (no console)")
+    add_connection_args(snap)
+    snap.add_argument("--prometheus", metavar="URL",
+                      help="read GPU telemetry from this Prometheus (default: scrape the dcgm-exporter "
+                           "pods through the API server)")
+    snap.add_argument("-o", "--output", choices=("json", "table"), default="table")
+    snap.add_argument("--timeout", type=_duration, default=_duration("30s"),
+                      help="give up when the cluster has not synced after this long (default 30s)")
     _add_action_parsers(sub)
     return p
 
@@ -157,6 +173,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.workload.count("/") != 1 or not all(args.workload.split("/")):
         print(f"kueuetop: bad workload {args.workload!r}: use NAMESPACE/NAME", file=sys.stderr)
         return EXIT_USAGE
+    if args.scenario is None:
+        return cmd_explain_live(args, *args.workload.split("/"))
     scenario = _load(args.scenario)
     if scenario is None:
         return EXIT_USAGE
@@ -293,7 +311,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.parse_args(["sim", "--help"])
     if args.command == "explain":
         return cmd_explain(args)
+    if args.command == "snapshot":
+        return cmd_snapshot(args)
     if getattr(args, "action", None):
         return cmd_action(args)
+    if args.command is None:
+        from kueuetop.tui.launch import run_console
+
+        return run_console(args)
     parser.print_help(sys.stderr)
     return EXIT_USAGE

@@ -136,10 +136,11 @@ def changed_cluster_queues(prev: ClusterSnapshot, cur: ClusterSnapshot) -> set[s
         for name, cq in cur.cluster_queues.items():
             if cq.cohort in changed_cohorts or changed_flavors.intersection(cq.flavor_names()):
                 direct.add(name)
-    cur_wls = cur.workloads
-    for key, old in prev.workloads.items():
-        new = cur_wls.get(key)
-        if new is old:  # unchanged objects keep their identity: the cheap test first
+    cur_wls, prev_wls = cur.workloads, prev.workloads
+    keys = cur.workloads_changed_since(prev_wls)
+    for key in prev_wls if keys is None else keys:
+        old, new = prev_wls.get(key), cur_wls.get(key)
+        if new is old or old is None:  # unchanged objects keep their identity: the cheap test first
             continue
         if not old.has_quota_reservation or old.admission is None:
             continue

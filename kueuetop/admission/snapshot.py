@@ -19,6 +19,18 @@ from kueuetop.kueue.workload import Workload
 WorkloadKey = tuple[str, str]  # (namespace, name)
 
 
+@dataclass(frozen=True, slots=True)
+class WorkloadDelta:
+    """Which workload keys may differ between two `workloads` mappings (compared by identity):
+    `since` (an earlier snapshot's) and `target` (this snapshot's). A producer that knows what
+    changed (the simulator's Kueue controller) attaches one so per-cycle bookkeeping can skip
+    the unchanged workloads; consumers fall back to a full scan when it doesn't apply."""
+
+    since: Mapping[WorkloadKey, Workload]
+    target: Mapping[WorkloadKey, Workload]
+    keys: frozenset[WorkloadKey]
+
+
 @dataclass(frozen=True)
 class ClusterSnapshot:
     cluster_queues: Mapping[str, ClusterQueue] = field(default_factory=dict)
@@ -31,6 +43,7 @@ class ClusterSnapshot:
     priority_classes: Mapping[str, PriorityClass] = field(default_factory=dict)
     provisioning_configs: Mapping[str, ProvisioningRequestConfig] = field(default_factory=dict)
     config: KueueConfig = field(default_factory=KueueConfig)
+    workload_delta: WorkloadDelta | None = field(default=None, compare=False, repr=False)
 
     @staticmethod
     def from_objects(objects: Iterable[Any], config: KueueConfig | None = None) -> ClusterSnapshot:
@@ -64,6 +77,13 @@ class ClusterSnapshot:
             elif isinstance(o, ProvisioningRequestConfig):
                 prcs[o.name] = o
         return ClusterSnapshot(cqs, cohorts, flavors, checks, lqs, wls, nss, pcs, prcs, config or KueueConfig())
+
+    def workloads_changed_since(self, since: Mapping[WorkloadKey, Workload] | None) -> frozenset[WorkloadKey] | None:
+        """Keys whose workload may differ from `since[key]`, or None when unknown (scan all)."""
+        d = self.workload_delta
+        if d is None or since is None or d.since is not since or d.target is not self.workloads:
+            return None
+        return d.keys
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         # A namespace we have not seen still carries its automatic name label.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kueuetop.admission.quota_tree import FR
@@ -101,6 +102,7 @@ class WorkloadIndex:
         self.serial = 0  # update() calls so far
         self.touched: set[WorkloadKey] = set()  # keys added or dropped by the latest update()
         self.rebuilt = True  # the latest update() started from scratch (touched is incomplete)
+        self._seen: Mapping[WorkloadKey, Workload] | None = None  # workloads of the latest update()
 
     # maintenance ----------------------------------------------------------------
     def update(self, snapshot: ClusterSnapshot) -> WorkloadIndex:
@@ -113,6 +115,15 @@ class WorkloadIndex:
             self._config = snapshot.config
             rebuilt = True
         self.serial, self.rebuilt, self.touched = serial, rebuilt, set()
+        changed = None if rebuilt else snapshot.workloads_changed_since(self._seen)
+        if changed is None:
+            self._scan_all(snapshot)
+        else:  # the snapshot says which keys changed since the one we indexed last
+            self._apply_changes(snapshot, changed)
+        self._seen = snapshot.workloads
+        return self
+
+    def _scan_all(self, snapshot: ClusterSnapshot) -> None:
         entries = self.entries
         for key, wl in snapshot.workloads.items():
             old = entries.get(key)
@@ -124,7 +135,17 @@ class WorkloadIndex:
         if len(entries) != len(snapshot.workloads):
             for key in entries.keys() - snapshot.workloads.keys():
                 self._drop(key, entries[key])
-        return self
+
+    def _apply_changes(self, snapshot: ClusterSnapshot, keys: Iterable[WorkloadKey]) -> None:
+        entries, wls = self.entries, snapshot.workloads
+        for key in keys:
+            wl, old = wls.get(key), entries.get(key)
+            if old is not None and old.wl is wl:
+                continue
+            if old is not None:
+                self._drop(key, old)
+            if wl is not None:
+                self._add(key, wl, snapshot)
 
     def _add(self, key: WorkloadKey, wl: Workload, snapshot: ClusterSnapshot) -> None:
         if wl.has_quota_reservation and wl.admission is not None and not wl.is_finished:

@@ -10,6 +10,7 @@ one scheduling cycle, and writes every decision into the Workload exactly as Kue
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import logging
 import time
@@ -21,7 +22,7 @@ from kueuetop.admission.cycle import schedule
 from kueuetop.admission.decisions import Admit, Decision, Evict, MarkAdmitted, Preempt
 from kueuetop.admission.queue_state import QueueState, changed_cluster_queues
 from kueuetop.admission.queue_totals import QueueTotals
-from kueuetop.admission.snapshot import ClusterSnapshot
+from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.admission.workload_controller import next_event_at, reconcile
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.errors import KueueParseError
@@ -59,6 +60,9 @@ class KueueController:
         self._base_dirty = True
         self._base = ClusterSnapshot(config=self.config)
         self._prev: ClusterSnapshot | None = None
+        # Workload keys changed since the last scheduled snapshot, handed to the engine with
+        # each snapshot so its per-cycle bookkeeping skips the (many) unchanged workloads.
+        self._changed_since_cycle: set[WorkloadKey] = set()
         self._status_dirty_cq: set[str] = set()
         self._status_dirty_lq: set[tuple[str, str]] = set()
         # The workload controller only needs to look at workloads that changed, whose queues
@@ -121,11 +125,16 @@ class KueueController:
                 self._to_reconcile.discard(key)
                 self._wake.pop(key, None)
                 self._unindex(key)
+        self._changed_since_cycle.update(self._dirty_wl)
         self._dirty_wl.clear()
         # A copy: the previous cycle's snapshot must keep the workloads it saw, or
         # changed_cluster_queues(prev, cur) never notices finished / evicted workloads and
         # inadmissible heads are never requeued (Kueue's QueueInadmissibleWorkloads).
-        return dataclasses.replace(self._base, workloads=dict(self._workloads))
+        wls = dict(self._workloads)
+        delta = None
+        if self._prev is not None:
+            delta = WorkloadDelta(self._prev.workloads, wls, frozenset(self._changed_since_cycle))
+        return dataclasses.replace(self._base, workloads=wls, workload_delta=delta)
 
     def _unindex(self, key: WorkloadKey) -> None:
         prev = self._queues_of.pop(key, None)
@@ -177,7 +186,7 @@ class KueueController:
         wrote = False
         try:
             if new.get("spec") != cur.get("spec"):
-                spec = new["spec"]
+                spec = copy.deepcopy(new["spec"])  # apply_decision shares unchanged parts with `cur`
                 self.store.patch(KUEUE, "workloads", key[0], key[1], lambda o: {**o, "spec": spec}, copy=False)
                 wrote = True
             if new.get("status") != cur.get("status"):
@@ -268,7 +277,7 @@ class KueueController:
             return False
         try:
             self.store.patch(KUEUE, plural, ns, name, lambda o: {**o, "status": status}, status=True,
-                                 copy=False)
+                             copy=False)
             return True
         except StoreError as exc:
             _log.warning("status of %s %s failed: %s", plural, name, exc)
@@ -313,6 +322,7 @@ class KueueController:
                                                    time.perf_counter() - t0)
             self.state = result.state
             self._prev = snap
+            self._changed_since_cycle = set()
             for d in result.decisions:
                 key = d.victim if isinstance(d, Preempt) else d.workload
                 wrote |= self._write(key, d, now, snap)

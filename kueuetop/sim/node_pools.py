@@ -14,7 +14,11 @@ given) behave like cluster-autoscaler node groups:
   (default 60 s). Pools with `queuedProvisioning` are left to ProvisioningRequests, as GKE does.
   A pod the limits keep out is retried when the capacity limit next changes.
 * scale-down: a node without running pods for `scale_down_delay` (10 simulated minutes, the
-  autoscaler's scale-down-unneeded-time) is removed, down to `minSize`.
+  autoscaler's scale-down-unneeded-time) is removed, down to `minSize`. DaemonSet pods (the
+  dcgm-exporter) don't count, as in cluster-autoscaler.
+
+Every GPU node, whoever created it, gets a Running dcgm-exporter pod in `gpu-operator`
+(`gpu_exporters.ExporterPods`), removed with the node, so the direct-scrape GPU source works.
 
 `ProvisioningController` uses `pools_for`, `nodes_needed`, `room` and `request_nodes` to
 serve ProvisioningRequests from the same pools.
@@ -31,6 +35,7 @@ from kueuetop.kueue.core import parse_node, parse_pod
 from kueuetop.kueue.durations import DurationError, parse_duration
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.sim.apiserver.patch import merge_patch
+from kueuetop.sim.gpu_exporters import ExporterPods
 from kueuetop.sim.kubelet import PODS, Kubelet, Placement
 from kueuetop.sim.objectstore import ObjectStore, StoreError, WatchEvent
 from kueuetop.sim.scenario import KUEUETOP_API_VERSION, ScenarioStep, capacity_limit_at
@@ -118,8 +123,10 @@ class NodePoolController:
     name = "node-pools"
 
     def __init__(self, store: ObjectStore, kubelet: Kubelet, *, events: EventWriter | None = None,
-                 scale_down_delay: float = SCALE_DOWN_DELAY, start: float | None = None) -> None:
+                 scale_down_delay: float = SCALE_DOWN_DELAY, start: float | None = None,
+                 exporters: bool = True) -> None:
         self.store = store
+        self.exporters = ExporterPods(store) if exporters else None
         self.kubelet = kubelet
         self.events = events or NullEvents()
         self.scale_down_delay = scale_down_delay
@@ -171,6 +178,8 @@ class NodePoolController:
                     self._check_scale_up = True
             elif event.kind.key == ("", "nodes"):
                 self._sd_dirty = True
+                if self.exporters is not None:
+                    self.exporters.on_node(event)
                 name = (event.obj.get("metadata") or {}).get("name", "")
                 pool = ((event.obj.get("metadata") or {}).get("annotations") or {}).get(POOL_ANNOTATION)
                 if event.type == "DELETED":
@@ -202,6 +211,8 @@ class NodePoolController:
             self._check_scale_up = False
             worked = self._scale_up(now) or worked
         worked = self._scale_down(now) or worked
+        if self.exporters is not None:
+            worked = self.exporters.reconcile(now) or worked
         return worked
 
     def next_wakeup(self, now: float) -> float | None:
@@ -409,7 +420,7 @@ class NodePoolController:
             if not pool.autoscaling:
                 continue
             for name in list(pool.nodes):
-                if self.kubelet.pods_on(name):
+                if self._workload_pods_on(name):
                     self._empty_since.pop(name, None)
                     continue
                 since = self._empty_since.setdefault(name, now)
@@ -424,6 +435,12 @@ class NodePoolController:
                 self._empty_since.pop(name, None)
                 worked = True
         return worked
+
+    def _workload_pods_on(self, node: str) -> bool:
+        pods = self.kubelet.pods_on(node)
+        if self.exporters is not None:
+            pods = {k for k in pods if not self.exporters.is_exporter(k)}
+        return bool(pods)
 
 
 def _template(doc: Mapping[str, Any]) -> tuple[dict[str, str], tuple, dict[str, int]]:

@@ -385,7 +385,9 @@ class ObjectStore:
             raise NotFound(f'no kind "{obj.get("kind")}" is registered for version "{obj.get("apiVersion")}"')
         return self.create(k.group, k.plural, obj, dry_run=dry_run)
 
-    def create(self, group: str, plural: str, obj: Obj, *, dry_run: bool = False) -> Obj:
+    def create(self, group: str, plural: str, obj: Obj, *, dry_run: bool = False, uid: str | None = None) -> Obj:
+        """Create an object. `uid` (controllers only) skips the seeded uid draw, so objects a
+        controller adds on the side (exporter pods) leave every other generated uid and name as is."""
         with self._lock:
             b = self._bucket(group, plural)
             k = b.kind
@@ -409,7 +411,7 @@ class ObjectStore:
             key = self._key(k, meta.get("namespace"), name)
             if key in b.objects:
                 raise AlreadyExists(f'{k.qualified} "{name}" already exists', k, name)
-            meta["uid"] = str(uuid.UUID(int=self._rand.getrandbits(128), version=4))
+            meta["uid"] = uid or str(uuid.UUID(int=self._rand.getrandbits(128), version=4))
             meta["creationTimestamp"] = rfc3339(self.now())
             meta.pop("deletionTimestamp", None)
             meta.pop("deletionGracePeriodSeconds", None)

@@ -145,10 +145,13 @@ class VisibilityPoller:
 
     Polls ClusterQueues that have pending workloads, at most `max_per_cycle` per cycle, the
     least recently polled first, so a cluster with 500 queues costs a bounded request rate.
+    A queue's order only changes when one of its workloads or queues changes, and the watches
+    already tell us when that happens: a ClusterQueue is polled again only after such a change
+    (or after `refresh_every` seconds, as a safety net), which keeps steady-state traffic low.
     """
 
     def __init__(self, api: Any, version: str, store: Store, sink: Any, interval: float = 3.0,
-                 max_per_cycle: int = 25, limit: int = 1000) -> None:
+                 max_per_cycle: int = 25, limit: int = 1000, refresh_every: float = 120.0) -> None:
         self.api = api
         self.version = version
         self.store = store
@@ -158,6 +161,10 @@ class VisibilityPoller:
         self.limit = limit
         self._stop = threading.Event()
         self._polled: dict[str, float] = {}
+        self.refresh_every = refresh_every
+        self._dirty: set[str] = set()
+        self._dirty_lock = threading.Lock()
+        self._unsubscribe = store.subscribe(self._on_changes)
         self._thread = threading.Thread(target=self._run, name="kueuetop-visibility", daemon=True)
 
     def start(self) -> VisibilityPoller:
@@ -167,15 +174,44 @@ class VisibilityPoller:
 
     def stop(self) -> None:
         self._stop.set()
+        self._unsubscribe()
+
+    def _on_changes(self, changes: Any) -> None:
+        cqs: set[str] = set()
+        if K.CLUSTER_QUEUES in changes:
+            cqs.update(k[1] for k in changes.get(K.CLUSTER_QUEUES))
+        lq_keys = set(changes.get(K.LOCAL_QUEUES))
+        for ns, name in changes.get(K.WORKLOADS):
+            wl = self.store.get(K.WORKLOADS, (ns, name))
+            if wl is None:
+                continue  # deleted: its CQ is found through the LocalQueue below
+            if getattr(wl, "admission", None) is not None:
+                cqs.add(wl.admission.cluster_queue)
+            lq_keys.add((ns, getattr(wl, "queue_name", "")))
+        for key in lq_keys:
+            lq = self.store.get(K.LOCAL_QUEUES, key)
+            if lq is not None:
+                cqs.add(lq.cluster_queue)
+        if cqs:
+            with self._dirty_lock:
+                self._dirty |= cqs
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
 
     def _due(self) -> list[str]:
+        now = time.monotonic()
+        with self._dirty_lock:
+            dirty = set(self._dirty)
         cqs = [k[1] for k in self.store.keys(K.CLUSTER_QUEUES)]
         with_pending = [cq for cq in cqs if self.store.queue_counts(cq).pending > 0 or self.store.positions(cq)]
-        with_pending.sort(key=lambda cq: self._polled.get(cq, 0.0))
-        return with_pending[: self.max_per_cycle]
+        due = [cq for cq in with_pending
+               if cq in dirty or cq not in self._polled or now - self._polled[cq] >= self.refresh_every]
+        due.sort(key=lambda cq: self._polled.get(cq, 0.0))
+        chosen = due[: self.max_per_cycle]
+        with self._dirty_lock:
+            self._dirty -= set(chosen)
+        return chosen
 
     def _run(self) -> None:
         backoff = Backoff(self.interval, 60.0)
@@ -209,6 +245,11 @@ class VisibilityPoller:
             except Exception:
                 _log.exception("visibility poller failed")
                 wait = backoff.next()
+
+    def fetch(self, cq: str) -> StoreEvent | None:
+        """One ClusterQueue's positions now, as a store event (raises ApiError and I/O errors);
+        for callers that need current positions at once (headless commands)."""
+        return self._poll(cq)
 
     def _poll(self, cq: str) -> StoreEvent | None:
         path = f"/apis/{VISIBILITY_GROUP}/{self.version}/clusterqueues/{cq}/pendingworkloads"

@@ -89,3 +89,33 @@ def test_queue_totals_match_status_counted_from_snapshot():
     for lq in (("ns", "lqa"), ("ns", "lqb")):
         assert local_queue_status(s, lq, NOW, pending_workloads=totals.lq_pending(s, lq),
                                   reservations=totals.lq_reservations(lq)) == local_queue_status(s, lq, NOW)
+
+
+def test_workload_delta_gives_same_index_and_requeues_as_a_full_scan():
+    """§6.1 with a WorkloadDelta the index and the requeue triggers only look at the listed
+    keys, and end up exactly where a full scan of the workloads does."""
+    from kueuetop.admission.queue_state import changed_cluster_queues
+    from kueuetop.admission.snapshot import WorkloadDelta
+    running = admit(workload("ns", "r1", "lqa", {"cpu": "1"}), "a", {"cpu": "f1"})
+    s1 = snapshot(*BASE, running, workload("ns", "p1", "lqa", {"cpu": "1"}, created=T0 + 1),
+                  workload("ns", "p2", "lqb", {"cpu": "2"}))
+    r1 = schedule(s1, NOW, None)
+    done = dict(running, status={**running["status"], "conditions": [
+        *running["status"]["conditions"], condition("Finished", True, "Succeeded")]})
+    wls = dict(s1.workloads)
+    wls[("ns", "r1")] = snapshot(*BASE, done).workloads[("ns", "r1")]
+    del wls[("ns", "p2")]
+    wls[("ns", "p3")] = snapshot(*BASE, workload("ns", "p3", "lqb", {"cpu": "1"})).workloads[("ns", "p3")]
+    delta = WorkloadDelta(s1.workloads, wls, frozenset({("ns", "r1"), ("ns", "p2"), ("ns", "p3")}))
+    with_delta = replace(s1, workloads=wls, workload_delta=delta)
+    plain = replace(s1, workloads=dict(wls))
+    assert changed_cluster_queues(s1, with_delta) == changed_cluster_queues(s1, plain) == {"a"}
+    fast = schedule(with_delta, NOW + 1, r1.state)
+    full = schedule(plain, NOW + 1, replace(r1.state, index=None))
+    assert fast.decisions == full.decisions and fast.state == full.state
+    a, b = fast.state.index, full.state.index
+    assert {k: (e.cq, e.reserving, e.key) for k, e in a.entries.items()} == \
+        {k: (e.cq, e.reserving, e.key) for k, e in b.entries.items()}
+    def nonzero(usage):
+        return {cq: {fr: v for fr, v in u.items() if v} for cq, u in usage.items() if any(u.values())}
+    assert a.pending == b.pending and nonzero(a.cq_usage) == nonzero(b.cq_usage)

@@ -132,3 +132,12 @@ def assert_converges(served: ServedCluster, store: Store, timeout: float = 15.0)
 
         wait_until(lambda: not diff(), timeout, 0.1)
         assert diff() == {}, f"store differs from server (missing, extra) per kind: {diff()}"
+
+
+@pytest.fixture(scope="package")
+def served20(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
+    """refarch at 20x with no tokens: the headless commands' and GPU poller's tests."""
+    d = tmp_path_factory.mktemp("live20")
+    s = start_served(load_scenario("refarch"), speed=20, kubeconfig=str(d / "kubeconfig"))
+    yield s
+    s.stop()

@@ -1,0 +1,305 @@
+"""Shared by the benchmarks: a scale scenario served *paused* from its own process.
+
+The child builds the scenario's cluster once (nodes, queues), settles it, creates every
+Workload at once, still pending, and serves that frozen store with no simulation thread, so
+the numbers measure the server and its clients rather than the admission engine. It runs in
+its own process so its memory and CPU are its own.
+
+With `count_bytes=True` the child also counts every byte its HTTP handlers write (status
+line, headers and body, per request category) and answers two extra paths that only the
+benchmarks use:
+
+    GET /_bench/sent              → {"bytes": {category: n}, "requests": {category: n}}
+    GET /_bench/churn?rate=R      → start (or change, 0 stops) R Workload status writes per second
+
+Run directly, this file is that child (see `serve`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+KUEUE = "kueue.x-k8s.io"
+VERSION = "v1beta2"
+READY_TIMEOUT = 60.0
+BENCH_PATH = "/_bench/"
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[bytes]
+    url: str
+    kubeconfig: Path
+    startup_s: float
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            resp.read()
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def get_json(url: str, timeout: float = 30.0) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+def memory_mb(pid: int | str) -> dict[str, float]:
+    """VmRSS / VmHWM of a process (`"self"` for this one), in MiB."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = round(int(value.split()[0]) / 1024, 1)
+    return {"rss_mb": fields.get("VmRSS", -1.0), "rss_peak_mb": fields.get("VmHWM", -1.0)}
+
+
+def paused_store(name: str) -> Any:
+    """The scenario's cluster after its first instant, plus all its Workloads, pending."""
+    import dataclasses
+    import gc
+
+    from kueuetop.sim.clock import SimClock
+    from kueuetop.sim.kinds import KINDS, VIRTUAL_PLURALS
+    from kueuetop.sim.objectstore import ObjectStore
+    from kueuetop.sim.runner import build_cluster
+    from kueuetop.sim.scenario import load_scenario
+
+    scenario = load_scenario(name)
+    workloads = [s.obj for s in scenario.steps if s.obj is not None and s.obj.get("kind") == "Workload"]
+    rest = tuple(s for s in scenario.steps if s.obj is None or s.obj.get("kind") != "Workload")
+    parts = build_cluster(dataclasses.replace(scenario, steps=rest), SimClock(time.time(), 1.0))
+    parts.cluster.settle()
+    # A fresh store holds the settled objects: nothing subscribes to it, nothing reacts.
+    store = ObjectStore()
+    src = parts.cluster.store
+    for kind in KINDS:
+        if kind.key in VIRTUAL_PLURALS:
+            continue
+        for obj in src.list(kind.group, kind.plural, copy=False)[0]:
+            created = store.create(kind.group, kind.plural, obj)
+            if obj.get("status"):
+                created["status"] = obj["status"]
+                store.update_status(kind.group, kind.plural, created)
+    for wl in workloads:
+        store.create(KUEUE, "workloads", wl)
+    del parts, scenario, workloads, rest, src
+    gc.collect()
+    return store
+
+
+# ===================================================================== byte counting (child side)
+def _category(path: str) -> str:
+    if path.startswith(BENCH_PATH):
+        return "bench"
+    if "watch=true" in path or "watch=1" in path:
+        return "watch"
+    if "/pendingworkloads" in path:
+        return "visibility"
+    return "list_get"
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.bytes: dict[str, int] = defaultdict(int)
+        self.requests: dict[str, int] = defaultdict(int)
+
+    def add(self, category: str, n: int) -> None:
+        with self.lock:
+            self.bytes[category] += n
+
+    def request(self, category: str) -> None:
+        with self.lock:
+            self.requests[category] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return {"bytes": dict(self.bytes), "requests": dict(self.requests)}
+
+
+class _CountingWriter:
+    """Wraps a handler's wfile; the category is read at write time because one keep-alive
+    connection carries many requests."""
+
+    def __init__(self, raw: Any, handler: Any, counter: _Counter) -> None:
+        self._raw, self._h, self._counter = raw, handler, counter
+
+    def write(self, data: bytes) -> int:
+        n = self._raw.write(data)
+        self._counter.add(_category(getattr(self._h, "path", "") or ""), len(data))
+        return n
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+class _Churn:
+    """Status writes to random Workloads, as Kueue makes when it re-evaluates pending ones
+    (a new QuotaReserved=False message), so watches carry a steady trickle of MODIFIED events."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.rate = 0.0
+        self.writes = 0
+        self._keys = [(w["metadata"]["namespace"], w["metadata"]["name"])
+                      for w in store.list(KUEUE, "workloads", copy=False)[0]]
+        self._rng = random.Random(7)
+        self._thread: threading.Thread | None = None
+
+    def set_rate(self, rate: float) -> None:
+        self.rate = max(0.0, rate)
+        if self.rate and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="bench-churn", daemon=True)
+            self._thread.start()
+
+    def _flip(self, wl: dict[str, Any]) -> dict[str, Any]:
+        needed = self._rng.randint(1, 64)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        wl.setdefault("status", {})["conditions"] = [{
+            "type": "QuotaReserved", "status": "False", "reason": "Pending", "lastTransitionTime": stamp,
+            "message": (f"couldn't assign flavors to pod set main: insufficient unused quota for "
+                        f"nvidia.com/gpu in flavor h100, {needed} more needed")}]
+        return wl
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while True:
+            if not self.rate:
+                time.sleep(0.1)
+                next_at = time.monotonic()
+                continue
+            next_at += 1.0 / self.rate
+            time.sleep(max(0.0, next_at - time.monotonic()))
+            ns, name = self._rng.choice(self._keys)
+            self.store.patch(KUEUE, "workloads", ns, name, self._flip, status=True, copy=False)
+            self.writes += 1
+
+
+def _instrument(server: Any, store: Any) -> None:
+    """Count bytes written by every handler, and answer the /_bench/ paths."""
+    from kueuetop.sim.apiserver import server as server_module
+    from kueuetop.sim.apiserver.resources import Reply
+
+    counter = _Counter()
+    churn = _Churn(store)
+    handler_cls = server_module._Handler
+    original_setup = handler_cls.setup
+
+    def setup(h: Any) -> None:
+        original_setup(h)
+        h.wfile = _CountingWriter(h.wfile, h, counter)
+
+    handler_cls.setup = setup  # type: ignore[method-assign]
+    original_handle = server.handle
+
+    def handle(h: Any, method: str) -> None:
+        category = _category(h.path)
+        counter.request(category)
+        if category != "bench":
+            original_handle(h, method)
+            return
+        url = urlsplit(h.path)
+        if url.path == BENCH_PATH + "churn":
+            churn.set_rate(float(parse_qs(url.query).get("rate", ["0"])[0]))
+        h.send_reply(Reply(200, {**counter.snapshot(), "churn": {"rate": churn.rate, "writes": churn.writes}}))
+
+    server.handle = handle  # the handler looks it up on the instance
+
+
+def serve_paused_child(name: str, port: int, kubeconfig: str, count_bytes: bool = False) -> int:
+    from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
+    from kueuetop.sim.serve import serve_forever, stop_on_signals
+
+    done = stop_on_signals()
+    store = paused_store(name)
+    server = ApiServer(store, port=port)
+    if count_bytes:
+        _instrument(server, store)
+    server.start()
+    write_kubeconfig(kubeconfig, server.url)
+    serve_forever(server, done)
+    return 0
+
+
+# ===================================================================== parent side
+@contextmanager
+def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool = False) -> Iterator[Server]:
+    """A server in a child process (`kueuetop sim serve`, or the paused one); yields once it
+    has answered a request. count_bytes needs paused."""
+    port = free_port()
+    kubeconfig = workdir / f"{scenario}.kubeconfig"
+    url = f"http://127.0.0.1:{port}"
+    if paused:
+        cmd = [sys.executable, __file__, scenario, str(port), str(kubeconfig)]
+        if count_bytes:
+            cmd.append("--count-bytes")
+    else:
+        cmd = [sys.executable, "-m", "kueuetop", "sim", "serve", scenario, "--port", str(port),
+               "--kubeconfig", str(kubeconfig)]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        probe = f"{url}/apis/{KUEUE}/{VERSION}/clusterqueues?limit=1"
+        while not _answers(probe):
+            if proc.poll() is not None or time.monotonic() - t0 > READY_TIMEOUT * (5 if scenario == "xl" else 1):
+                raise RuntimeError(f"sim serve {scenario} did not start: {proc.stderr.read().decode()[-2000:]}"
+                                   if proc.stderr and proc.poll() is not None
+                                   else f"sim serve {scenario} did not start")
+            time.sleep(0.01)
+        yield Server(proc, url, kubeconfig, time.monotonic() - t0)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+def sent(server: Server) -> dict[str, Any]:
+    """The counting child's byte and request counters (needs count_bytes)."""
+    return get_json(f"{server.url}{BENCH_PATH}sent")
+
+
+def set_churn(server: Server, rate: float) -> dict[str, Any]:
+    return get_json(f"{server.url}{BENCH_PATH}churn?rate={rate}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="serve a scenario paused (the benchmarks' child process)")
+    p.add_argument("scenario")
+    p.add_argument("port", type=int)
+    p.add_argument("kubeconfig")
+    p.add_argument("--count-bytes", action="store_true")
+    args = p.parse_args(argv)
+    return serve_paused_child(args.scenario, args.port, args.kubeconfig, args.count_bytes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Headless commands against a live cluster: `kueuetop snapshot` and `kueuetop explain NS/NAME`.
+
+Both connect as kubectl would, sync the store once (bounded by `--timeout`), take one look and
+stop. Errors are one line on stderr starting with "kueuetop: ", with a hint, never a traceback:
+exit 2 for bad input (missing or broken kubeconfig, unknown context, bad arguments), exit 1 when
+the cluster is unreachable, refuses us, has no Kueue, does not sync in time, or the workload
+does not exist. No Textual here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kueuetop.sources.session import LiveSession
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _fail(message: str, code: int = EXIT_FAILED) -> int:
+    print("kueuetop: " + " ".join(str(message).split()), file=sys.stderr)
+    return code
+
+
+def add_connection_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context (default: the current context)")
+
+
+def _quiet_logs() -> None:
+    # Informer retries and urllib3 warnings would interleave with the one-line error contract.
+    logging.getLogger("kueuetop").setLevel(logging.CRITICAL)
+    logging.getLogger("urllib3").setLevel(logging.CRITICAL)
+
+
+def _open(args: argparse.Namespace) -> tuple[LiveSession | None, int]:
+    from kueuetop.connection import ConnectionProblem
+    from kueuetop.sources.session import KubeconfigProblem, SyncTimeout, open_session
+
+    _quiet_logs()
+    try:
+        return open_session(args.kubeconfig, args.context, timeout=args.timeout), EXIT_OK
+    except KubeconfigProblem as exc:
+        return None, _fail(exc.describe(), EXIT_USAGE)
+    except ConnectionProblem as exc:
+        return None, _fail(exc.describe())
+    except SyncTimeout as exc:
+        return None, _fail(f"{exc} (hint: the API server may be overloaded; try a longer --timeout)")
+    except KeyboardInterrupt:
+        return None, _fail("interrupted")
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from kueuetop.views.snapshot import build_snapshot, render_text
+
+    session, code = _open(args)
+    if session is None:
+        return code
+    try:
+        poller = session.gpu_poll(args.prometheus, timeout=min(10.0, args.timeout))
+        doc = build_snapshot(session.store, now=time.time(), context=session.conn.info.context,
+                             server=session.conn.info.server, kueue_api=session.conn.kueue.version,
+                             positions=session.positions_from, gpu_source=poller.name)
+    except KeyboardInterrupt:
+        return _fail("interrupted")
+    finally:
+        session.close()
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n" if args.output == "json" else render_text(doc)
+    sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_explain_live(args: argparse.Namespace, ns: str, name: str) -> int:
+    from kueuetop.admission.explain import explain
+    from kueuetop.views.explain_text import explain_lines
+    from kueuetop.views.safe_text import clean
+    from kueuetop.views.snapshot import observed_now
+
+    session, code = _open(args)
+    if session is None:
+        return code
+    try:
+        store = session.store
+        snap = store.snapshot()
+        if (ns, name) not in snap.workloads:
+            return _fail(f"workload {ns}/{name} not found on {session.conn.info.server} "
+                         f"(hint: `kubectl get workloads -n {ns}` lists them; the name is the Workload's, "
+                         "not the Job's)")
+        ex = explain(snap, (ns, name), observed_now(snap, time.time()))
+        # Kueue's own answer (visibility API) wins over the engine's reconstruction of the order.
+        pos = store.position((ns, name))
+        if pos is not None and pos.in_cluster_queue >= 0 and ex.position_in_cluster_queue is not None:
+            ex = replace(ex, position_in_cluster_queue=pos.in_cluster_queue,
+                         position_in_local_queue=pos.in_local_queue if pos.in_local_queue >= 0
+                         else ex.position_in_local_queue)
+    except KeyboardInterrupt:
+        return _fail("interrupted")
+    finally:
+        session.close()
+    lines = explain_lines(ex)
+    if args.output == "json":
+        print(json.dumps({"workload": f"{ns}/{name}", "verdict": clean(ex.verdict),
+                          "blocker": ex.blocker, "lines": lines}, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(lines))
+    return EXIT_OK

@@ -1,0 +1,424 @@
+"""KueuetopApp: the console. Views render the store; keys come from the keymap registry.
+
+Layout (no header, to give rows the space): the current view, the `:` command and `/` filter
+inputs (hidden until used), the status bar, the footer. Store changes reach the UI through
+`StoreBridge` (≤ `max_refresh_rate` redraws a second, visible view only); a slow 2 s tick
+keeps the data ages in the status bar honest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.suggester import SuggestFromList
+from textual.timer import Timer
+from textual.widgets import ContentSwitcher, DataTable, Footer, Input
+
+from kueuetop.actions.plan import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Target
+from kueuetop.store import Store
+from kueuetop.store import events as K
+from kueuetop.tui import keymap as KM
+from kueuetop.tui.action_flow import ActionRunner, Identity
+from kueuetop.tui.bridge import StoreBridge, StoreChanged
+from kueuetop.tui.context import ViewContext
+from kueuetop.tui.detail import WorkloadDetailScreen, yaml_text
+from kueuetop.tui.glyphs import glyphs
+from kueuetop.tui.screens import HelpScreen, TextScreen
+from kueuetop.tui.statusbar import StatusBar
+from kueuetop.tui.themes import ThemeSet, load_themes, no_color, variable_defaults
+from kueuetop.tui.views.base import TableView, View
+from kueuetop.tui.views.clusterqueues import ClusterQueuesView
+from kueuetop.tui.views.cohorts import CohortsView
+from kueuetop.tui.views.flavors import FlavorsView
+from kueuetop.tui.views.gpus import GpusView
+from kueuetop.tui.views.localqueues import LocalQueuesView
+from kueuetop.tui.views.nodes import NodesView
+from kueuetop.tui.views.overview import OverviewView
+from kueuetop.tui.views.workloads import WorkloadsView
+
+VIEW_CLASSES: tuple[type[View], ...] = (OverviewView, WorkloadsView, ClusterQueuesView, LocalQueuesView,
+                                        CohortsView, FlavorsView, NodesView, GpusView)
+
+# (textual action name, params) → registry id, so check_action can ask the keymap about it.
+_ACTION_IDS: dict[tuple[str, tuple[object, ...]], str] = {}
+for _a in KM.ACTIONS:
+    _name, _, _rest = _a.textual_action.partition("(")
+    _params = tuple(p.strip().strip("'\"") for p in _rest.rstrip(")").split(",") if p.strip())
+    _ACTION_IDS[(_name, _params)] = _a.id
+
+# Actions that need a target kind per view (queue actions share verbs).
+_QUEUE_IDS = {("clusterqueues", a): f"clusterqueue.{v}" for a, v in (("stop", "stop"), ("drain", "drain"),
+                                                                     ("resume-queue", "resume"))}
+_QUEUE_IDS.update({("localqueues", a): f"localqueue.{v}" for a, v in (("stop", "stop"), ("drain", "drain"),
+                                                                       ("resume-queue", "resume"))})
+
+
+class KueuetopApp(App[int]):
+    TITLE = "kueuetop"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS: ClassVar = [*KM.load_keymap().bindings(KM.GLOBAL),
+                          Binding("q", "quit", "Quit", show=False, id="quit-q")]
+    CSS = """
+    #views { height: 1fr; }
+    .prompt { display: none; height: 1; border: none; padding: 0 1; background: $boost; }
+    .prompt.-shown { display: block; }
+    """
+
+    def __init__(self, store: Store, *, api: Any = None, kueue_version: str = "v1beta2", context: str = "",
+                 server: str = "", user: str = "", read_only: bool = False, demo: str | None = None,
+                 theme_name: str | None = None, ascii_only: bool = False, namespace: str | None = None,
+                 themes: ThemeSet | None = None, keymap: KM.Keymap | None = None,
+                 clock: Callable[[], float] = time.time, max_refresh_rate: float = 4.0,
+                 initial_view: str = "overview", check_rbac: bool = True) -> None:
+        super().__init__()
+        self.read_only = read_only
+        self.demo = demo
+        self.context_name = context
+        self.namespace = namespace
+        self.keymap = keymap or KM.load_keymap_file()
+        self._themes = themes or load_themes()
+        theme, self._theme_notes = self._themes.get(theme_name, no_color=no_color())
+        self._theme_notes = [*self._themes.problems, *self._theme_notes]
+        for t in self._themes.themes.values():
+            self.register_theme(t.textual)
+        self.theme = theme.textual.name
+        self.ctx = ViewContext(store, theme, glyphs(ascii_only), clock, namespace)
+        self.bridge = StoreBridge(store, self.post_message)
+        self.runner = ActionRunner(self, api, kueue_version=kueue_version, identity=Identity(context, server, user))
+        self.api = api
+        self.denied: dict[str, str] = {}  # str(Need) → reason, from SelfSubjectAccessReview at start
+        self._check_rbac = check_rbac and api is not None and not read_only
+        self._min_interval = 1.0 / max_refresh_rate
+        self._last_refresh = 0.0
+        self._refresh_timer: Timer | None = None
+        self._initial_view = initial_view
+        self._last_action = ""
+        self._last_ok: bool | None = None
+        self._ticks = 0
+        self.refresh_count = 0  # redraws driven by store changes (tests and benchmarks read it)
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return variable_defaults()
+
+    # ------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        with ContentSwitcher(initial=self._initial_view, id="views"):
+            for cls in VIEW_CLASSES:
+                yield cls(self.ctx)
+        yield Input(placeholder=":command  (wl, cq, lq, co, rf, no, gpu, q)", id="command", classes="prompt",
+                    suggester=SuggestFromList(KM.command_words(), case_sensitive=False))
+        yield Input(placeholder="/filter  regex · !inverse · -l key=value · state:pending", id="filter",
+                    classes="prompt")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.keymap.textual_keymap():
+            self.set_keymap(self.keymap.textual_keymap())
+        for note in [*self._theme_notes, *self.keymap.problems]:
+            self.notify(note, title="configuration", severity="warning", timeout=8)
+        self.bridge.start()
+        self.refresh_all()
+        self._focus_view()
+        self.set_interval(2.0, self._tick)
+        if self._check_rbac:
+            self.run_worker(self._rbac_check, thread=True, group="rbac", exit_on_error=False)
+
+    def on_unmount(self) -> None:
+        self.bridge.stop()
+
+    # ------------------------------------------------------------ views
+    @property
+    def main(self) -> Screen[Any]:
+        """The screen holding the views; App.query would search whatever screen is on top."""
+        return self.screen_stack[0]
+
+    @property
+    def switcher(self) -> ContentSwitcher:
+        return self.main.query_one("#views", ContentSwitcher)
+
+    def current_view(self) -> View:
+        return self.main.query_one(f"#{self.switcher.current}", View)
+
+    def views(self) -> Iterable[View]:
+        return self.main.query(View).results(View)
+
+    def table_view(self) -> TableView | None:
+        v = self.current_view()
+        return v if isinstance(v, TableView) else None
+
+    def _focus_view(self) -> None:
+        v = self.current_view()
+        if isinstance(v, TableView):
+            v.table.focus()
+        else:
+            v.focus() if v.can_focus else self.set_focus(None)
+
+    def action_switch_view(self, name: str) -> None:
+        if name not in KM.VIEW_NAMES:
+            return
+        self.switcher.current = name
+        v = self.current_view()
+        v.refresh_view()  # hidden views are only marked dirty; catch up now
+        self._focus_view()
+        self.refresh_bindings()
+
+    def jump_to(self, view: str, filter_text: str) -> None:
+        self.action_switch_view(view)
+        tv = self.table_view()
+        if tv is not None:
+            tv.set_filter(filter_text)
+
+    # ------------------------------------------------------------ store → UI
+    def on_store_changed(self, _: StoreChanged) -> None:
+        if self._refresh_timer is not None:
+            return  # a coalesced refresh is already scheduled; it will take these kinds too
+        wait = self._last_refresh + self._min_interval - time.monotonic()
+        if wait > 0:
+            self._refresh_timer = self.set_timer(wait, self._coalesced_refresh)
+        else:
+            self._coalesced_refresh()
+
+    def _coalesced_refresh(self) -> None:
+        self._refresh_timer = None
+        self._last_refresh = time.monotonic()
+        kinds = self.bridge.take()
+        if kinds:
+            self.refresh_count += 1
+            self.refresh_for(kinds)
+
+    def refresh_for(self, kinds: frozenset[str]) -> None:
+        self._update_status()
+        current = self.switcher.current
+        for v in self.views():
+            if not (kinds & v.KINDS):
+                continue
+            if v.id == current:
+                v.refresh_view()
+            else:
+                v.dirty = True
+        screen = self.screen
+        if isinstance(screen, WorkloadDetailScreen) and kinds & screen.KINDS:
+            screen.refresh_view()
+
+    def refresh_all(self) -> None:
+        self.refresh_for(frozenset(set().union(*(v.KINDS for v in VIEW_CLASSES))))
+
+    def _tick(self) -> None:
+        # Ages in the status bar move with time; the visible view's WAIT/AGE columns every 10 s.
+        self._update_status()
+        self._ticks += 1
+        if self._ticks % 5 == 0 and len(self.screen_stack) == 1:
+            self.current_view().refresh_view()
+
+    def _update_status(self) -> None:
+        th = self.ctx.theme
+        self.main.query_one(StatusBar).show(
+            context=self.context_name, sources=self.ctx.store.sources(), now=self.ctx.now(), demo=self.demo,
+            read_only=self.read_only, last_action=self._last_action, last_ok=self._last_ok,
+            warn_style=th.textual.warning or "", bad_style=(th.textual.error or "") + " bold")
+
+    def set_last_action(self, text: str, ok: bool | None) -> None:
+        self._last_action, self._last_ok = text, ok
+        self._update_status()
+
+    # ------------------------------------------------------------ safety: read-only and RBAC
+    def check_binding(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        aid = _ACTION_IDS.get((action, tuple(str(p) for p in parameters)))
+        if action == "queue_action" and parameters:
+            aid = _QUEUE_IDS.get((self.switcher.current, str(parameters[0])))
+        if aid is None:
+            return True
+        return KM.check(aid, read_only=self.read_only, denied=self.denied)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.check_binding(action, parameters)
+
+    def _rbac_check(self) -> None:  # worker thread
+        from kueuetop.actions.rbac import check_access
+
+        ns = self.namespace or ""
+        probes = {"patch workloads.kueue.x-k8s.io": ("hold", Target(WORKLOAD, "", ns)),
+                  "patch clusterqueues.kueue.x-k8s.io": ("stop", Target(CLUSTER_QUEUE, "")),
+                  "patch localqueues.kueue.x-k8s.io": ("stop", Target(LOCAL_QUEUE, "", ns))}
+        denied = {}
+        for need, (action, target) in probes.items():
+            res = check_access(self.api, action, target)
+            if not res.allowed:
+                denied[need] = res.reason
+        if denied:
+            self.call_from_thread(self._set_denied, denied)
+
+    def _set_denied(self, denied: dict[str, str]) -> None:
+        self.denied = denied
+        self.refresh_bindings()
+        reasons = sorted({KM.disabled_reason(a.id, denied) or "" for a in KM.ACTIONS} - {""})
+        self.notify("\n".join(reasons[:4]), title="some actions are not allowed", severity="warning", timeout=10)
+
+    # ------------------------------------------------------------ actions from views
+    def start_workload_action(self, action: str, keys: list[tuple[str, str]]) -> None:
+        self.runner.start(action, [Target(WORKLOAD, name, ns) for ns, name in keys])
+
+    def start_actions(self, action: str, targets: list[Target]) -> None:
+        self.runner.start(action, targets)
+
+    def open_workload(self, key: tuple[str, str]) -> None:
+        self.push_screen(WorkloadDetailScreen(self.ctx, key))
+
+    def show_yaml(self, kind: str, key: object) -> None:
+        if not kind:
+            return
+        skey = key if isinstance(key, tuple) else ("", str(key))
+        self.push_screen(TextScreen(f"{kind} {'/'.join(k for k in skey if k)}   esc: back",
+                                    yaml_text(self.ctx.store.raw(kind, skey))))
+
+    # ------------------------------------------------------------ global key actions
+    def action_help(self) -> None:
+        scope = self.switcher.current
+        rows = [(", ".join(self.get_key_display(Binding(k, "")) for k in keys.split(", ")), desc, aid)
+                for keys, desc, aid in KM.help_rows(self.keymap, scope, read_only=self.read_only)]
+        extra = ["Filters: regex · !regex (inverse) · -l key=value (labels) · state:pending",
+                 "Commands: " + " ".join(":" + w for w in KM.command_words())]
+        if self.read_only:
+            extra.append("READ-ONLY: cluster-changing actions are hidden.")
+        self.push_screen(HelpScreen(f"kueuetop keys: {scope}", rows, extra))
+
+    def _prompt(self, which: str, value: str = "") -> None:
+        for other in self.main.query(".prompt").results(Input):
+            other.set_class(other.id == which, "-shown")
+        inp = self.main.query_one(f"#{which}", Input)
+        inp.value = value
+        inp.focus()
+
+    def _hide_prompts(self) -> None:
+        for inp in self.main.query(".prompt").results(Input):
+            inp.remove_class("-shown")
+        self._focus_view()
+
+    def action_command(self) -> None:
+        self._prompt("command")
+
+    def action_filter(self) -> None:
+        tv = self.table_view()
+        if tv is None:
+            self.notify("this view has no filter", severity="information")
+            return
+        self._prompt("filter", tv.filter.text)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            tv = self.table_view()
+            if tv is not None:
+                tv.set_filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id == "filter":
+            self._hide_prompts()
+            return
+        line = event.value
+        self._hide_prompts()
+        cmd = KM.resolve_command(line)
+        if cmd is None:
+            if line.strip():
+                self.notify(f"unknown command {line.strip()!r} (try :help)", severity="warning")
+            return
+        if cmd.kind == "quit":
+            self.exit(0)
+        elif cmd.kind == "help":
+            self.action_help()
+        elif cmd.kind == "view":
+            self.action_switch_view(cmd.target)
+            tv = self.table_view()
+            if tv is not None and cmd.arg:
+                tv.set_filter(cmd.arg.lstrip("/"))
+
+    def action_back(self) -> None:
+        if any(i.has_class("-shown") for i in self.main.query(".prompt").results(Input)):
+            self._hide_prompts()
+        elif len(self.screen_stack) > 1:
+            self.pop_screen()
+        else:
+            tv = self.table_view()
+            if tv is not None and (tv.filter.text or tv.marks):
+                tv.marks.clear()
+                tv.set_filter("")
+
+    def action_drill(self) -> None:
+        tv = self.table_view()
+        row = tv.cursor_row() if tv else None
+        if tv is not None and row is not None:
+            tv.drill(row)
+
+    def action_refresh(self) -> None:
+        self.refresh_all()
+
+    def action_palette(self) -> None:
+        self.action_command_palette()
+
+    def action_mark(self) -> None:
+        if (tv := self.table_view()) is not None:
+            tv.toggle_mark()
+
+    def action_mark_range(self) -> None:
+        tv = self.table_view()
+        if tv is None or not tv.MARKS:
+            return
+        # k9s: mark everything between the last mark and the cursor.
+        order = tv._order
+        cur = tv.cursor_id()
+        marked = [i for i, r in enumerate(order) if r in tv.marks]
+        if cur is None or not marked:
+            return tv.toggle_mark()
+        i = order.index(cur)
+        lo, hi = sorted((marked[-1], i))
+        tv.marks.update(order[lo:hi + 1])
+        tv.refresh_view()
+
+    def action_mark_clear(self) -> None:
+        if (tv := self.table_view()) is not None:
+            tv.clear_marks()
+
+    def _sort(self, name: str) -> None:
+        if (tv := self.table_view()) is not None:
+            tv.sort_by(name)
+
+    def action_sort_name(self) -> None:
+        self._sort("name")
+
+    def action_sort_age(self) -> None:
+        self._sort("age")
+
+    def action_sort_status(self) -> None:
+        self._sort("status")
+
+    def action_sort_namespace(self) -> None:
+        self._sort("namespace")
+
+    def action_sort_column(self) -> None:
+        if (tv := self.table_view()) is not None:
+            tv.sort_by_column()
+
+    def action_yaml(self) -> None:
+        tv = self.table_view()
+        row = tv.cursor_row() if tv else None
+        if tv is not None and row is not None:
+            self.show_yaml(tv.raw_kind(), row.key)
+
+    def action_describe(self) -> None:
+        tv = self.table_view()
+        row = tv.cursor_row() if tv else None
+        if tv is None or row is None:
+            return
+        if tv.raw_kind() == K.WORKLOADS:
+            self.open_workload(row.key)  # type: ignore[arg-type]
+        else:
+            self.show_yaml(tv.raw_kind(), row.key)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        pass  # views handle their own panes; keeps the event from reaching the App's default

@@ -1,0 +1,31 @@
+"""What every view needs from the app, in one object (so views don't import the app)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kueuetop.store import Store
+from kueuetop.tui.glyphs import UNICODE, Glyphs
+from kueuetop.tui.themes import KueuetopTheme
+
+
+@dataclass
+class ViewContext:
+    store: Store
+    theme: KueuetopTheme
+    glyphs: Glyphs = UNICODE
+    clock: Callable[[], float] = time.time
+    namespace: str | None = None  # --namespace: views show only this namespace's objects
+    idle_below: float = 5.0  # GPU util % under which an allocated GPU counts as idle
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def now(self) -> float:
+        return self.clock()
+
+    def state_style(self, state: str) -> str:
+        """Colour for a workload state word (pending, admitted, evicted, inactive, finished, stale)."""
+        if self.theme.shaded:
+            return "bold" if state in ("evicted", "pending") else ""
+        return self.theme.states.get(state, "")

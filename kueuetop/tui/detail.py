@@ -1,0 +1,155 @@
+"""Workload detail (`enter` on a workload): conditions timeline, admission checks and their
+ProvisioningRequests, the `explain` verdict with who is ahead, pods and their GPUs, YAML.
+
+Rebuilt from the store whenever the workload, its pods or GPUs change; every string is cleaned
+and appended as plain Text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import yaml
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Static
+
+from kueuetop.admission.explain import explain
+from kueuetop.kueue.core import Pod
+from kueuetop.kueue.workload import Workload
+from kueuetop.kueue.workload_state import derive_state
+from kueuetop.store import events as K
+from kueuetop.tui.context import ViewContext
+from kueuetop.tui.rows import age
+from kueuetop.views.explain_text import explain_lines
+from kueuetop.views.safe_text import clean
+
+Key = tuple[str, str]
+
+
+def _when(t: float | None) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t)) if t else "--:--:--"
+
+
+def _head(text: Text, title: str) -> None:
+    text.append(f"\n{title}\n", style="bold underline")
+
+
+def _prov_requests(ctx: ViewContext, key: Key) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """ProvisioningRequests Kueue created for this workload (named `<workload>-<check>-<n>`)."""
+    out = []
+    for (ns, name), raw in sorted(ctx.store.entries(K.PROVISIONING_REQUESTS).items()):
+        if ns != key[0] or not name.startswith(key[1] + "-"):
+            continue
+        conds = ((raw.raw.get("status") or {}).get("conditions") or []) if isinstance(raw.raw, dict) else []
+        out.append((name, [c for c in conds if isinstance(c, Mapping)]))
+    return out
+
+
+def yaml_text(raw: Mapping[str, Any] | None) -> Text:
+    if raw is None:
+        return Text("(object not in the store)")
+    data = dict(raw)
+    meta = dict(data.get("metadata") or {})
+    meta.pop("managedFields", None)  # noise for a person; the API server has it
+    data["metadata"] = meta
+    try:
+        dumped = yaml.safe_dump(data, sort_keys=False, width=120)
+    except yaml.YAMLError as e:
+        dumped = f"(cannot render YAML: {e})"
+    return Text("\n".join(clean(line) for line in dumped.splitlines()))
+
+
+def detail_text(ctx: ViewContext, key: Key) -> Text:
+    store = ctx.store
+    wl = store.get(K.WORKLOADS, key)
+    t = Text()
+    if not isinstance(wl, Workload):
+        t.append(f"{clean(key[0])}/{clean(key[1])}: no longer in the store (deleted?)")
+        return t
+    now = ctx.now()
+    st = derive_state(wl, now)
+    t.append(f"{clean(wl.namespace)}/{clean(wl.name)}", style="bold")
+    t.append(f"  {st.phase.value}", style=ctx.state_style({"Admitted": "admitted", "Inactive": "inactive",
+                                                            "Finished": "finished"}.get(st.phase.value, "pending")))
+    if st.reason:
+        t.append(f" ({clean(st.reason)})")
+    t.append("\n")
+    if st.message:
+        t.append(f"{clean(st.message)}\n")
+    lq = wl.queue_name
+    cq = wl.admission.cluster_queue if wl.admission else ""
+    t.append(f"LocalQueue {clean(lq)}  ClusterQueue {clean(cq) or '-'}  priority {wl.effective_priority}"
+             f"  active {str(wl.active).lower()}  age {age(now - wl.meta.creation if wl.meta.creation else None)}\n")
+
+    _head(t, "Why (explain)")
+    try:
+        ex = explain(store.snapshot(), key, now)
+        for line in explain_lines(ex):
+            t.append(line + "\n")  # explain_lines cleans every cluster string
+    except Exception as e:  # the engine must never take the console down
+        t.append(f"explain unavailable: {type(e).__name__}: {clean(str(e))}\n")
+
+    _head(t, "Conditions")
+    for c in sorted(wl.conditions, key=lambda c: c.last_transition or 0.0):
+        t.append(f"{_when(c.last_transition)}  {clean(c.type):<16} {clean(c.status):<6} {clean(c.reason)}")
+        if c.message:
+            t.append(f": {clean(c.message)}")
+        t.append("\n")
+
+    if wl.admission_checks:
+        _head(t, "Admission checks")
+        for chk in wl.admission_checks:
+            t.append(f"{clean(chk.name)}: {clean(chk.state)}" + (f": {clean(chk.message)}" if chk.message else "") + "\n")
+        for name, conds in _prov_requests(ctx, key):
+            t.append(f"ProvisioningRequest {clean(name)}\n")
+            for c in conds:
+                t.append(f"  {clean(c.get('type'))}={clean(c.get('status'))} {clean(c.get('reason') or '')}"
+                         + (f": {clean(c.get('message'))}" if c.get("message") else "") + "\n")
+
+    _head(t, "Pods and GPUs")
+    pods = sorted(store.pods_of_workload(key))
+    if not pods:
+        t.append("no pods\n")
+    for pkey in pods:
+        pod = store.get(K.PODS, pkey)
+        if not isinstance(pod, Pod):
+            continue
+        t.append(f"{clean(pod.name)}  {clean(pod.phase)}  node {clean(pod.node_name) or '-'}  gpus {pod.gpus}\n")
+        for g in store.gpus_of_pod(pkey[0], pkey[1]):
+            util = "stale" if g.stale or g.util is None else f"{g.util:.0f}%"
+            t.append(f"    GPU {clean(g.node)}/{clean(g.gpu)} {clean(g.model)}  util {util}\n")
+
+    _head(t, "YAML")
+    t.append_text(yaml_text(store.raw(K.WORKLOADS, key)))
+    return t
+
+
+class WorkloadDetailScreen(Screen[None]):
+    BINDINGS: ClassVar = [Binding("escape,q", "back", "Back")]
+    DEFAULT_CSS = """
+    WorkloadDetailScreen > .page-title { height: 1; background: $panel; padding: 0 1; }
+    WorkloadDetailScreen > VerticalScroll { padding: 0 1; }
+    """
+    KINDS = frozenset({K.WORKLOADS, K.PODS, K.GPUS, K.PROVISIONING_REQUESTS, K.POSITIONS})
+
+    def __init__(self, ctx: ViewContext, key: Key) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.key = key
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"Workload {clean(self.key[0])}/{clean(self.key[1])}   esc: back"), classes="page-title")
+        with VerticalScroll():
+            yield Static(detail_text(self.ctx, self.key), id="detail-body")
+
+    def refresh_view(self) -> None:
+        self.query_one("#detail-body", Static).update(detail_text(self.ctx, self.key))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

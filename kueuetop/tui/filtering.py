@@ -1,0 +1,108 @@
+"""`/` filters and capital-letter sorts over rows, k9s style.
+
+Filter syntax (terms are ANDed):
+  regex        rows whose visible text matches (case-insensitive; a bad regex matches literally)
+  !regex       rows whose text does not match
+  -l k=v,k2    label selector: equality, `!=`, bare key (exists), `!key` (absent)
+  state:WORD   rows in that state (pending, admitted, inactive, quotareserved, finished, …)
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from kueuetop.tui.rows import Row
+
+Predicate = Callable[[Row], bool]
+
+
+@dataclass(frozen=True)
+class RowFilter:
+    text: str
+    predicates: tuple[Predicate, ...]
+
+    def __call__(self, row: Row) -> bool:
+        return all(p(row) for p in self.predicates)
+
+    def apply(self, rows: Iterable[Row]) -> list[Row]:
+        return [r for r in rows if self(r)]
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error:
+        return re.compile(re.escape(pattern), re.IGNORECASE)
+
+
+def _label_terms(selector: str) -> list[Predicate]:
+    out: list[Predicate] = []
+    for term in (t.strip() for t in selector.split(",")):
+        if not term:
+            continue
+        if "!=" in term:
+            k, v = (s.strip() for s in term.split("!=", 1))
+            out.append(lambda r, k=k, v=v: r.labels.get(k) != v)
+        elif "=" in term:
+            k, v = (s.strip() for s in term.split("=", 1))
+            k = k.rstrip("=")
+            v = v.lstrip("=")
+            out.append(lambda r, k=k, v=v: r.labels.get(k) == v)
+        elif term.startswith("!"):
+            out.append(lambda r, k=term[1:]: k not in r.labels)
+        else:
+            out.append(lambda r, k=term: k in r.labels)
+    return out
+
+
+def parse_filter(text: str) -> RowFilter:
+    try:
+        words = shlex.split(text)
+    except ValueError:  # an unbalanced quote: take the words as typed
+        words = text.split()
+    preds: list[Predicate] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w == "-l" and i + 1 < len(words):
+            preds += _label_terms(words[i + 1])
+            i += 2
+            continue
+        if w.startswith("-l") and len(w) > 2:
+            preds += _label_terms(w[2:])
+        elif w.lower().startswith("state:") and len(w) > 6:
+            want = w[6:].lower()
+            preds.append(lambda r, want=want: any(s.startswith(want) for s in r.state.split()))
+        elif w.startswith("!") and len(w) > 1:
+            rx = _regex(w[1:])
+            preds.append(lambda r, rx=rx: not rx.search(r.text))
+        else:
+            rx = _regex(w)
+            preds.append(lambda r, rx=rx: bool(rx.search(r.text)))
+        i += 1
+    return RowFilter(text, tuple(preds))
+
+
+def _sort_value(row: Row, name: str) -> tuple[int, object]:
+    # Missing values sort last whatever their type; (0, value) keeps types within one column.
+    v = row.sort.get(name)
+    return (1, "") if v is None else (0, v)
+
+
+def sort_rows(rows: list[Row], name: str | None, reverse: bool = False,
+              tiebreak: str = "name") -> list[Row]:
+    if not name:
+        return rows
+    out = sorted(rows, key=lambda r: _sort_value(r, tiebreak))
+    present = [r for r in out if r.sort.get(name) is not None]
+    missing = [r for r in out if r.sort.get(name) is None]
+    present.sort(key=lambda r: r.sort[name], reverse=reverse)
+    return present + missing
+
+
+def labels_of(obj: object) -> Mapping[str, str]:
+    meta = getattr(obj, "meta", None)
+    return getattr(meta, "labels", None) or {}

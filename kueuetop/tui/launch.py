@@ -1,0 +1,185 @@
+"""`kueuetop` with no subcommand: connect (or start the demo cluster), then run the console.
+
+The connection is checked *before* Textual starts, so "no cluster" is one clear message with a
+hint and exit code 1, never a traceback or a blank screen. `--demo [SCENARIO]` runs
+`python -m kueuetop sim serve SCENARIO` as its own process on a free loopback port with a
+kubeconfig in a private temp dir, connects through that kubeconfig exactly as to a real
+cluster, and stops the process when the console exits (or dies: Linux parent-death signal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FAILED = 0, 1
+DEMO_DEFAULT = "refarch"
+DEMO_START_TIMEOUT = 60.0
+
+
+def add_console_options(p: argparse.ArgumentParser) -> None:
+    """Top-level options of the console (`kueuetop [OPTIONS]`)."""
+    g = p.add_argument_group("console")
+    g.add_argument("--context", help="kubeconfig context (default: the current context)")
+    g.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    g.add_argument("-n", "--namespace", help="show only this namespace's workloads and LocalQueues")
+    g.add_argument("--prometheus", metavar="URL",
+                   help="Prometheus for GPU metrics (default: scrape dcgm-exporter through the API server)")
+    g.add_argument("--read-only", action="store_true", help="hide every action that changes the cluster")
+    g.add_argument("--theme", help="theme name (shipped: dark, light, high-contrast, mono; or your own)")
+    g.add_argument("--demo", nargs="?", const=DEMO_DEFAULT, metavar="SCENARIO",
+                   help=f"run against a simulated cluster started for you (default scenario: {DEMO_DEFAULT})")
+    g.add_argument("--demo-speed", type=float, default=1.0, help=argparse.SUPPRESS)
+    g.add_argument("--ascii", action="store_true", help="ASCII glyphs only (LANG=C sessions, poor fonts)")
+    g.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting")
+
+
+@dataclass
+class DemoCluster:
+    proc: subprocess.Popen[bytes]
+    kubeconfig: Path
+    tmpdir: Path
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+class DemoProblem(Exception):
+    pass
+
+
+def _die_with_parent() -> None:  # runs in the child before exec
+    # If the console is killed (ssh drop, SIGKILL), the simulated cluster must not linger.
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def start_demo(scenario: str, speed: float = 1.0, timeout: float = DEMO_START_TIMEOUT) -> DemoCluster:
+    tmpdir = Path(tempfile.mkdtemp(prefix="kueuetop-demo-"))
+    os.chmod(tmpdir, 0o700)
+    kubeconfig = tmpdir / "kubeconfig"
+    log = open(tmpdir / "sim.log", "wb")  # noqa: SIM115 - lives as long as the child
+    cmd = [sys.executable, "-m", "kueuetop", "sim", "serve", scenario, "--port", "0", "--speed", f"{speed:g}",
+           "--kubeconfig", str(kubeconfig)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    demo = DemoCluster(proc, kubeconfig, tmpdir)
+    ready = threading.Event()
+
+    def drain() -> None:
+        # Read the announcement lines, then keep the pipe empty so the child never blocks on it.
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if b"kubeconfig written to" in line:
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=drain, name="kueuetop-demo-stdout", daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while not ready.wait(0.1):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            break
+    if proc.poll() is not None or not kubeconfig.exists():
+        demo.stop() if proc.poll() is None else None
+        err = ""
+        with contextlib.suppress(OSError):
+            err = (tmpdir / "sim.log").read_text(errors="replace").strip().splitlines()[-1:][0]
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        raise DemoProblem(f"the simulated cluster did not start ({err or 'no output'})")
+    return demo
+
+
+def _say(message: str, hint: str = "") -> None:
+    print(f"kueuetop: {message}", file=sys.stderr)
+    if hint:
+        print(f"  hint: {hint}", file=sys.stderr)
+
+
+def run_console(args: argparse.Namespace) -> int:
+    from kueuetop.connection import ConnectionProblem, connect
+    from kueuetop.sources.kube import KubeSources
+    from kueuetop.store import Store
+
+    demo: DemoCluster | None = None
+    conn = None
+    sources: Any = None
+    poller: Any = None
+    try:
+        kubeconfig, context = getattr(args, "kubeconfig", None), getattr(args, "context", None)
+        if getattr(args, "demo", None):
+            try:
+                demo = start_demo(args.demo, getattr(args, "demo_speed", 1.0) or 1.0)
+            except (DemoProblem, OSError) as exc:
+                _say(str(exc), "run `kueuetop sim list` for scenarios; `kueuetop sim serve` shows the error")
+                return EXIT_FAILED
+            kubeconfig, context = str(demo.kubeconfig), None
+        try:
+            conn = connect(kubeconfig, context)
+        except ConnectionProblem as exc:
+            hint = exc.hint
+            if not demo and "--demo" not in hint:
+                hint = (hint + "; " if hint else "") + "or try the simulated cluster: `kueuetop --demo`"
+            _say(exc.message, hint)
+            return EXIT_FAILED
+        store = Store()
+        sources = KubeSources(conn, store).start()
+        poller = _start_gpu_poller(conn, store, getattr(args, "prometheus", None))
+        deadline = time.monotonic() + 3.0  # a full first screen when the cluster answers quickly
+        while not sources.synced() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+        from kueuetop.tui.app import KueuetopApp
+
+        app = KueuetopApp(store, api=conn.api, kueue_version=conn.kueue.version,
+                          context=conn.info.context or conn.info.server, server=conn.info.server,
+                          user=conn.info.user, read_only=bool(getattr(args, "read_only", False)),
+                          demo=args.demo if demo else None, theme_name=getattr(args, "theme", None),
+                          ascii_only=bool(getattr(args, "ascii", False)),
+                          namespace=getattr(args, "namespace", None))
+        code = app.run(mouse=not getattr(args, "no_mouse", False))
+        return int(code or 0) if app.return_code is None else int(app.return_code or code or 0)
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+    finally:
+        if poller is not None:
+            poller.stop(timeout=1.0)
+        if sources is not None:
+            sources.stop(timeout=2.0)
+        if conn is not None:
+            conn.close()
+        if demo is not None:
+            demo.stop()
+
+
+def _start_gpu_poller(conn: Any, store: Any, prometheus: str | None) -> Any:
+    """GPU telemetry into the store (Prometheus or the exporter scrape), or None if unavailable."""
+    try:
+        from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
+    except ImportError:  # an install without the GPU sources still runs the console
+        return None
+    try:
+        return GpuPoller(store, gpu_source_for(conn, prometheus), interval=5.0).start()
+    except Exception as exc:  # a bad URL must not stop the console; the status bar shows gpu:none
+        store_note = f"GPU metrics unavailable: {type(exc).__name__}: {exc}"
+        print(f"kueuetop: {store_note}", file=sys.stderr)
+        return None

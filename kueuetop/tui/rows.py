@@ -1,0 +1,60 @@
+"""What a table view shows, as data: one `Row` per object, built from the store only.
+
+Views turn store objects into rows here, away from Textual, so filters, sorts and the cells
+themselves can be tested without an app. Every cluster string goes through `clean` and ends up
+in a plain `Text` (never markup): a condition message can't restyle or rewrite the terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+
+from kueuetop.views.safe_text import clean
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    key: Hashable
+    cells: tuple[Text, ...]
+    # Typed sort values by sort name ("name", "age", "status", "namespace", "priority", "position").
+    sort: Mapping[str, Any] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)  # for `/-l key=value`
+    state: str = ""  # lower-case state words for `/state:pending`, space separated
+
+    @property
+    def text(self) -> str:
+        """What `/regex` searches: every visible cell."""
+        return " ".join(c.plain for c in self.cells)
+
+
+def cell(value: object, style: str = "") -> Text:
+    """A table cell from untrusted data: cleaned, plain (no markup), one line."""
+    if value is None:
+        value = "?"
+    return Text(clean(value, 512).replace("\n", " "), style=style, no_wrap=True, overflow="ellipsis")
+
+
+def same(a: tuple[Text, ...], b: tuple[Text, ...]) -> bool:
+    """Cells equal as drawn (Text.__eq__ ignores the base style)."""
+    return len(a) == len(b) and all(x.plain == y.plain and x.style == y.style and x.spans == y.spans
+                                    for x, y in zip(a, b, strict=True))
+
+
+def age(seconds: float | None) -> str:
+    """k9s-style compact age: 45s, 12m, 3h4m, 2d5h."""
+    if seconds is None:
+        return "-"
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        h, m = divmod(s // 60, 60)
+        return f"{h}h{m}m" if m else f"{h}h"
+    d, h = divmod(s // 3600, 24)
+    return f"{d}d{h}h" if h else f"{d}d"

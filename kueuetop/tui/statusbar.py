@@ -1,0 +1,74 @@
+"""The status bar: context, connection state, data age per source, badges, last action result.
+
+Informer sources are summarised as one `kube` entry (worst state wins); polling sources
+(visibility, GPU metrics) show their data age, since that is what goes stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich.text import Text
+from textual.widgets import Static
+
+from kueuetop.store import SourceState, SourceStatus
+from kueuetop.tui.rows import age
+from kueuetop.views.safe_text import clean
+
+_SEVERITY = {SourceState.LIVE: 0, SourceState.CONNECTING: 1, SourceState.RELISTING: 2, SourceState.UNAVAILABLE: 0,
+             SourceState.FORBIDDEN: 2, SourceState.STOPPED: 3, SourceState.ERROR: 3}
+_POLLING = ("visibility", "gpu", "prom", "dcgm", "scrape")
+
+
+def _is_polling(name: str) -> bool:
+    return name.startswith(_POLLING)
+
+
+def summarize_sources(sources: Mapping[str, SourceStatus], now: float) -> list[tuple[str, str, bool]]:
+    """(label, text, bad) per shown entry."""
+    out: list[tuple[str, str, bool]] = []
+    kube = [s for n, s in sources.items() if not _is_polling(n)]
+    if kube:
+        worst = max(kube, key=lambda s: _SEVERITY.get(s.state, 3))
+        ages = [s.age(now) for s in kube if s.state is not SourceState.LIVE and s.age(now) is not None]
+        txt = worst.state.value + (f" {age(max(ages))}" if ages else "")
+        out.append(("kube", txt, worst.state not in (SourceState.LIVE, SourceState.UNAVAILABLE)))
+    else:
+        out.append(("kube", "connecting", True))
+    for name, s in sorted(sources.items()):
+        if not _is_polling(name):
+            continue
+        if s.state is SourceState.UNAVAILABLE:
+            out.append((name, "n/a", False))
+            continue
+        a = s.age(now)
+        out.append((name, (s.state.value if s.state is not SourceState.LIVE else "") + (
+            f" {age(a)}" if a is not None else ""), s.stale(now)))
+    if not any(_is_polling(n) and n.startswith(("gpu", "prom", "dcgm", "scrape")) for n in sources):
+        out.append(("gpu", "none", False))
+    return out
+
+
+class StatusBar(Static):
+    DEFAULT_CSS = """
+    StatusBar { height: 1; background: $panel; color: $text; padding: 0 1; }
+    """
+
+    def show(self, *, context: str, sources: Mapping[str, SourceStatus], now: float, demo: str | None,
+             read_only: bool, last_action: str, last_ok: bool | None, warn_style: str, bad_style: str) -> None:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        if demo:
+            t.append(" DEMO ", style="reverse bold")
+            t.append(" ")
+        if read_only:
+            t.append(" READ-ONLY ", style="reverse bold")
+            t.append(" ")
+        t.append(clean(context) or "(no context)", style="bold")
+        for label, text, bad in summarize_sources(sources, now):
+            t.append("  ")
+            t.append(f"{label}:", style="dim")
+            t.append(text.strip() or "live", style=bad_style if bad else "")
+        if last_action:
+            t.append("  │ ")
+            t.append(clean(last_action), style=bad_style if last_ok is False else (warn_style if last_ok is None else ""))
+        self.update(t)

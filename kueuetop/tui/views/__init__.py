@@ -1,0 +1,1 @@
+"""One module per console view; each renders only what the store holds."""

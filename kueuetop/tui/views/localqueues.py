@@ -1,0 +1,50 @@
+"""LocalQueues: namespace, ClusterQueue, pending/reserving/admitted, active or stopped."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from kueuetop.actions.plan import Target
+from kueuetop.kueue.local_queue import LocalQueue
+from kueuetop.store import events as K
+from kueuetop.tui.context import ViewContext
+from kueuetop.tui.rows import Row, cell
+from kueuetop.tui.views.base import TableView, scope_bindings
+from kueuetop.tui.views.queues_common import queue_status
+
+
+def local_queue_rows(ctx: ViewContext) -> list[Row]:
+    out = []
+    for key, lq in ctx.store.objects(K.LOCAL_QUEUES).items():
+        if not isinstance(lq, LocalQueue) or (ctx.namespace and lq.namespace != ctx.namespace):
+            continue
+        word, colour = queue_status(lq.stop_policy, lq.conditions)
+        out.append(Row(key, (
+            cell(lq.namespace), cell(lq.name), cell(lq.cluster_queue), cell(lq.pending_workloads),
+            cell(lq.reserving_workloads), cell(lq.admitted_workloads), cell(word, ctx.state_style(colour)),
+        ), sort={"name": lq.name, "namespace": lq.namespace, "status": word, "cq": lq.cluster_queue},
+            labels=lq.meta.labels, state=word.lower()))
+    return out
+
+
+class LocalQueuesView(TableView):
+    VIEW = "localqueues"
+    TITLE = "LocalQueues"
+    KINDS = frozenset({K.LOCAL_QUEUES})
+    COLUMNS = ("NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "RESERVING", "ADMITTED", "STATUS")
+    MARKS = True
+    BINDINGS: ClassVar = scope_bindings("localqueues")
+
+    def build_rows(self) -> list[Row]:
+        return local_queue_rows(self.ctx)
+
+    def raw_kind(self) -> str:
+        return K.LOCAL_QUEUES
+
+    def drill(self, row: Row) -> None:
+        ns, name = row.key  # type: ignore[misc]
+        self.kapp.jump_to("workloads", f"{ns} {name}")
+
+    def action_queue_action(self, action: str) -> None:
+        targets = [Target("localqueue", r.key[1], r.key[0]) for r in self.selected()]  # type: ignore[index]
+        self.kapp.start_actions(action, targets)

@@ -1,0 +1,274 @@
+"""The console end to end: Pilot drives KueuetopApp against an in-process simulated cluster.
+
+Every wait is bounded; nothing asserts on timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
+from kueuetop.actions.audit import read_audit
+from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.workload import Workload
+from kueuetop.kueue.workload_state import Phase, derive_state
+from kueuetop.store import Entry, Store, StoreEvent
+from kueuetop.store import events as K
+from kueuetop.tui.app import KueuetopApp
+from kueuetop.tui.keymap import load_keymap
+from kueuetop.tui.screens import ConfirmScreen
+from kueuetop.tui.themes import load_themes
+from kueuetop.tui.views.base import TableView
+from tests.tui.screen_text import screen_text
+
+from .conftest import Live
+
+NO_USER = Path("/nonexistent-kueuetop-themes")
+
+
+def make_app(store: Store, live: Live | None = None, **kw: Any) -> KueuetopApp:
+    kw.setdefault("themes", load_themes(user=NO_USER))
+    kw.setdefault("keymap", load_keymap())
+    kw.setdefault("check_rbac", False)
+    return KueuetopApp(store, api=live.conn.api if live else None, context="kueuetop-sim", **kw)
+
+
+def run(app: KueuetopApp, body: Callable[[Pilot[int]], Awaitable[None]], size: tuple[int, int] = (160, 48)) -> None:
+    async def main() -> None:
+        async with app.run_test(size=size, notifications=True) as pilot:
+            await pilot.pause()
+            await body(pilot)
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+async def until(pilot: Pilot[int], pred: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value or time.monotonic() > deadline:
+            return value
+        await pilot.pause(0.1)
+
+
+def table_cells(app: KueuetopApp, view: str) -> list[list[str]]:
+    tv = app.main.query_one(f"#{view}", TableView)
+    t: DataTable[Any] = tv.table
+    return [[getattr(c, "plain", str(c)) for c in t.get_row_at(i)] for i in range(t.row_count)]
+
+
+def column(app: KueuetopApp, view: str, name: str) -> list[str]:
+    tv = app.main.query_one(f"#{view}", TableView)
+    idx = tv._column_keys.index(name)
+    return [row[idx] for row in table_cells(app, view)]
+
+
+def test_every_view_renders_the_scenario(live: Live) -> None:
+    app = make_app(live.store, live)
+
+    async def body(pilot: Pilot[int]) -> None:
+        assert await until(pilot, lambda: "NVIDIA-L4" in screen_text(app)), screen_text(app)
+        text = screen_text(app)
+        assert "GPUs by model and node pool" in text and "reserved-np" in text and "kube:live" in text
+        expected = {"2": ("workloads", "NAMESPACE", "team-a"), "3": ("clusterqueues", "NAME", "cq-team-a-lp"),
+                    "4": ("localqueues", "NAME", "lq-team-b-hp"), "5": ("cohorts", "COHORT", "team-a-b"),
+                    "6": ("flavors", "NAME", "gpu-l4-spot"), "7": ("nodes", "POOL", "reserved-np")}
+        for key, (view, col, value) in expected.items():
+            await pilot.press(key)
+            assert await until(pilot, lambda v=view, c=col, x=value: any(x in s for s in column(app, v, c))), \
+                (view, table_cells(app, view)[:3])
+        # Queue status, quota bars and the per-flavor pane of ClusterQueues.
+        await pilot.press("3")
+        assert "Active" in column(app, "clusterqueues", "STATUS")
+        assert any("/" in q for q in column(app, "clusterqueues", "QUOTA"))
+        assert "quota" in screen_text(app) and "nvidia.com/gpu" in screen_text(app)
+        await pilot.press("8")
+        assert await until(pilot, lambda: "GPU util" in screen_text(app) and "reserved-np" in screen_text(app))
+        await pilot.press("m")
+        assert await until(pilot, lambda: "GPU memory" in screen_text(app))
+        # Detail of a workload: explain verdict, conditions timeline, YAML.
+        await pilot.press("2")
+        await pilot.press("enter")
+        assert await until(pilot, lambda: "Why (explain)" in screen_text(app))
+        text = screen_text(app)
+        assert "Conditions" in text and "Pods and GPUs" in text
+        await pilot.press("escape")
+        assert await until(pilot, lambda: len(app.screen_stack) == 1)
+        # Store changes are coalesced: a few refreshes per second at most.
+        started, count = time.monotonic(), app.refresh_count
+        await pilot.pause(2.0)
+        assert app.refresh_count - count <= 4 * (time.monotonic() - started) + 2
+
+    run(app, body)
+
+
+def test_filter_and_sort_change_rows(live: Live) -> None:
+    app = make_app(live.store, live, initial_view="workloads")
+
+    async def body(pilot: Pilot[int]) -> None:
+        assert await until(pilot, lambda: len(table_cells(app, "workloads")) >= 8)
+        await pilot.press("slash", *"team-b", "enter")
+        assert await until(pilot, lambda: set(column(app, "workloads", "NAMESPACE")) == {"team-b"})
+        tv = app.main.query_one("#workloads", TableView)
+        tv.set_filter("!team-b")
+        assert "team-b" not in column(app, "workloads", "NAMESPACE")
+        tv.set_filter("-l kueue.x-k8s.io/job-uid state:admitted")
+        states = column(app, "workloads", "STATE")
+        assert states and set(states) <= {"Admitted"}, states
+        tv.set_filter("")
+        await pilot.press("R")  # priority, highest first
+        prios = [int(p) for p in column(app, "workloads", "PRIO")]
+        assert prios == sorted(prios, reverse=True)
+        await pilot.press("N")  # name, ascending; again: descending
+        names = column(app, "workloads", "NAME")
+        assert names == sorted(names)
+        await pilot.press("N")
+        assert column(app, "workloads", "NAME") == sorted(names, reverse=True)
+        await pilot.press("escape")  # clears filter and marks
+
+    run(app, body)
+
+
+def _holdable(store: Store) -> tuple[str, str] | None:
+    now = time.time()
+    for phase in (Phase.PENDING, Phase.ADMITTED):
+        for key in sorted(store.workloads_in_phase(phase)):
+            wl = store.get(K.WORKLOADS, key)
+            if isinstance(wl, Workload) and wl.active and derive_state(wl, now).phase is phase:
+                return key
+    return None
+
+
+def test_hold_from_key_press_to_inactive_row(live: Live) -> None:
+    app = make_app(live.store, live, initial_view="workloads")
+
+    async def body(pilot: Pilot[int]) -> None:
+        key = await until(pilot, lambda: _holdable(live.store))
+        assert key, "no pending or admitted workload to hold"
+        tv = app.main.query_one("#workloads", TableView)
+        tv.set_filter(key[1])
+        assert await until(pilot, lambda: column(app, "workloads", "NAME") == [key[1]])
+        await pilot.press("h")
+        assert await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 15), screen_text(app)
+        assert "hold" in screen_text(app)
+        await pilot.press("y")
+        assert await until(pilot, lambda: column(app, "workloads", "STATE") == ["Inactive"], 20), \
+            (table_cells(app, "workloads"), app._last_action)
+        assert "hold" in screen_text(app)  # the status bar shows the result
+        records = read_audit()
+        assert any(r["action"] == "hold" and r["target"] == f"{key[0]}/{key[1]}" and r["result"] == "ok"
+                   for r in records), records
+
+    run(app, body)
+
+
+def test_read_only_hides_actions(live: Live) -> None:
+    app = make_app(live.store, live, initial_view="workloads", read_only=True)
+
+    async def body(pilot: Pilot[int]) -> None:
+        assert await until(pilot, lambda: table_cells(app, "workloads"))
+        text = screen_text(app)
+        assert "READ-ONLY" in text
+        assert " Hold " not in text and "Preempt" not in text  # not in the footer
+        assert app.check_binding("workload_action", ("hold",)) is False
+        await pilot.press("h")
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, ConfirmScreen)
+        await pilot.press("3")
+        assert app.check_binding("queue_action", ("drain",)) is False
+        assert "Drain" not in screen_text(app)
+
+    run(app, body)
+
+
+def test_rbac_denied_greys_out_with_reason() -> None:
+    app = make_app(Store(), initial_view="workloads")
+
+    async def body(pilot: Pilot[int]) -> None:
+        app._set_denied({"patch workloads.kueue.x-k8s.io": 'forbidden: user "bob" may not hold'})
+        assert app.check_binding("workload_action", ("hold",)) is None  # shown, disabled
+        assert app.check_binding("workload_action", ("preempt",)) is None
+        assert app.check_binding("sort_name", ()) is True
+
+    run(app, body)
+
+
+def test_broken_theme_file_falls_back_with_notification(tmp_path: Path) -> None:
+    (tmp_path / "broken.toml").write_text('name = "broken"\n[ui\nprimary = ')
+    (tmp_path / "badcolour.toml").write_text('name = "badcolour"\nextends = "dark"\n[ui]\nprimary = "nope"\n')
+    notes: list[str] = []
+
+    class Recording(KueuetopApp):
+        def notify(self, message: str, **kw: Any) -> None:  # type: ignore[override]
+            notes.append(str(message))
+            super().notify(message, **kw)
+
+    app = Recording(Store(), themes=load_themes(user=tmp_path), keymap=load_keymap(), theme_name="badcolour",
+                    check_rbac=False)
+
+    async def body(pilot: Pilot[int]) -> None:
+        assert app.theme == "dark"
+        joined = "\n".join(notes)
+        assert "badcolour" in joined and "not found" in joined
+        assert "broken.toml" in joined and "TOML" in joined
+
+    run(app, body)
+
+
+EVIL = "\x1b[31mRED\x1b[0m \x07bell \x1b]0;pwned\x07 [bold]markup[/bold]"
+
+
+def _evil_workload() -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "evil", "namespace": "team-a", "uid": "uid-evil", "resourceVersion": "1",
+                         "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"x": EVIL}},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}}}]},
+            "status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending\x1b[2J",
+                                       "message": EVIL, "lastTransitionTime": "2026-01-01T00:00:01Z"}]}}
+
+
+def test_escape_sequences_in_cluster_strings_render_inert() -> None:
+    store = Store()
+    raw = _evil_workload()
+    store.apply(StoreEvent.upsert(K.WORKLOADS, "workloads", Entry(("team-a", "evil"), raw, parse_object(raw),
+                                                                    "uid-evil", "1")))
+    app = make_app(store, initial_view="workloads")
+
+    async def body(pilot: Pilot[int]) -> None:
+        assert await until(pilot, lambda: table_cells(app, "workloads"))
+        await pilot.press("enter")
+        assert await until(pilot, lambda: "RED" in screen_text(app))
+        for text in (screen_text(app), app.export_screenshot()):
+            assert "\x1b" not in text and "\x07" not in text
+        assert "[bold]markup[/bold]" in screen_text(app)  # shown literally, not interpreted
+
+    run(app, body)
+
+
+def _snapshot(app: KueuetopApp, name: str, out: Path) -> str:
+    app.save_screenshot(name, str(out))
+    return (out / name).read_text()
+
+
+def test_svg_snapshots_of_overview_and_workloads(live: Live, tmp_path: Path) -> None:
+    for size in ((80, 24), (160, 48)):
+        app = make_app(live.store, live)
+
+        async def body(pilot: Pilot[int], size: tuple[int, int] = size, app: KueuetopApp = app) -> None:
+            assert await until(pilot, lambda: "NVIDIA-L4" in screen_text(app))
+            svg = _snapshot(app, f"overview-{size[0]}x{size[1]}.svg", tmp_path)
+            assert svg.startswith("<svg") and "Overview" in svg and "NVIDIA-L4" in svg and "Workloads" in svg
+            await pilot.press("2")
+            assert await until(pilot, lambda: table_cells(app, "workloads"))
+            svg = _snapshot(app, f"workloads-{size[0]}x{size[1]}.svg", tmp_path)
+            assert "NAMESPACE" in svg and "team-a" in svg and "kueuetop-sim" in svg
+
+        run(app, body, size)
+    assert len(list(tmp_path.glob("*.svg"))) == 4
