@@ -21,6 +21,7 @@ is given, else the direct scrape of the dcgm-exporter pods through the API serve
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -52,8 +53,13 @@ def source_name(source: object) -> str:
 def gpu_source_for(conn: Connection, prometheus_url: str | None = None, token: str | None = None,
                    headers: Mapping[str, str] | None = None, *, timeout: float = 10.0,
                    selector: str = "") -> PrometheusSource | ScrapeSource:
-    """Prometheus when a URL is given, else the exporters scraped through the API server."""
+    """Prometheus when a URL is given, else the exporters scraped through the API server.
+
+    The bearer token may come from KUEUETOP_PROMETHEUS_TOKEN, so it never appears in a process
+    list (e.g. `gcloud auth print-access-token` for Google Managed Prometheus).
+    """
     if prometheus_url:
+        token = token or os.environ.get("KUEUETOP_PROMETHEUS_TOKEN") or None
         return PrometheusSource(PromConfig(url=prometheus_url, token=token, headers=dict(headers or {}),
                                            timeout=timeout, selector=selector))
     # Through the pod proxy only the API server must be reachable (bastion hosts, §4).

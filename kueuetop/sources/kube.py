@@ -163,6 +163,7 @@ class VisibilityPoller:
         self._polled: dict[str, float] = {}
         self.refresh_every = refresh_every
         self._dirty: set[str] = set()
+        self._order_sig: dict[tuple[str, str], tuple[str | None, bool, int]] = {}
         self._dirty_lock = threading.Lock()
         self._unsubscribe = store.subscribe(self._on_changes)
         self._thread = threading.Thread(target=self._run, name="kueuetop-visibility", daemon=True)
@@ -177,21 +178,30 @@ class VisibilityPoller:
         self._unsubscribe()
 
     def _on_changes(self, changes: Any) -> None:
+        # Kueue orders a queue by priority, queue-order timestamp and UID: the order changes only
+        # when a workload enters or leaves the pending set, or its priority or queue changes —
+        # not on every status write. Track exactly that per workload.
         cqs: set[str] = set()
         if K.CLUSTER_QUEUES in changes:
             cqs.update(k[1] for k in changes.get(K.CLUSTER_QUEUES))
-        lq_keys = set(changes.get(K.LOCAL_QUEUES))
-        for ns, name in changes.get(K.WORKLOADS):
-            wl = self.store.get(K.WORKLOADS, (ns, name))
-            if wl is None:
-                continue  # deleted: its CQ is found through the LocalQueue below
-            if getattr(wl, "admission", None) is not None:
-                cqs.add(wl.admission.cluster_queue)
-            lq_keys.add((ns, getattr(wl, "queue_name", "")))
-        for key in lq_keys:
+        for key in changes.get(K.LOCAL_QUEUES):
             lq = self.store.get(K.LOCAL_QUEUES, key)
             if lq is not None:
                 cqs.add(lq.cluster_queue)
+        for key in changes.get(K.WORKLOADS):
+            wl = self.store.get(K.WORKLOADS, key)
+            sig = None
+            if wl is not None:
+                lq = self.store.get(K.LOCAL_QUEUES, (key[0], getattr(wl, "queue_name", "")))
+                pending = not (wl.has_quota_reservation or wl.is_finished or not wl.active)
+                sig = (lq.cluster_queue if lq is not None else None, pending, wl.effective_priority)
+            old = self._order_sig.pop(key, None) if sig is None else self._order_sig.get(key)
+            if sig is not None:
+                self._order_sig[key] = sig
+            if old != sig:
+                for s_ in (old, sig):
+                    if s_ is not None and s_[0] is not None and (s_[1] or (old and old[1])):
+                        cqs.add(s_[0])
         if cqs:
             with self._dirty_lock:
                 self._dirty |= cqs
@@ -199,13 +209,20 @@ class VisibilityPoller:
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
 
+    def _candidates(self) -> list[str]:
+        focus = self.store.position_focus
+        cqs = [k[1] for k in self.store.keys(K.CLUSTER_QUEUES) if focus is None or k[1] in focus]
+        return [cq for cq in cqs if self.store.queue_counts(cq).pending > 0 or self.store.positions(cq)]
+
+    def swept(self) -> bool:
+        """Every ClusterQueue with pending workloads (in focus) has been polled at least once."""
+        return all(cq in self._polled for cq in self._candidates())
+
     def _due(self) -> list[str]:
         now = time.monotonic()
         with self._dirty_lock:
             dirty = set(self._dirty)
-        cqs = [k[1] for k in self.store.keys(K.CLUSTER_QUEUES)]
-        with_pending = [cq for cq in cqs if self.store.queue_counts(cq).pending > 0 or self.store.positions(cq)]
-        due = [cq for cq in with_pending
+        due = [cq for cq in self._candidates()
                if cq in dirty or cq not in self._polled or now - self._polled[cq] >= self.refresh_every]
         due.sort(key=lambda cq: self._polled.get(cq, 0.0))
         chosen = due[: self.max_per_cycle]

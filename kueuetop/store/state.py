@@ -57,6 +57,9 @@ class Store:
         self._sources: dict[str, SourceStatus] = {}
         self._synced: set[str] = set()  # sources whose first full list has been applied
         self._subscribers: list[Subscriber] = []
+        # ClusterQueues whose queue positions someone is looking at (None: all of them). The
+        # console sets it from the visible view, so the visibility API is asked only for those.
+        self.position_focus: frozenset[str] | None = None
         self._version = 0
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
         self.queue_history: Series[str, QueueCounts] = Series(history_size)
@@ -251,6 +254,9 @@ class Store:
         return True if st is None else st.stale(self._clock() if now is None else now)
 
     # ----------------------------------------------------------------- notifications
+    def set_position_focus(self, cluster_queues: set[str] | frozenset[str] | None) -> None:
+        self.position_focus = None if cluster_queues is None else frozenset(cluster_queues)
+
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Call `callback(changes)` after every batch that changed something; returns unsubscribe."""
         with self._lock:

@@ -86,3 +86,14 @@ def test_a_source_that_raises_does_not_kill_the_thread() -> None:
         assert poller.running and store.source("gpu/test").state is SourceState.ERROR
     finally:
         poller.stop()
+
+
+def test_prometheus_token_from_environment(monkeypatch):
+    from kueuetop.sources.gpu_poller import gpu_source_for
+    from kueuetop.sources.prom import PrometheusSource
+
+    monkeypatch.setenv("KUEUETOP_PROMETHEUS_TOKEN", "s3cret-token")
+    src = gpu_source_for(None, "http://127.0.0.1:1")  # no connection needed for Prometheus
+    assert isinstance(src, PrometheusSource)
+    assert src.config.token == "s3cret-token"
+    assert gpu_source_for(None, "http://127.0.0.1:1", token="explicit").config.token == "explicit"

@@ -52,6 +52,12 @@ class View(Vertical):
 
     def refresh_view(self) -> None:
         self.dirty = False
+        # Only the visible view refreshes: it decides whose queue positions are worth polling.
+        self.ctx.store.set_position_focus(self.position_focus())
+
+    def position_focus(self) -> set[str]:
+        """ClusterQueues whose queue positions this view shows (none by default)."""
+        return set()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.kapp.check_binding(action, parameters)

@@ -102,6 +102,20 @@ class WorkloadsView(TableView):
     def build_rows(self) -> list[Row]:
         return workload_rows(self.ctx)
 
+    def position_focus(self) -> set[str]:
+        """The ClusterQueues of the rows on screen (plus a screenful either side for scrolling)."""
+        if not self.is_mounted:
+            return set()
+        table = self.table
+        height = max(1, table.size.height)
+        start = max(0, int(table.scroll_y) - height)
+        cqs = set()
+        for rid in self._order[start: start + 3 * height]:
+            row = self._rows.get(rid)
+            if row is not None and row.sort.get("cq"):
+                cqs.add(row.sort["cq"])
+        return cqs
+
     def raw_kind(self) -> str:
         return K.WORKLOADS
 
