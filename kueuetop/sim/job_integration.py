@@ -699,23 +699,9 @@ class JobIntegration:
         uid = m.get("uid", "")
         labels.update({"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": m.get("name", ""),
                        "controller-uid": uid, "job-name": m.get("name", "")})
-        annotations = {**sim_annotations(job), **(t_meta.get("annotations") or {})}
-        pod: Obj = {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"generateName": f"{m.get('name', '')}-", "namespace": m.get("namespace", ""),
-                         "labels": labels, "ownerReferences": [owner_ref(job)]},
-            "spec": template.get("spec") or {},
-            "status": {"phase": "Pending"},
-        }
-        if annotations:
-            pod["metadata"]["annotations"] = annotations
-        pod["spec"].setdefault("restartPolicy", "Never")
-        try:
-            created = self.store.create("", "pods", pod)
-        except StoreError as exc:
-            _log.info("creating a pod for job %s/%s: %s", m.get("namespace"), m.get("name"), exc.message)
+        created = self._create_pod(job, f"{m.get('name', '')}-", labels, template, "job")
+        if created is None:
             return None
-        self._pods_of_owner.setdefault(uid, set()).add((created["metadata"]["namespace"], created["metadata"]["name"]))
         self.events.emit(job, "SuccessfulCreate", f"Created pod: {created['metadata']['name']}",
                          component=JOB_CONTROLLER)
         return created
@@ -777,13 +763,20 @@ class JobIntegration:
         except ValueError as exc:
             _log.warning("workload %s/%s: %s", m.get("namespace"), m.get("name"), exc)
             return False
-        t_meta = tpl.get("metadata") or {}
-        annotations = {**sim_annotations(wl), **(t_meta.get("annotations") or {})}
+        labels = dict((tpl.get("metadata") or {}).get("labels") or {})
+        return self._create_pod(wl, f"{m.get('name', '')}-{info.name}-", labels, tpl, "workload") is not None
+
+    def _create_pod(self, owner: Obj, generate_name: str, labels: dict[str, str], template: Obj,
+                    what: str) -> Obj | None:
+        """Create one pod of `owner` from its pod template (a Job's, or a Workload's pod set)."""
+        m = meta_of(owner)
+        t_meta = template.get("metadata") or {}
+        annotations = {**sim_annotations(owner), **(t_meta.get("annotations") or {})}
         pod: Obj = {
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"generateName": f"{m.get('name', '')}-{info.name}-", "namespace": m.get("namespace", ""),
-                         "labels": dict(t_meta.get("labels") or {}), "ownerReferences": [owner_ref(wl)]},
-            "spec": tpl.get("spec") or {},
+            "metadata": {"generateName": generate_name, "namespace": m.get("namespace", ""),
+                         "labels": labels, "ownerReferences": [owner_ref(owner)]},
+            "spec": template.get("spec") or {},
             "status": {"phase": "Pending"},
         }
         if annotations:
@@ -792,11 +785,11 @@ class JobIntegration:
         try:
             created = self.store.create("", "pods", pod)
         except StoreError as exc:
-            _log.info("creating a pod for workload %s/%s: %s", m.get("namespace"), m.get("name"), exc.message)
-            return False
+            _log.info("creating a pod for %s %s/%s: %s", what, m.get("namespace"), m.get("name"), exc.message)
+            return None
         self._pods_of_owner.setdefault(m.get("uid", ""), set()).add(
             (created["metadata"]["namespace"], created["metadata"]["name"]))
-        return True
+        return created
 
 
 def new_workload(owner: Obj, kind: str, group: str, pod_sets: list[Obj], priority_ref: Obj | None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,9 @@ from kueuetop.connection import Connection, connect
 from kueuetop.sim.apiserver import write_kubeconfig
 from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
-from kueuetop.sources.informer import InformerConfig
 from kueuetop.sources.kube import MANAGED_LABEL, PODSET_LABEL, KubeSources
 from kueuetop.store import Store
+from tests.waiting import FAST, wait_until
 
 ADMIN_TOKEN = "live-admin-token"
 VIEWER_TOKEN = "live-viewer-token"
@@ -29,17 +28,6 @@ KINDS = {"clusterqueues": (KUEUE, "clusterqueues"), "localqueues": (KUEUE, "loca
          "provisioningrequests": ("autoscaling.x-k8s.io", "provisioningrequests"),
          "nodes": ("", "nodes"), "namespaces": ("", "namespaces"), "pods": ("", "pods")}
 
-FAST = InformerConfig(watch_timeout=5, request_timeout=5, connect_timeout=2, backoff_initial=0.05,
-                      backoff_max=0.5, forbidden_retry=0.5)
-
-
-def wait_until(pred: Callable[[], Any], timeout: float = 10.0, step: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(step)
 
 
 @pytest.fixture(scope="package")

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,21 +12,9 @@ import pytest
 from kueuetop.connection import Connection, connect
 from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
-from kueuetop.sources.informer import InformerConfig
 from kueuetop.sources.kube import KubeSources
 from kueuetop.store import Store
-
-FAST = InformerConfig(watch_timeout=5, request_timeout=5, connect_timeout=2, backoff_initial=0.05,
-                      backoff_max=0.5, forbidden_retry=0.5)
-
-
-def wait_until(pred: Callable[[], Any], timeout: float = 10.0, step: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(step)
+from tests.waiting import FAST, wait_until
 
 
 @pytest.fixture(scope="package")
