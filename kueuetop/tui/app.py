@@ -192,7 +192,15 @@ class KueuetopApp(App[int]):
             self.refresh_count += 1
             self.refresh_for(kinds)
 
+    @property
+    def _live(self) -> bool:
+        """Views exist to be refreshed: not before mount, not while shutting down (a coalesced
+        refresh or tick scheduled earlier may fire after the screens are gone)."""
+        return bool(self.screen_stack) and not self._exit
+
     def refresh_for(self, kinds: frozenset[str]) -> None:
+        if not self._live:
+            return
         self._update_status()
         current = self.switcher.current
         for v in self.views():
@@ -211,6 +219,8 @@ class KueuetopApp(App[int]):
 
     def _tick(self) -> None:
         # Ages in the status bar move with time; the visible view's WAIT/AGE columns every 10 s.
+        if not self._live:
+            return
         self._update_status()
         self._ticks += 1
         if self._ticks % 5 == 0 and len(self.screen_stack) == 1:
