@@ -59,7 +59,9 @@ def test_queue_positions_from_visibility_api(served: ServedCluster, conn: Connec
     custom.create_namespaced_custom_object(KUEUE, "v1beta2", lq.namespace, "workloads", wl)
     key = (lq.namespace, "too-big-to-admit")
     try:
-        pos = wait_until(lambda: live.store.position(key), 10)
+        # The position (polled) and the object (watched) arrive independently: wait for both.
+        wait_until(lambda: live.store.position(key) and live.store.get("workloads", key) is not None, 10)
+        pos = live.store.position(key)
         assert pos is not None and pos.cluster_queue == lq.cluster_queue and pos.in_cluster_queue >= 0
         assert isinstance(live.store.get("workloads", key), Workload)
         assert key in live.store.workloads_in_cluster_queue(lq.cluster_queue)
