@@ -1,8 +1,6 @@
 """The headless CLI: exit codes, error messages, no Textual import, sim run and sim serve."""
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -10,6 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.binaries import require_binary
 
 SMALL = """
 apiVersion: v1
@@ -126,12 +126,7 @@ def test_explain_on_a_scenario(tmp_path):
 
 
 def _kubectl_or_skip() -> str:
-    path = shutil.which("kubectl")
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("kubectl is required in CI")
-        pytest.skip("kubectl not installed")
-    return path
+    return require_binary("kubectl")
 
 
 def test_sim_serve_with_kubectl(tmp_path):

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from collections import defaultdict
 from typing import Any
@@ -22,6 +20,7 @@ from kueuetop.sim.gpu_telemetry import (
     render_dcgm_fleet,
 )
 from kueuetop.sources.exposition import ParseStats, Sample, parse_exposition
+from tests.binaries import require_binary
 
 T = 1_000_020.0  # a simulated instant, on a 30 s sampling boundary
 
@@ -143,12 +142,7 @@ def test_promtool_accepts_single_node_and_fleet_output():
 
 
 def _promtool() -> str:
-    path = shutil.which("promtool")
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("promtool is required in CI (Debian package prometheus)")
-        pytest.skip("promtool not installed")
-    return path
+    return require_binary("promtool")
 
 
 def test_hostname_label_spelling_follows_the_exporter_version():

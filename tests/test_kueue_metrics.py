@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
-import shutil
 import subprocess
 
 import pytest
@@ -17,6 +15,7 @@ from kueuetop.sim.kueue_metrics import (
     render_kueue_metrics,
 )
 from kueuetop.sources.exposition import ParseStats, Sample, family_of, parse_exposition
+from tests.binaries import require_binary
 from tests.builders import (
     admit,
     cluster_queue,
@@ -303,11 +302,7 @@ def test_resource_metrics_can_be_off():
 
 
 def test_promtool_accepts_the_text():
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("promtool is required in CI (Debian package prometheus)")
-        pytest.skip("promtool not installed")
+    promtool = require_binary("promtool")
     c = KueueCounters()
     c.record_admitted("team-a", "team-a", "lq", "high", 12.0)
     c.record_admission_attempt("success", 0.01)

@@ -6,8 +6,6 @@ bounded; the whole test takes well under a minute.
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import time
@@ -23,6 +21,7 @@ from urllib3.util.retry import Retry
 
 from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
+from tests.binaries import require_binary
 
 pytestmark = pytest.mark.needs_binary
 
@@ -38,12 +37,7 @@ def free_port() -> int:
 
 
 def prometheus_binary() -> str:
-    path = shutil.which("prometheus")
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("prometheus is required in CI")
-        pytest.skip("prometheus not installed")
-    return path
+    return require_binary("prometheus")
 
 
 def loopback_session() -> requests.Session:

@@ -14,6 +14,7 @@ PRIORITY_BOOST_ANNOTATION = "kueue.x-k8s.io/priority-boost"
 ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PODSET_LABEL = "kueue.x-k8s.io/podset"
 CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
 
 # (flavor, resource) → Kueue resource value

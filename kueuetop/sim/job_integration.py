@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kueuetop.admission import status_updates
+from kueuetop.kueue.workload import JOB_UID_LABEL, PODSET_LABEL
+from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
 from kueuetop.sim.scenario import ANN_GPU_UTIL, ANN_RUNTIME
 from kueuetop.sim.sim_events import (
@@ -53,11 +55,8 @@ Key = tuple[str, str]
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 WL_API = "kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-PODSET_LABEL = "kueue.x-k8s.io/podset"
 LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name"
 CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name"
 PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"

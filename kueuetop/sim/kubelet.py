@@ -34,6 +34,7 @@ from kueuetop.kueue.durations import DurationError, parse_duration
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.pod_requests import PodShape
 from kueuetop.kueue.scheduling_terms import Taint, Toleration, tolerated
+from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
 from kueuetop.sim.scenario import ANN_RUNTIME
 from kueuetop.sim.sim_events import KUBELET, SCHEDULER, EventWriter, NullEvents, find_condition
@@ -44,7 +45,6 @@ Obj = dict[str, Any]
 PodKey = tuple[str, str]
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 # GKE lets pods that consume a ProvisioningRequest onto the queued-provisioning nodes made for it.
 CONSUME_PROVREQ_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"

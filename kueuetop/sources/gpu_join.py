@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from kueuetop.kueue.gpu import GpuSample
+from kueuetop.kueue.workload import JOB_UID_LABEL
 from kueuetop.sources.dcgm import PodRef
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "workload_gpu_use",
 ]
 
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 CONTROLLER_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
 MAX_OWNER_DEPTH = 5  # Pod → Job → JobSet → … ; guards against ownerReference cycles

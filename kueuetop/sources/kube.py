@@ -26,6 +26,7 @@ import urllib3
 
 from kueuetop.connection import AUTOSCALING_GROUP, KUEUE_GROUP, VISIBILITY_GROUP, Connection
 from kueuetop.kueue.core import GPU_RESOURCE
+from kueuetop.kueue.workload import PODSET_LABEL
 from kueuetop.sources.informer import Backoff, Informer, InformerConfig, ResourceSpec
 from kueuetop.sources.kube_http import ApiError, request
 from kueuetop.store import QueuePosition, SourceState, Store, StoreEvent
@@ -34,7 +35,6 @@ from kueuetop.store.events import Op
 
 _log = logging.getLogger(__name__)
 
-PODSET_LABEL = "kueue.x-k8s.io/podset"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 VISIBILITY_SOURCE = "visibility"
 

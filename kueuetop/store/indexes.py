@@ -12,11 +12,10 @@ from typing import Any
 
 from kueuetop.kueue.core import Pod
 from kueuetop.kueue.local_queue import LocalQueue
-from kueuetop.kueue.workload import Workload
+from kueuetop.kueue.workload import JOB_UID_LABEL, Workload
 from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
 from kueuetop.store.events import Key
 
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 KUEUE_GROUP_PREFIX = "kueue.x-k8s.io/"
 
 _EMPTY: frozenset[Any] = frozenset()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import socket
 import subprocess
 import time
@@ -18,6 +16,7 @@ from kubernetes import client, config
 
 from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
+from tests.binaries import require_binary
 
 T = TypeVar("T")
 SPEED = 20.0  # refarch's idle jobs start at 5m1s simulated ≈ 15 s of wall time
@@ -108,12 +107,7 @@ def running_gpu_pods(api: client.ApiClient) -> set[tuple[str, str]]:
 
 
 def prometheus_binary() -> str:
-    path = shutil.which("prometheus")
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("the prometheus binary is required in CI")
-        pytest.skip("prometheus not installed")
-    return path
+    return require_binary("prometheus")
 
 
 class PrometheusProcess:

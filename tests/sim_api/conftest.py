@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from kubernetes import client
 
 from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
 from kueuetop.sim.objectstore import ObjectStore
+from tests.binaries import require_binary
 
 ADMIN_TOKEN = "admin-token-123"
 VIEWER_TOKEN = "viewer-token-456"
@@ -111,12 +111,7 @@ def core(api: client.ApiClient) -> client.CoreV1Api:
 # ----------------------------------------------------------------- kubectl
 
 def kubectl_path() -> str:
-    path = shutil.which("kubectl")
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("kubectl is required in CI")
-        pytest.skip("kubectl not installed")
-    return path
+    return require_binary("kubectl")
 
 
 class Kubectl:
