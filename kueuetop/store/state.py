@@ -30,6 +30,7 @@ _log = logging.getLogger(__name__)
 
 Subscriber = Callable[[Changes], None]
 GpuKey = tuple[str, str]  # (node, gpu)
+_GONE_NODES_KEPT = 10_000
 
 # Which snapshot field each kind fills; keys of cluster-scoped kinds are plain names.
 _SNAPSHOT_FIELDS = {
@@ -54,6 +55,9 @@ class Store:
         self._gpu_source: dict[GpuKey, str] = {}
         self._gpus_by_node = MultiIndex()  # node → {(node, gpu)} (MultiIndex keys are pairs)
         self._gpus_by_pod = MultiIndex()  # (ns, pod) → {(node, gpu)}
+        # Nodes deleted from the cluster (insertion-ordered, bounded): Prometheus keeps answering
+        # their last samples for its 5-minute lookback, which must not bring their GPUs back.
+        self._gone_nodes: dict[str, None] = {}
         self._sources: dict[str, SourceStatus] = {}
         self._synced: set[str] = set()  # sources whose first full list has been applied
         self._subscribers: list[Subscriber] = []
@@ -140,6 +144,8 @@ class Store:
                 changed.setdefault(K.WORKLOADS, set()).update(moved)
         elif kind == K.PODS:
             self._ix.put_pod(key, obj if isinstance(obj, Pod) else None)
+        elif kind == K.NODES:
+            self._gone_nodes.pop(key[1], None)
 
     def _unindex(self, kind: str, key: Key, changed: dict[str, set[Any]]) -> None:
         if kind == K.WORKLOADS:
@@ -154,6 +160,14 @@ class Store:
                 changed.setdefault(K.WORKLOADS, set()).update(moved)
         elif kind == K.PODS:
             self._ix.remove_pod(key)
+        elif kind == K.NODES:
+            # A deleted node's GPUs go with it (spot reclaim, scale-down), not linger as stale.
+            self._gone_nodes[key[1]] = None
+            if len(self._gone_nodes) > _GONE_NODES_KEPT:
+                del self._gone_nodes[next(iter(self._gone_nodes))]
+            for gkey in list(self._gpus_by_node.get((key[1], ""))):
+                self._drop_gpu(gkey)
+                changed.setdefault(K.GPUS, set()).add(gkey)
 
     def _apply_positions(self, ev: StoreEvent, changed: dict[str, set[Any]]) -> None:
         cq = ev.key[1] if ev.key else ""
@@ -191,6 +205,7 @@ class Store:
         stale by age (`SourceStatus.stale_after`)."""
         changed: set[GpuKey] = set()
         with self._lock:
+            samples = [s for s in samples if s.node not in self._gone_nodes]
             nodes = {s.node for s in samples}
             fresh = {s.key for s in samples}
             for node in nodes:

@@ -117,3 +117,25 @@ def test_malformed_entries_are_kept_unparsed_and_stale_flags() -> None:
     store.set_source_state("prom", SourceState.LIVE, stale_after=30)
     t[0] = 31.0
     assert store.stale("prom") and store.source("prom").age(t[0]) == 31.0
+
+
+def node(name: str, rv: str = "1") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": rv}, "spec": {}, "status": {}}
+
+
+def test_a_deleted_nodes_gpus_go_with_it_and_do_not_come_back() -> None:
+    store = Store()
+    store.apply(StoreEvent.replace("nodes", "nodes", [entry(node("n1")), entry(node("n2"))]))
+    fleet = [GpuSample(n, g, util=50.0, at=1.0) for n in ("n1", "n2") for g in ("0", "1")]
+    store.put_gpu_samples(fleet, at=1.0, source="prometheus")
+    changes = store.apply(StoreEvent.delete("nodes", "nodes", ("", "n1")))
+    assert changes.get("gpus") == {("n1", "0"), ("n1", "1")}
+    assert set(store.gpus()) == {("n2", "0"), ("n2", "1")}
+    # Prometheus still answers the gone node's last samples within its lookback window.
+    store.put_gpu_samples(fleet, at=2.0, source="prometheus")
+    assert store.gpus_on_node("n1") == [] and len(store.gpus_on_node("n2")) == 2
+    # A node of the same name that comes back (spot node re-created) shows its GPUs again.
+    store.apply(StoreEvent.upsert("nodes", "nodes", entry(node("n1", rv="5"))))
+    store.put_gpu_samples(fleet, at=3.0, source="prometheus")
+    assert len(store.gpus_on_node("n1")) == 2
