@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenario import load_scenario, parse_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 
 from .conftest import Kubectl, kubectl_path, make_client
@@ -88,3 +88,48 @@ def test_kubectl_get_provisioningrequests(served: ServedCluster, tmp_path: Path)
         ("Name", "string", "name", 0), ("Age", "date", "", 0)]
     assert table["columnDefinitions"][1]["description"] == (
         "Custom resource definition column (in JSONPath format): .metadata.creationTimestamp")
+
+
+FIRST_INSTANT = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: broken, namespace: team-a}
+spec: {}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, namespace: team-a}
+spec: {clusterQueue: cq}
+---
+apiVersion: kueuetop.io/v1
+kind: NodePool
+metadata: {name: pool}
+spec: {machineType: g2-standard-24, gpu: {model: NVIDIA L4, count: 2}, size: 3}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec: {namespaceSelector: {}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-b, annotations: {kueuetop.io/at: "1h"}}
+"""
+
+
+def test_first_instant_is_stored_before_serving_and_refusals_are_reported(tmp_path: Path) -> None:
+    served = start_served(parse_scenario(FIRST_INSTANT, "first.yaml"), kubeconfig=str(tmp_path / "kc"))
+    try:
+        store = served.parts.cluster.store
+        assert [q["metadata"]["name"] for q in store.list("kueue.x-k8s.io", "localqueues")[0]] == ["lq"]
+        assert store.count("kueue.x-k8s.io", "clusterqueues") == 1
+        assert store.count("", "nodes") == 3
+        names = {ns["metadata"]["name"] for ns in store.list("", "namespaces")[0]}
+        assert "team-a" in names and "team-b" not in names  # team-b comes at 1h
+        assert served.parts.cluster.errors == ["first.yaml#doc2: spec.clusterQueue: Required value"]
+    finally:
+        served.stop()
