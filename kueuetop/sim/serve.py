@@ -42,10 +42,14 @@ KUEUE_API_VERSIONS = {"v1beta2": ("v1beta2", "v1beta1"), "v1beta1": ("v1beta1",)
 
 @dataclass
 class ServedCluster:
+    """A served scenario. The server answers from the start; `caught_up` is set once the
+    controllers have settled the first instant and the later steps are scheduled."""
+
     parts: SimParts
     server: ApiServer
     kubeconfig: Path
     thread: threading.Thread
+    caught_up: threading.Event
 
     @property
     def url(self) -> str:
@@ -152,9 +156,11 @@ def start_served(scenario: Scenario, *, port: int = 0, speed: float = 1.0, token
     except OSError:
         server.stop()
         raise
-    thread = threading.Thread(target=_simulate, args=(parts.cluster, later), name="kueuetop-sim", daemon=True)
+    caught_up = threading.Event()
+    thread = threading.Thread(target=_simulate, args=(parts.cluster, later, caught_up), name="kueuetop-sim",
+                              daemon=True)
     thread.start()
-    return ServedCluster(parts, server, path, thread)
+    return ServedCluster(parts, server, path, thread, caught_up)
 
 
 def load_first_instant(parts: SimParts) -> None:
@@ -168,7 +174,7 @@ def load_first_instant(parts: SimParts) -> None:
             pools.reconcile(cluster.now)
 
 
-def _simulate(cluster: SimCluster, later: Callable[[], Sequence[ScenarioStep]]) -> None:
+def _simulate(cluster: SimCluster, later: Callable[[], Sequence[ScenarioStep]], caught_up: threading.Event) -> None:
     """The simulation thread: controllers catch up with the first instant, then the later
     steps are built and the cluster runs in real time until stopped."""
     cluster.settle()
@@ -178,6 +184,7 @@ def _simulate(cluster: SimCluster, later: Callable[[], Sequence[ScenarioStep]]) 
         _log.exception("cannot build the scenario's later steps; serving without them")
         steps = ()
     cluster.add_steps(steps)
+    caught_up.set()
     cluster.run_forever()
 
 

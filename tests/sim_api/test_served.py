@@ -131,5 +131,11 @@ def test_first_instant_is_stored_before_serving_and_refusals_are_reported(tmp_pa
         names = {ns["metadata"]["name"] for ns in store.list("", "namespaces")[0]}
         assert "team-a" in names and "team-b" not in names  # team-b comes at 1h
         assert served.parts.cluster.errors == ["first.yaml#doc2: spec.clusterQueue: Required value"]
+        # Kueue catches up in the simulation thread: the queues get their status.
+        assert served.caught_up.wait(30)
+        cq = store.get("kueue.x-k8s.io", "clusterqueues", None, "cq")
+        assert any(c["type"] == "Active" for c in cq["status"]["conditions"])
+        lq = store.get("kueue.x-k8s.io", "localqueues", "team-a", "lq")
+        assert any(c["type"] == "Active" for c in lq["status"]["conditions"])
     finally:
         served.stop()
