@@ -52,6 +52,10 @@ def test_staged_objects_must_be_on_the_right_side_of_t0() -> None:
     late = staged_steps_from_objects("t", [], lambda: [(1, 0.0, ns)])
     with pytest.raises(ValueError, match="due at t=0"):
         list(late.steps)
+    pool = {"apiVersion": "kueuetop.io/v1", "kind": "NodePool", "metadata": {"name": "p"}, "spec": {"size": 1}}
+    late_pool = staged_steps_from_objects("t", [], lambda: [(1, 5.0, pool)])
+    with pytest.raises(ValueError, match="NodePool"):
+        list(late_pool.steps)
 
 
 def test_split_a_file_scenario_at_its_first_instant() -> None:

@@ -674,9 +674,9 @@ def staged_steps_from_objects(name: str, first: NumberedObjects, later: Callable
                               config: Mapping[str, Any] | None = None,
                               meta: Mapping[str, Any] | None = None) -> Scenario:
     """Like `steps_from_objects`, for objects given as (document number, at, object): `first`
-    holds every object due at t=0 (NodePools included), `later()` the rest, all due after
-    t=0; it runs only when the later steps are first needed (see `LazySteps`). The
-    timeline is the one `steps_from_objects` would build from all of them in number order."""
+    holds every object due at t=0 and every NodePool, `later()` the rest, all due after t=0;
+    it runs only when the later steps are first needed (see `LazySteps`). The timeline is the
+    one `steps_from_objects` would build from all of them in number order."""
     cfg = {**SIM_CONFIG_DEFAULTS, **(config or {})}
     pools: list[dict[str, Any]] = []
     head: list[tuple[float, int, ScenarioStep]] = []
@@ -694,6 +694,9 @@ def staged_steps_from_objects(name: str, first: NumberedObjects, later: Callable
         items.sort(key=lambda item: (item[0], item[1]))
         if items and items[0][0] <= 0:
             raise ValueError(f"{name}#doc{items[0][1]}: a later object is due at t=0")
+        pools_later = [n for _, n, obj in items if obj.get("kind") == "NodePool"]
+        if pools_later:  # Scenario.node_pools is known before the later steps are built
+            raise ValueError(f"{name}#doc{pools_later[0]}: a NodePool must be in the first instant")
         return tuple(ScenarioStep(at, "apply", obj, None, f"{name}#doc{n}") for at, n, obj in items)
 
     return Scenario(name=name, source=f"<generated:{name}>", config=cfg, node_pools=tuple(pools),
