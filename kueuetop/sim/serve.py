@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from kueuetop.sim.apiserver import ApiServer, ServerHooks, write_kubeconfig
 from kueuetop.sim.apiserver.auth import load_tokens
+from kueuetop.sim.apiserver.defaults import prepare_for_create
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cluster import SimCluster
 from kueuetop.sim.runner import SimParts, build_cluster
@@ -35,6 +36,8 @@ from kueuetop.sim.scenario import Scenario, ScenarioStep, split_first_instant
 _log = logging.getLogger(__name__)
 
 KUEUE = "kueue.x-k8s.io"
+# What kube-apiserver creates at boot: `kubectl create -f job.yaml` lands in "default".
+SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 # --kueue-api → the kueue.x-k8s.io versions served, preferred first. v1beta2 is Kueue ≥ 0.15,
 # which still serves the deprecated v1beta1; v1beta1 is Kueue ≤ 0.14, which knows nothing newer.
 KUEUE_API_VERSIONS = {"v1beta2": ("v1beta2", "v1beta1"), "v1beta1": ("v1beta1",)}
@@ -165,13 +168,26 @@ def start_served(scenario: Scenario, *, port: int = 0, speed: float = 1.0, token
 
 def load_first_instant(parts: SimParts) -> None:
     """Every object due at t=0 into the store, and the Nodes of the scenario's NodePools, with
-    no other controller run: what must be served from the first answer."""
+    no other controller run: what must be served from the first answer. The namespaces a
+    Kubernetes API server creates when it boots are added unless the scenario has them."""
     cluster = parts.cluster
     cluster.apply_due_steps()
-    pools = parts.extra.get("node-pools")
-    if pools is not None:
-        with cluster.lock:
+    with cluster.lock:
+        _add_system_namespaces(cluster.store)
+        pools = parts.extra.get("node-pools")
+        if pools is not None:
             pools.reconcile(cluster.now)
+
+
+def _add_system_namespaces(store: Any) -> None:
+    kind = store.kind("", "namespaces")
+    missing = []
+    for name in SYSTEM_NAMESPACES:
+        if store.try_get("", "namespaces", None, name, copy=False) is None:
+            ns: dict[str, Any] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            prepare_for_create(kind, ns)
+            missing.append(("", "namespaces", ns))
+    store.create_many(missing)
 
 
 def _simulate(cluster: SimCluster, later: Callable[[], Sequence[ScenarioStep]], caught_up: threading.Event) -> None:

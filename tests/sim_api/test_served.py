@@ -21,16 +21,10 @@ NODE_INFO_FIELDS = ("architecture", "boot_id", "container_runtime_version", "ker
                     "system_uuid")
 
 PROVREQ = """\
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: probes
----
 apiVersion: autoscaling.x-k8s.io/v1
 kind: ProvisioningRequest
 metadata:
   name: probe
-  namespace: probes
 spec:
   provisioningClassName: queued-provisioning.gke.io
   podSets:
@@ -70,14 +64,17 @@ def test_nodes_deserialize_into_the_clients_models(served: ServedCluster) -> Non
 @pytest.mark.parametrize("served", ["dws"], indirect=True)
 def test_kubectl_get_provisioningrequests(served: ServedCluster, tmp_path: Path) -> None:
     kubectl = Kubectl(kubectl_path(), served.kubeconfig, tmp_path)
+    # No namespace given: it goes to "default", which exists as on any cluster.
     kubectl.run("create", "-f", "-", input=PROVREQ)
+    namespaces = kubectl.run("get", "namespaces", "-o", "name").stdout.split()
+    assert {"namespace/default", "namespace/kube-system", "namespace/kube-public"} <= set(namespaces)
     lines = kubectl.run("get", "provisioningrequests", "-A").stdout.strip().splitlines()
     # The autoscaler's CRD declares Age as its only column.
     assert lines[0].split() == ["NAMESPACE", "NAME", "AGE"]
     rows = [line.split() for line in lines[1:]]
-    assert ["probes", "probe"] in [r[:2] for r in rows]
+    assert ["default", "probe"] in [r[:2] for r in rows]
     assert all(len(r) == 3 for r in rows), rows
-    wide = kubectl.run("get", "provreq", "-n", "probes", "-o", "wide").stdout.splitlines()
+    wide = kubectl.run("get", "provreq", "-n", "default", "-o", "wide").stdout.splitlines()
     assert wide[0].split() == ["NAME", "AGE"]
 
     req = urllib.request.Request(served.url + "/apis/autoscaling.x-k8s.io/v1/provisioningrequests",
