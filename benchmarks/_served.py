@@ -87,6 +87,7 @@ def paused_store(name: str) -> Any:
     import gc
 
     from kueuetop.sim.clock import SimClock
+    from kueuetop.sim.jsoncopy import json_copy
     from kueuetop.sim.kinds import KINDS, VIRTUAL_PLURALS
     from kueuetop.sim.objectstore import ObjectStore
     from kueuetop.sim.runner import build_cluster
@@ -97,20 +98,17 @@ def paused_store(name: str) -> Any:
     rest = tuple(s for s in scenario.steps if s.obj is None or s.obj.get("kind") != "Workload")
     parts = build_cluster(dataclasses.replace(scenario, steps=rest), SimClock(time.time(), 1.0))
     parts.cluster.settle()
-    # A fresh store holds the settled objects: nothing subscribes to it, nothing reacts.
+    # A fresh store holds the settled objects (status included): nothing subscribes to it,
+    # nothing reacts. One bulk insert of private copies.
     store = ObjectStore()
     src = parts.cluster.store
-    for kind in KINDS:
-        if kind.key in VIRTUAL_PLURALS:
-            continue
-        for obj in src.list(kind.group, kind.plural, copy=False)[0]:
-            created = store.create(kind.group, kind.plural, obj)
-            if obj.get("status"):
-                created["status"] = obj["status"]
-                store.update_status(kind.group, kind.plural, created)
-    for wl in workloads:
-        store.create(KUEUE, "workloads", wl)
-    del parts, scenario, workloads, rest, src
+    items = [(kind.group, kind.plural, json_copy(obj)) for kind in KINDS if kind.key not in VIRTUAL_PLURALS
+             for obj in src.list(kind.group, kind.plural, copy=False)[0]]
+    items += [(KUEUE, "workloads", json_copy(wl)) for wl in workloads]
+    refused = [r for r in store.create_many(items) if r is not None]
+    if refused:
+        raise RuntimeError(f"{len(refused)} objects not stored, first: {refused[0].message}")
+    del parts, scenario, workloads, rest, src, items
     gc.collect()
     return store
 
