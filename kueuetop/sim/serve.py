@@ -30,6 +30,7 @@ from kueuetop.sim.apiserver.auth import load_tokens
 from kueuetop.sim.apiserver.defaults import prepare_for_create
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cluster import SimCluster
+from kueuetop.sim.objectstore import ObjectStore
 from kueuetop.sim.runner import SimParts, build_cluster
 from kueuetop.sim.scenario import Scenario, ScenarioStep, split_first_instant
 
@@ -179,7 +180,7 @@ def load_first_instant(parts: SimParts) -> None:
             pools.reconcile(cluster.now)
 
 
-def _add_system_namespaces(store: Any) -> None:
+def _add_system_namespaces(store: ObjectStore) -> None:
     kind = store.kind("", "namespaces")
     missing = []
     for name in SYSTEM_NAMESPACES:
