@@ -47,6 +47,7 @@ class Server:
     url: str
     kubeconfig: Path
     startup_s: float
+    first_items: int = 0  # ClusterQueues in the first answered list
 
 
 def free_port() -> int:
@@ -55,13 +56,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _answers(url: str) -> bool:
+def _listed(url: str) -> int | None:
+    """How many items a list answered with, or None while nothing answers."""
     try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            resp.read()
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            body = resp.read()
+            return len(json.loads(body)["items"]) if resp.status == 200 else None
+    except (urllib.error.URLError, OSError, ValueError, KeyError):
+        return None
 
 
 def get_json(url: str, timeout: float = 30.0) -> Any:
@@ -85,6 +87,7 @@ def paused_store(name: str) -> Any:
     import gc
 
     from kueuetop.sim.clock import SimClock
+    from kueuetop.sim.jsoncopy import json_copy
     from kueuetop.sim.kinds import KINDS, VIRTUAL_PLURALS
     from kueuetop.sim.objectstore import ObjectStore
     from kueuetop.sim.runner import build_cluster
@@ -95,20 +98,17 @@ def paused_store(name: str) -> Any:
     rest = tuple(s for s in scenario.steps if s.obj is None or s.obj.get("kind") != "Workload")
     parts = build_cluster(dataclasses.replace(scenario, steps=rest), SimClock(time.time(), 1.0))
     parts.cluster.settle()
-    # A fresh store holds the settled objects: nothing subscribes to it, nothing reacts.
+    # A fresh store holds the settled objects (status included): nothing subscribes to it,
+    # nothing reacts. One bulk insert of private copies.
     store = ObjectStore()
     src = parts.cluster.store
-    for kind in KINDS:
-        if kind.key in VIRTUAL_PLURALS:
-            continue
-        for obj in src.list(kind.group, kind.plural, copy=False)[0]:
-            created = store.create(kind.group, kind.plural, obj)
-            if obj.get("status"):
-                created["status"] = obj["status"]
-                store.update_status(kind.group, kind.plural, created)
-    for wl in workloads:
-        store.create(KUEUE, "workloads", wl)
-    del parts, scenario, workloads, rest, src
+    items = [(kind.group, kind.plural, json_copy(obj)) for kind in KINDS if kind.key not in VIRTUAL_PLURALS
+             for obj in src.list(kind.group, kind.plural, copy=False)[0]]
+    items += [(KUEUE, "workloads", json_copy(wl)) for wl in workloads]
+    refused = [r for r in store.create_many(items) if r is not None]
+    if refused:
+        raise RuntimeError(f"{len(refused)} objects not stored, first: {refused[0].message}")
+    del parts, scenario, workloads, rest, src, items
     gc.collect()
     return store
 
@@ -251,7 +251,8 @@ def serve_paused_child(name: str, port: int, kubeconfig: str, count_bytes: bool 
 @contextmanager
 def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool = False) -> Iterator[Server]:
     """A server in a child process (`kueuetop sim serve`, or the paused one); yields once it
-    has answered a request. count_bytes needs paused."""
+    has answered its first request, a list of every ClusterQueue (`startup_s` is the time from
+    starting the process to that answer). count_bytes needs paused."""
     port = free_port()
     kubeconfig = workdir / f"{scenario}.kubeconfig"
     url = f"http://127.0.0.1:{port}"
@@ -265,14 +266,14 @@ def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool 
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        probe = f"{url}/apis/{KUEUE}/{VERSION}/clusterqueues?limit=1"
-        while not _answers(probe):
+        probe = f"{url}/apis/{KUEUE}/{VERSION}/clusterqueues"
+        while (first_items := _listed(probe)) is None:
             if proc.poll() is not None or time.monotonic() - t0 > READY_TIMEOUT * (5 if scenario == "xl" else 1):
                 raise RuntimeError(f"sim serve {scenario} did not start: {proc.stderr.read().decode()[-2000:]}"
                                    if proc.stderr and proc.poll() is not None
                                    else f"sim serve {scenario} did not start")
             time.sleep(0.01)
-        yield Server(proc, url, kubeconfig, time.monotonic() - t0)
+        yield Server(proc, url, kubeconfig, time.monotonic() - t0, first_items)
     finally:
         proc.terminate()
         try:

@@ -1,5 +1,6 @@
 """`kueuetop sim serve` as a process: serves every built-in, honours --kueue-api, and stops
-cleanly (exit 0, port released) on SIGINT and SIGTERM."""
+cleanly (exit 0, port released) on SIGINT and SIGTERM. A scale scenario serves its whole
+first instant from the first answer, then Kueue catches up and watchers see it."""
 
 from __future__ import annotations
 
@@ -115,3 +116,59 @@ def test_kueue_api_v1beta1_flag(tmp_path: Path) -> None:
         assert any("cohort" in cq["spec"] for cq in items)
     finally:
         assert stop(proc, signal.SIGINT) == 0
+
+
+def _first_answer(url: str, proc: subprocess.Popen[str]) -> tuple[int, bytes]:
+    """The first answered request, whatever the server is still doing."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            return http_get(url)
+        except OSError:
+            time.sleep(0.02)
+    raise AssertionError(f"no answer from {url}")
+
+
+def test_large_serves_its_first_instant_from_the_first_answer(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kueuetop", "sim", "serve", "large", "--port", str(port),
+                             "--kubeconfig", str(tmp_path / "kubeconfig")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        status, body = _first_answer(url + "/api/v1/nodes", proc)
+        assert status == 200
+        assert len(json.loads(body)["items"]) == 1_000
+        cqs = json.loads(http_get(url + f"/apis/{KUEUE}/v1beta2/clusterqueues")[1])
+        assert len(cqs["items"]) == 500
+        assert len(json.loads(http_get(url + f"/apis/{KUEUE}/v1beta2/localqueues")[1])["items"]) == 2_000
+        names = {ns["metadata"]["name"] for ns in json.loads(http_get(url + "/api/v1/namespaces")[1])["items"]}
+        assert {cq["metadata"]["name"] for cq in cqs["items"]} <= names
+        # Kueue catches up after the server listens: a watch from the listed version sees
+        # every ClusterQueue become Active, then the scenario's Workloads arrive.
+        active: set[str] = {cq["metadata"]["name"] for cq in cqs["items"] if _active(cq)}
+        watch = (url + f"/apis/{KUEUE}/v1beta2/clusterqueues?watch=true&timeoutSeconds=60"
+                 f"&resourceVersion={cqs['metadata']['resourceVersion']}")
+        with urllib.request.urlopen(watch, timeout=60) as resp:
+            for line in resp if len(active) < 500 else ():
+                event = json.loads(line)
+                if event["type"] == "MODIFIED" and _active(event["object"]):
+                    active.add(event["object"]["metadata"]["name"])
+                if len(active) == 500:
+                    break
+        assert len(active) == 500
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            wls = json.loads(http_get(url + f"/apis/{KUEUE}/v1beta2/workloads?limit=5")[1])["items"]
+            if wls:
+                break
+            time.sleep(0.2)
+        assert wls, "the scenario's Workloads arrive once the simulation runs"
+    finally:
+        assert stop(proc, signal.SIGTERM) == 0
+
+
+def _active(cq: dict) -> bool:
+    return any(c.get("type") == "Active" and c.get("status") == "True"
+               for c in (cq.get("status") or {}).get("conditions") or [])
+

@@ -13,7 +13,7 @@ import heapq
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from kueuetop.kueue.api_versions import to_v1beta2
@@ -21,7 +21,8 @@ from kueuetop.sim.apiserver.defaults import apply_defaults, prepare_for_create
 from kueuetop.sim.apiserver.patch import merge_patch
 from kueuetop.sim.apiserver.validation import validate
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.kinds import kind_for_object
+from kueuetop.sim.jsoncopy import json_copy
+from kueuetop.sim.kinds import Kind, kind_for_object
 from kueuetop.sim.objectstore import Invalid, ObjectStore, StoreError, WatchEvent
 from kueuetop.sim.scenario import Scenario, ScenarioStep
 
@@ -138,6 +139,66 @@ class SimCluster:
             due.append(self._steps[self._next_step])
             self._next_step += 1
         return due
+
+    def apply_due_steps(self) -> None:
+        """Apply the scenario steps due now and nothing else: no controller runs and no event is
+        delivered yet (they wait for the next settle(), which catches up as Kueue does on a
+        real cluster right after the objects were created). `sim serve` calls this before it
+        listens, so every object of the first instant is served from the first answer."""
+        with self.lock:
+            now = self.clock.now()
+            batch: list[tuple[ScenarioStep, Kind, dict[str, Any]]] = []
+            handler = getattr(self, "step_handler", None)
+            for step in self._due_steps(now):
+                try:
+                    if handler is not None and handler(step, now):
+                        continue
+                    prepared = self._prepare_create(step)
+                    if prepared is not None:
+                        batch.append((step, *prepared))
+                        continue
+                    self._create_batch(batch)  # keep the scenario's order around anything else
+                    batch = []
+                    if step.kind == "apply" and step.obj is not None:
+                        self._apply_object(step)
+                except StoreError as exc:
+                    self._refused(step, exc)
+            self._create_batch(batch)
+
+    def _prepare_create(self, step: ScenarioStep) -> tuple[Kind, dict[str, Any]] | None:
+        """(kind, object ready to store) for a create step that passes validation, else None
+        (the step then goes through _apply_object, which says what is wrong)."""
+        if step.kind != "apply" or step.update or step.obj is None:
+            return None
+        obj = json_copy(to_v1beta2(step.obj))
+        kind = kind_for_object(obj)
+        if kind is None:
+            return None
+        prepare_for_create(kind, obj)
+        apply_defaults(kind, obj)
+        if validate(kind, obj, None, kind.versions[0]):
+            return None
+        return kind, obj
+
+    def _refused(self, step: ScenarioStep, exc: StoreError) -> None:
+        msg = f"{step.origin}: {exc.message}"
+        self.errors.append(msg)
+        _log.warning("scenario step refused: %s", msg)
+
+    def _create_batch(self, batch: list[tuple[ScenarioStep, Kind, dict[str, Any]]]) -> None:
+        if not batch:
+            return
+        results = self.store.create_many((kind.group, kind.plural, obj) for _, kind, obj in batch)
+        for (step, _, _), exc in zip(batch, results, strict=True):
+            if exc is not None:
+                self._refused(step, exc)
+
+    def add_steps(self, steps: Iterable[ScenarioStep]) -> None:
+        """Append later scenario steps, in time order and none before the last step held: how
+        `sim serve` hands over the part of a scenario it builds after it started listening."""
+        with self.lock:
+            self._steps.extend(steps)
+        self.wake.set()
 
     def next_step_time(self) -> float | None:
         if self._next_step < len(self._steps):

@@ -112,7 +112,17 @@ _WL_COLUMNS = (
 )
 _WPC_COLUMNS = (PrinterColumn("Value", ".value", "integer",
                               description="Value of workloadPriorityClass's Priority"),)
-AGE_COLUMN = PrinterColumn("Age", ".metadata.creationTimestamp", "date")
+# cluster-autoscaler's CRD (apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml)
+# declares one column, Age, without a description.
+_PROVREQ_COLUMNS = (PrinterColumn("Age", ".metadata.creationTimestamp", "date"),)
+# What apiextensions serves for a CRD version that declares no columns.
+CREATION_TIMESTAMP_DESC = (
+    "CreationTimestamp is a timestamp representing the server time when this object was created. It "
+    "is not guaranteed to be set in happens-before order across separate operations. Clients may not "
+    "set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. "
+    "Read-only. Null for lists. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata")
+AGE_COLUMN = PrinterColumn("Age", ".metadata.creationTimestamp", "date", description=CREATION_TIMESTAMP_DESC)
 
 # v1beta1 printer columns that differ from v1beta2 (only the CQ cohort path was renamed).
 V1BETA1_COLUMNS: dict[str, tuple[PrinterColumn, ...]] = {"clusterqueues": _CQ_COLUMNS_V1BETA1}
@@ -138,7 +148,8 @@ KINDS: tuple[Kind, ...] = (
     _kueue("ProvisioningRequestConfig", "provisioningrequestconfigs", "provisioningrequestconfig", False,
            ("prc",), False),
     Kind("autoscaling.x-k8s.io", ("v1",), "ProvisioningRequest", "provisioningrequests",
-         "provisioningrequest", True, ("provreq", "provreqs"), status_subresource=True, crd=True),
+         "provisioningrequest", True, ("provreq", "provreqs"), status_subresource=True, crd=True,
+         printer_columns=_PROVREQ_COLUMNS),
     Kind("authorization.k8s.io", ("v1",), "SelfSubjectAccessReview", "selfsubjectaccessreviews",
          "selfsubjectaccessreview", False, verbs=("create",)),
 )

@@ -262,14 +262,16 @@ class NodePoolController:
     def _create_nodes(self, pool: Pool, scale: ScaleUp, now: float) -> bool:
         scale.done = True
         created = False
-        for node in expand_node_pool(pool.doc, scale.count, start=pool.next_index):
-            pool.next_index += 1
-            try:
-                self.store.create("", "nodes", node)
-            except StoreError as exc:
-                _log.warning("node pool %s: node %s not created: %s", pool.name, node["metadata"]["name"], exc.message)
+        nodes = expand_node_pool(pool.doc, scale.count, start=pool.next_index)
+        pool.next_index += len(nodes)
+        names = [node["metadata"]["name"] for node in nodes]
+        # One bulk insert: a 5,000-node pool is created before `sim serve` listens. The dicts
+        # are fresh, so the store may keep them as they are.
+        results = self.store.create_many(("", "nodes", node) for node in nodes)
+        for name, exc in zip(names, results, strict=True):
+            if exc is not None:
+                _log.warning("node pool %s: node %s not created: %s", pool.name, name, exc.message)
                 continue
-            name = node["metadata"]["name"]
             pool.nodes[name] = None
             self._pool_of_node[name] = pool.name
             scale.nodes.append(name)

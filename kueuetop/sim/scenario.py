@@ -38,8 +38,10 @@ dicts between objects to stay small): copy before mutating.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,7 @@ __all__ = [
     "ANN_GPU_UTIL",
     "ANN_RUNTIME",
     "KUEUETOP_API_VERSION",
+    "LazySteps",
     "Scenario",
     "ScenarioAction",
     "ScenarioError",
@@ -67,6 +70,8 @@ __all__ = [
     "object_key",
     "parse_action_target",
     "parse_scenario",
+    "split_first_instant",
+    "staged_steps_from_objects",
     "steps_from_objects",
 ]
 
@@ -157,17 +162,60 @@ class ScenarioStep:
     update: bool = False
 
 
+class LazySteps(Sequence[ScenarioStep]):
+    """A timeline whose later part is built on first use. `head` holds the steps due at t=0
+    and is there at once; `rest()` builds every later step (for generated scenarios that is
+    tens of thousands of Workloads, which `sim serve` builds after it started listening).
+    Used as a sequence, it is the whole timeline, exactly as if built in one go."""
+
+    def __init__(self, head: tuple[ScenarioStep, ...], build_rest: Callable[[], tuple[ScenarioStep, ...]]) -> None:
+        self.head = head
+        self._build_rest = build_rest
+        self._rest: tuple[ScenarioStep, ...] | None = None
+        self._lock = threading.Lock()
+
+    def rest(self) -> tuple[ScenarioStep, ...]:
+        with self._lock:
+            if self._rest is None:
+                self._rest = self._build_rest()
+            return self._rest
+
+    def _all(self) -> tuple[ScenarioStep, ...]:
+        return self.head + self.rest()
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.rest())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[ScenarioStep]:
+        yield from self.head
+        yield from self.rest()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return self._all() == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to tuples, so not hashable like them
+
+    def __repr__(self) -> str:
+        built = "built" if self._rest is not None else "not built yet"
+        return f"LazySteps({len(self.head)} at start, rest {built})"
+
+
 @dataclass(frozen=True)
 class Scenario:
     """A parsed scenario. `node_pools` holds each NodePool's creating document (they are in
     `steps` too, so an engine applies pools like any object); `config` is SimConfig.spec with
-    defaults."""
+    defaults. `steps` is a tuple, or `LazySteps` for generated scenarios."""
 
     name: str
     source: str
     config: dict[str, Any]
     node_pools: tuple[dict[str, Any], ...]
-    steps: tuple[ScenarioStep, ...]
+    steps: Sequence[ScenarioStep]
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def objects(self, kind: str | None = None) -> list[dict[str, Any]]:
@@ -582,6 +630,21 @@ def load_scenario(name_or_path: str) -> Scenario:
     return parse_scenario(text, name_or_path)
 
 
+def split_first_instant(scenario: Scenario) -> tuple[Scenario, Callable[[], Sequence[ScenarioStep]]]:
+    """The scenario cut after the steps due at t=0, and a function that builds the later steps.
+
+    `sim serve` loads the first part into the store before it listens and hands the rest to
+    the simulation afterwards; for a generated scenario the rest is not built until asked."""
+    steps = scenario.steps
+    if isinstance(steps, LazySteps):
+        return dataclasses.replace(scenario, steps=steps.head), steps.rest
+    cut = 0
+    while cut < len(steps) and steps[cut].at <= 0:
+        cut += 1
+    later = tuple(steps[cut:])
+    return dataclasses.replace(scenario, steps=tuple(steps[:cut])), lambda: later
+
+
 def steps_from_objects(name: str, objects: Iterable[tuple[float, dict[str, Any]]],
                        config: Mapping[str, Any] | None = None,
                        actions: Iterable[tuple[float, ScenarioAction]] = (),
@@ -602,3 +665,39 @@ def steps_from_objects(name: str, objects: Iterable[tuple[float, dict[str, Any]]
     items.sort(key=lambda item: (item[0], item[1]))
     return Scenario(name=name, source=f"<generated:{name}>", config=cfg, node_pools=tuple(pools),
                     steps=tuple(step for _, _, step in items), meta=dict(meta or {}))
+
+
+NumberedObjects = Iterable[tuple[int, float, dict[str, Any]]]
+
+
+def staged_steps_from_objects(name: str, first: NumberedObjects, later: Callable[[], NumberedObjects],
+                              config: Mapping[str, Any] | None = None,
+                              meta: Mapping[str, Any] | None = None) -> Scenario:
+    """Like `steps_from_objects`, for objects given as (document number, at, object): `first`
+    holds every object due at t=0 and every NodePool, `later()` the rest, all due after t=0;
+    it runs only when the later steps are first needed (see `LazySteps`). The timeline is the
+    one `steps_from_objects` would build from all of them in number order."""
+    cfg = {**SIM_CONFIG_DEFAULTS, **(config or {})}
+    pools: list[dict[str, Any]] = []
+    head: list[tuple[float, int, ScenarioStep]] = []
+    for n, at, obj in first:
+        if at > 0:
+            raise ValueError(f"{name}#doc{n}: a first-instant object is due at {at}")
+        if obj["kind"] == "NodePool":
+            obj["spec"].setdefault("clusterName", cfg["clusterName"])
+            pools.append(obj)
+        head.append((at, n, ScenarioStep(at, "apply", obj, None, f"{name}#doc{n}")))
+    head.sort(key=lambda item: (item[0], item[1]))
+
+    def build_rest() -> tuple[ScenarioStep, ...]:
+        items = [(at, n, obj) for n, at, obj in later()]
+        items.sort(key=lambda item: (item[0], item[1]))
+        if items and items[0][0] <= 0:
+            raise ValueError(f"{name}#doc{items[0][1]}: a later object is due at t=0")
+        pools_later = [n for _, n, obj in items if obj.get("kind") == "NodePool"]
+        if pools_later:  # Scenario.node_pools is known before the later steps are built
+            raise ValueError(f"{name}#doc{pools_later[0]}: a NodePool must be in the first instant")
+        return tuple(ScenarioStep(at, "apply", obj, None, f"{name}#doc{n}") for at, n, obj in items)
+
+    return Scenario(name=name, source=f"<generated:{name}>", config=cfg, node_pools=tuple(pools),
+                    steps=LazySteps(tuple(step for _, _, step in head), build_rest), meta=dict(meta or {}))

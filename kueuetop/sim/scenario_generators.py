@@ -22,7 +22,7 @@ from kueuetop.sim.scenario import (
     ANN_RUNTIME,
     KUEUETOP_API_VERSION,
     Scenario,
-    steps_from_objects,
+    staged_steps_from_objects,
 )
 
 Obj = dict[str, Any]
@@ -121,17 +121,40 @@ PERF_LARGE_SCALE = PerfConfig(
 PERF_FLAVOR = "rf"  # generator.go defaultResourceFlavorName
 
 
-def _perf_objects(cfg: PerfConfig) -> Iterator[tuple[float, Obj]]:
+def _perf_pod_sets(cfg: PerfConfig) -> dict[str, list[Obj]]:
+    # Pod sets are identical per class: share one per class (objects are read-only data).
+    return {wlt.class_name: [{
+        "name": "main", "count": 1,
+        "template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "c", "resources": {"requests": {"cpu": wlt.request}}}]}}}]
+        for s in cfg.workloads_sets for wlt in s.workloads}
+
+
+def _perf_queue_names(cfg: PerfConfig) -> Iterator[tuple[int, str, str]]:
+    """(queue index, cohort, name) in generation order. Document numbers: 1 is the flavor, 2
+    the node pool, then each queue takes its ClusterQueue, Namespace, LocalQueue and Workloads."""
+    i = 0
+    for c in range(cfg.cohorts):
+        cohort = f"{cfg.cohort_class}-{c}"
+        for q in range(cfg.queues_per_cohort):
+            # generator.go: "%s-%d-%d-%s" (className, queueSetIdx, queueIndex, cohortName);
+            # the namespace and the LocalQueue take the ClusterQueue's name.
+            yield i, cohort, f"{cfg.queue_class}-0-{q}-{cohort}"
+            i += 1
+
+
+def _perf_first(cfg: PerfConfig) -> Iterator[tuple[int, float, Obj]]:
+    """The objects at t=0: flavor, node pool, and per queue its ClusterQueue, Namespace, LocalQueue."""
     cleanup = {PERF_CLEANUP_LABEL: "true"}
-    yield 0.0, {"apiVersion": V1BETA2, "kind": "ResourceFlavor",
-                "metadata": {"name": PERF_FLAVOR, "labels": cleanup}, "spec": {}}
+    yield 1, 0.0, {"apiVersion": V1BETA2, "kind": "ResourceFlavor",
+                   "metadata": {"name": PERF_FLAVOR, "labels": cleanup}, "spec": {}}
     # Kueue's runner works on envtest without nodes and finishes workloads itself; one roomy
     # CPU pool keeps a node-placing kubelet from ever being the bottleneck here.
     nodes = math.ceil(cfg.cluster_queues * int(cfg.nominal_quota) * 1.25 / 1000)
-    yield 0.0, {"apiVersion": KUEUETOP_API_VERSION, "kind": "NodePool",
-                "metadata": {"name": "perf-cpu"},
-                "spec": {"machineType": "n2-standard-32", "capacity": {"cpu": "1000", "memory": "4000Gi"},
-                         "size": nodes, "autoscaling": False}}
+    yield 2, 0.0, {"apiVersion": KUEUETOP_API_VERSION, "kind": "NodePool",
+                   "metadata": {"name": "perf-cpu"},
+                   "spec": {"machineType": "n2-standard-32", "capacity": {"cpu": "1000", "memory": "4000Gi"},
+                            "size": nodes, "autoscaling": False}}
     cq_spec_common = {
         "namespaceSelector": {},
         "queueingStrategy": "BestEffortFIFO",
@@ -144,27 +167,27 @@ def _perf_objects(cfg: PerfConfig) -> Iterator[tuple[float, Obj]]:
                            "borrowingLimit": cfg.borrowing_limit}]}]}],
     }
     cq_labels = {PERF_CLASS_LABEL: cfg.queue_class, **cleanup}
-    # Pod sets are identical per class: share one per class (objects are read-only data).
-    pod_sets = {wlt.class_name: [{
-        "name": "main", "count": 1,
-        "template": {"spec": {"restartPolicy": "Never", "containers": [
-            {"name": "c", "resources": {"requests": {"cpu": wlt.request}}}]}}}]
-        for s in cfg.workloads_sets for wlt in s.workloads}
-    for c in range(cfg.cohorts):
-        cohort = f"{cfg.cohort_class}-{c}"
-        for q in range(cfg.queues_per_cohort):
-            # generator.go: "%s-%d-%d-%s" (className, queueSetIdx, queueIndex, cohortName);
-            # the namespace and the LocalQueue take the ClusterQueue's name.
-            name = f"{cfg.queue_class}-0-{q}-{cohort}"
-            yield 0.0, {"apiVersion": V1BETA2, "kind": "ClusterQueue",
-                        "metadata": {"name": name, "labels": cq_labels},
-                        "spec": {"cohortName": cohort, **cq_spec_common}}
-            yield 0.0, {"apiVersion": "v1", "kind": "Namespace",
-                        "metadata": {"name": name, "labels": cleanup}}
-            yield 0.0, {"apiVersion": V1BETA2, "kind": "LocalQueue",
-                        "metadata": {"name": name, "namespace": name},
-                        "spec": {"clusterQueue": name}}
-            yield from _perf_workloads(cfg, name, pod_sets)
+    per_queue = 3 + cfg.workloads_per_queue
+    for i, cohort, name in _perf_queue_names(cfg):
+        n = 3 + i * per_queue
+        yield n, 0.0, {"apiVersion": V1BETA2, "kind": "ClusterQueue",
+                       "metadata": {"name": name, "labels": cq_labels},
+                       "spec": {"cohortName": cohort, **cq_spec_common}}
+        yield n + 1, 0.0, {"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": name, "labels": cleanup}}
+        yield n + 2, 0.0, {"apiVersion": V1BETA2, "kind": "LocalQueue",
+                           "metadata": {"name": name, "namespace": name},
+                           "spec": {"clusterQueue": name}}
+
+
+def _perf_later(cfg: PerfConfig) -> Iterator[tuple[int, float, Obj]]:
+    """Every queue's Workloads (all due after t=0)."""
+    pod_sets = _perf_pod_sets(cfg)
+    per_queue = 3 + cfg.workloads_per_queue
+    for i, _, name in _perf_queue_names(cfg):
+        first = 3 + i * per_queue + 3
+        for j, (at, obj) in enumerate(_perf_workloads(cfg, name, pod_sets)):
+            yield first + j, at, obj
 
 
 def _perf_workloads(cfg: PerfConfig, namespace: str, pod_sets: dict[str, list[Obj]]
@@ -194,7 +217,8 @@ def perf_scenario(name: str, cfg: PerfConfig) -> Scenario:
     meta = {"kueueSource": cfg.source, "kueueRangespec": cfg.rangespec,
             "expected": {"clusterQueues": cfg.cluster_queues, "localQueues": cfg.cluster_queues,
                          "workloads": cfg.workloads}}
-    return steps_from_objects(name, _perf_objects(cfg), config={"clusterName": "kueue-perf"}, meta=meta)
+    return staged_steps_from_objects(name, _perf_first(cfg), lambda: _perf_later(cfg),
+                                     config={"clusterName": "kueue-perf"}, meta=meta)
 
 
 # --------------------------------------------------------------------------------------
@@ -420,14 +444,25 @@ def scale_scenario(spec: ScaleSpec) -> Scenario:
             lqs.append(lq)
         lq_refs.append(lqs)
 
-    # Workloads: spread over queues in proportion to their GPU quota.
+    # Workloads: spread over queues in proportion to their GPU quota. They are built only when
+    # the later steps are first needed, from the generator's state at this point.
     per_cq = _apportion(spec.workloads, [sum(q.values()) for q in quota])
-    objects.extend(_scale_workloads(rng, spec, cq_names, lq_refs, per_cq))
+    state = rng.getstate()
+
+    def later() -> Iterator[tuple[int, float, Obj]]:
+        wl_rng = random.Random()
+        wl_rng.setstate(state)
+        for n, (at, obj) in enumerate(_scale_workloads(wl_rng, spec, cq_names, lq_refs, per_cq),
+                                      start=len(objects) + 1):
+            yield n, at, obj
+
     meta = {"expected": {
         "nodes": spec.nodes, "gpus": spec.nodes * spec.gpus_per_node,
         "clusterQueues": spec.cluster_queues,
         "localQueues": spec.cluster_queues * spec.local_queues_per_cq, "workloads": spec.workloads}}
-    return steps_from_objects(spec.name, objects, config={"clusterName": f"kueuetop-{spec.name}"}, meta=meta)
+    first = ((n, at, obj) for n, (at, obj) in enumerate(objects, start=1))
+    return staged_steps_from_objects(spec.name, first, later, config={"clusterName": f"kueuetop-{spec.name}"},
+                                     meta=meta)
 
 
 def _scale_workloads(rng: random.Random, spec: ScaleSpec, cq_names: list[str],
@@ -445,8 +480,9 @@ def _scale_workloads(rng: random.Random, spec: ScaleSpec, cq_names: list[str],
         prios = rng.choices(prio_names, weights=prio_weights, k=count)
         queues = rng.choices(lqs, weights=lq_weights, k=count)
         for n, (shape, prio, lq) in enumerate(zip(shapes, prios, queues, strict=True)):
-            # Start-up burst over 30 s, then a trickle of arrivals for an hour.
-            at = round(random_() * 3600.0 if random_() < _LATE_SHARE else random_() * 30.0, 3)
+            # Start-up burst over 30 s, then a trickle of arrivals for an hour; none at t=0 itself,
+            # so the first instant is the cluster and its queues (what `sim serve` loads first).
+            at = max(0.001, round(random_() * 3600.0 if random_() < _LATE_SHARE else random_() * 30.0, 3))
             runtime = shape.runtime_min_s * (shape.runtime_max_s / shape.runtime_min_s) ** random_()
             annotations = {ANN_AT: format_duration(at), ANN_RUNTIME: format_duration(round(runtime))}
             if shape.gpus:

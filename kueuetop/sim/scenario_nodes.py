@@ -22,6 +22,10 @@ from kueuetop.kueue.quantity import parse_quantity
 DEFAULT_CLUSTER = "kueuetop-sim"
 DEFAULT_ZONE = "us-central1-c"
 KUBELET_VERSION = "v1.31.6-gke.1020000"
+# What a GKE 1.31 node on Container-Optimized OS (milestone 117) reports in status.nodeInfo.
+CONTAINER_RUNTIME_VERSION = "containerd://1.7.24"
+OS_IMAGE = "Container-Optimized OS from Google"
+KERNEL_VERSION = "6.1.112+"
 
 # GPU model (nvidia-smi name) → GKE accelerator label, memory MiB, GFD family.
 GPU_MODELS: dict[str, tuple[str, int, str]] = {
@@ -77,6 +81,33 @@ def node_name(cluster: str, pool: str, zone: str, index_in_zone: int) -> str:
     n = (index_in_zone * _STRIDE + _digest(f"{group}/suffix")) % _SUFFIX_SPACE
     suffix = "".join(_BASE36[(n // 36**k) % 36] for k in (3, 2, 1, 0))
     return f"{_gke_prefix(cluster, pool)}-{group}-{suffix}"
+
+
+def _hex_id(name: str, what: str) -> str:
+    return hashlib.sha1(f"{name}/{what}".encode()).hexdigest()[:32]
+
+
+def _uuid_id(name: str, what: str) -> str:
+    h = _hex_id(name, what)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def node_info(name: str) -> dict[str, str]:
+    """`status.nodeInfo` as the kubelet reports it: every field set (the `kubernetes` client's
+    V1NodeSystemInfo refuses nulls); the machine, system and boot ids are derived from the name
+    so the same node always reports the same ids."""
+    return {
+        "architecture": "amd64",
+        "bootID": _uuid_id(name, "boot-id"),
+        "containerRuntimeVersion": CONTAINER_RUNTIME_VERSION,
+        "kernelVersion": KERNEL_VERSION,
+        "kubeProxyVersion": KUBELET_VERSION,
+        "kubeletVersion": KUBELET_VERSION,
+        "machineID": _hex_id(name, "machine-id"),
+        "operatingSystem": "linux",
+        "osImage": OS_IMAGE,
+        "systemUUID": _uuid_id(name, "system-uuid"),
+    }
 
 
 def gpu_product_label(model: str) -> str:
@@ -239,9 +270,7 @@ def expand_node_pool(pool_doc: Mapping[str, Any], count: int, *, start: int = 0,
                 "allocatable": dict(allocatable),
                 "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                 "message": "kubelet is posting ready status"}],
-                "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "operatingSystem": "linux",
-                             "architecture": "amd64", "osImage": "Container-Optimized OS from Google",
-                             "containerRuntimeVersion": "containerd://1.7.24"},
+                "nodeInfo": node_info(name),
             },
         }
         if taints:

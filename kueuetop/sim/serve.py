@@ -4,28 +4,41 @@ The simulation runs in its own thread in real time (times a speed factor); API c
 kueuetop itself, the `kubernetes` client, kubectl, Prometheus — talk to it over HTTP.
 
 Startup is on the path of every `sim serve` and `--demo`: modules needed only when a client
-asks for metrics, telemetry or queue order are imported on first use, not here.
+asks for metrics, telemetry or queue order are imported on first use, not here. The server
+listens as soon as every object of the scenario's first instant is in the store (its nodes
+included); the controllers catch up in the simulation thread afterwards, as Kueue does on a
+real cluster right after `kubectl apply`, and watchers see their status writes. A generated
+scenario's later steps (its Workloads) are built there too.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from kueuetop.sim.apiserver import ApiServer, ServerHooks, write_kubeconfig
 from kueuetop.sim.apiserver.auth import load_tokens
+from kueuetop.sim.apiserver.defaults import prepare_for_create
 from kueuetop.sim.clock import SimClock
+from kueuetop.sim.cluster import SimCluster
+from kueuetop.sim.objectstore import ObjectStore
 from kueuetop.sim.runner import SimParts, build_cluster
-from kueuetop.sim.scenario import Scenario
+from kueuetop.sim.scenario import Scenario, ScenarioStep, split_first_instant
+
+_log = logging.getLogger(__name__)
 
 KUEUE = "kueue.x-k8s.io"
+# What kube-apiserver creates at boot: `kubectl create -f job.yaml` lands in "default".
+SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 # --kueue-api → the kueue.x-k8s.io versions served, preferred first. v1beta2 is Kueue ≥ 0.15,
 # which still serves the deprecated v1beta1; v1beta1 is Kueue ≤ 0.14, which knows nothing newer.
 KUEUE_API_VERSIONS = {"v1beta2": ("v1beta2", "v1beta1"), "v1beta1": ("v1beta1",)}
@@ -33,10 +46,14 @@ KUEUE_API_VERSIONS = {"v1beta2": ("v1beta2", "v1beta1"), "v1beta1": ("v1beta1",)
 
 @dataclass
 class ServedCluster:
+    """A served scenario. The server answers from the start; `caught_up` is set once the
+    controllers have settled the first instant and the later steps are scheduled."""
+
     parts: SimParts
     server: ApiServer
     kubeconfig: Path
     thread: threading.Thread
+    caught_up: threading.Event
 
     @property
     def url(self) -> str:
@@ -130,17 +147,62 @@ def start_served(scenario: Scenario, *, port: int = 0, speed: float = 1.0, token
     (Kueue ≤ 0.14: v1beta1 only)."""
     if kueue_api not in KUEUE_API_VERSIONS:
         raise ValueError(f"unknown Kueue API version {kueue_api!r}: use one of {', '.join(KUEUE_API_VERSIONS)}")
-    clock = SimClock(time.time(), speed)
-    parts = build_cluster(scenario, clock)
     tokens = load_tokens(token_file) if token_file else None
-    parts.cluster.settle()  # objects at t=0 exist before the first client connects
+    first, later = split_first_instant(scenario)
+    clock = SimClock(time.time(), speed)
+    parts = build_cluster(first, clock)
+    load_first_instant(parts)
     server = ApiServer(parts.cluster.store, port=port, tokens=tokens, faults=faults, hooks=_hooks(parts),
                        kueue_versions=KUEUE_API_VERSIONS[kueue_api]).start()
     admin = next((t for t, u in (tokens or {}).items() if u.role == "admin"), None)
-    path = write_kubeconfig(kubeconfig or default_kubeconfig_path(server.port), server.url, token=admin)
-    thread = threading.Thread(target=parts.cluster.run_forever, name="kueuetop-sim", daemon=True)
+    try:
+        path = write_kubeconfig(kubeconfig or default_kubeconfig_path(server.port), server.url, token=admin)
+    except OSError:
+        server.stop()
+        raise
+    caught_up = threading.Event()
+    thread = threading.Thread(target=_simulate, args=(parts.cluster, later, caught_up), name="kueuetop-sim",
+                              daemon=True)
     thread.start()
-    return ServedCluster(parts, server, path, thread)
+    return ServedCluster(parts, server, path, thread, caught_up)
+
+
+def load_first_instant(parts: SimParts) -> None:
+    """Every object due at t=0 into the store, and the Nodes of the scenario's NodePools, with
+    no other controller run: what must be served from the first answer. The namespaces a
+    Kubernetes API server creates when it boots are added unless the scenario has them."""
+    cluster = parts.cluster
+    cluster.apply_due_steps()
+    with cluster.lock:
+        _add_system_namespaces(cluster.store)
+        pools = parts.extra.get("node-pools")
+        if pools is not None:
+            pools.reconcile(cluster.now)
+
+
+def _add_system_namespaces(store: ObjectStore) -> None:
+    kind = store.kind("", "namespaces")
+    missing = []
+    for name in SYSTEM_NAMESPACES:
+        if store.try_get("", "namespaces", None, name, copy=False) is None:
+            ns: dict[str, Any] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            prepare_for_create(kind, ns)
+            missing.append(("", "namespaces", ns))
+    store.create_many(missing)
+
+
+def _simulate(cluster: SimCluster, later: Callable[[], Sequence[ScenarioStep]], caught_up: threading.Event) -> None:
+    """The simulation thread: controllers catch up with the first instant, then the later
+    steps are built and the cluster runs in real time until stopped."""
+    cluster.settle()
+    try:
+        steps = later()
+    except Exception:  # a broken generator must not take the served cluster down with it
+        _log.exception("cannot build the scenario's later steps; serving without them")
+        steps = ()
+    cluster.add_steps(steps)
+    caught_up.set()
+    cluster.run_forever()
 
 
 def stop_on_signals() -> threading.Event:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import pytest
@@ -189,3 +190,39 @@ def test_scale_lookups_stay_fast(clock: Clock) -> None:
     page, nxt, _ = s.list_page("", "pods", "ns-3", limit=10)
     assert len(page) == 10 and nxt is not None
     assert s.count("", "pods", "ns-3") == 400
+
+
+def test_create_many_stores_as_create_does_in_one_batch(clock: Clock) -> None:
+    one, bulk = ObjectStore(now=clock, seed=3), ObjectStore(now=clock, seed=3)
+    objs = [cluster_queue("cq-a"), workload("w1", "team-a"), cluster_queue("cq-a"), workload("w2", "team-b")]
+    seen_one: list[tuple[str, str]] = []
+    seen_bulk: list[tuple[str, str]] = []
+    one.subscribe(lambda ev: seen_one.append((ev.type, ev.obj["metadata"]["name"])))
+    bulk.subscribe(lambda ev: seen_bulk.append((ev.type, ev.obj["metadata"]["name"])))
+    for obj in objs:
+        plural = "clusterqueues" if obj["kind"] == "ClusterQueue" else "workloads"
+        with contextlib.suppress(AlreadyExists):
+            one.create(KUEUE, plural, obj)
+    owned = [dict(o, metadata=dict(o["metadata"])) for o in objs]
+    results = bulk.create_many((KUEUE, "clusterqueues" if o["kind"] == "ClusterQueue" else "workloads", o)
+                               for o in owned)
+    # The duplicate is refused; the items after it are still created.
+    assert [type(r).__name__ if r else None for r in results] == [None, None, "AlreadyExists", None]
+    assert seen_bulk == seen_one == [("ADDED", "cq-a"), ("ADDED", "w1"), ("ADDED", "w2")]
+    assert bulk.resource_version == one.resource_version
+    for plural in ("clusterqueues", "workloads"):
+        assert bulk.list(KUEUE, plural)[0] == one.list(KUEUE, plural)[0]
+    # The store keeps the given dicts: nothing was copied.
+    assert bulk.get(KUEUE, "workloads", "team-a", "w1", copy=False) is owned[1]
+    watcher, initial = bulk.watch(KUEUE, "workloads", resource_version=0)
+    assert [ev.obj["metadata"]["name"] for ev in initial] == ["w1", "w2"]
+    watcher.stop()
+
+
+def test_create_many_refuses_nameless_and_unknown_kinds(store: ObjectStore) -> None:
+    results = store.create_many([(KUEUE, "clusterqueues", {"metadata": {}}),
+                                 ("nowhere", "things", {"metadata": {"name": "x"}}),
+                                 (KUEUE, "clusterqueues", {"metadata": "bad"}),
+                                 (KUEUE, "clusterqueues", cluster_queue("fine"))])
+    assert [type(r).__name__ if r else None for r in results] == ["Invalid", "NotFound", "Invalid", None]
+    assert [c["metadata"]["name"] for c in store.list(KUEUE, "clusterqueues")[0]] == ["fine"]

@@ -418,7 +418,9 @@ def column_definitions(kind: Kind, version: str) -> list[dict[str, Any]]:
         return CORE_COLUMNS[kind.key]
     cols = [NAME_COLUMN]
     for c in printer_columns(kind, version):
-        cols.append(_col(c.name, c.type, c.priority, c.description, c.format))
+        # apiextensions' table convertor describes a column the CRD left undescribed by its path.
+        desc = c.description or f"Custom resource definition column (in JSONPath format): {c.json_path}"
+        cols.append(_col(c.name, c.type, c.priority, desc, c.format))
     return cols
 
 
