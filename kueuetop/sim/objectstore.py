@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueuetop.kueue.api_versions import to_v1beta2
-from kueuetop.sim.json_copy import clone, clone_except
+from kueuetop.kueue.json_copy import clone, clone_except
 from kueuetop.sim.kinds import KINDS, Kind, get_kind, kind_for_object
 
 _log = logging.getLogger(__name__)
