@@ -36,7 +36,7 @@ from kueuetop.admission.queue_state import LastAssignment, QueueState
 from kueuetop.admission.quota_tree import FR, Node, QuotaStructure, QuotaTree
 from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.admission.workload_index import WorkloadIndex, queue_order_timestamp
-from kueuetop.kueue.cluster_queue import ANY, STRICT_FIFO
+from kueuetop.kueue.cluster_queue import ANY, BEST_EFFORT_FIFO, STRICT_FIFO
 from kueuetop.kueue.workload import Workload
 
 # requeue reasons (Kueue queue.RequeueReason)
@@ -365,9 +365,44 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
             sticky[cq_name] = key
         elif sticky.get(cq_name) == key:
             del sticky[cq_name]
+    if cc.snapshot.config.feature_gates.get("SchedulingEquivalenceHashing", True):
+        for n in noms:
+            if _bulk_moves_equivalents(cc, n):
+                _park_equivalents(cc, n, writable(n.cluster_queue))
     _forget_not_pending(cc, last)
     return replace(state, inadmissible={k: v for k, v in inadmissible.items() if v},
                    last_assignments=last, sticky=sticky, index=cc.index, pruned_at=cc.index.serial)
+
+
+def _bulk_moves_equivalents(cc: CycleContext, n: Nomination) -> bool:
+    """Kueue's requeueIfNotPresent with SchedulingEquivalenceHashing (beta, on): a BestEffortFIFO
+    head parked as inadmissible for NoFit or PreemptionNoCandidates takes every queued workload
+    of the same scheduling shape with it (handleInadmissibleHash)."""
+    cq = cc.snapshot.cluster_queues.get(n.cluster_queue)
+    if cq is None or cq.queueing_strategy != BEST_EFFORT_FIFO or n.status or n.requeue != GENERIC:
+        return False
+    if n.assignment is None or not _goes_inadmissible(cc, n):
+        return False
+    return n.mode == NO_FIT or (n.mode == PREEMPT and not n.targets)
+
+
+def scheduling_shape(wl: Workload) -> tuple:
+    """What Kueue's computeSchedulingHash covers: effective priority and, per pod set, its name,
+    count, minCount and pod shape (requests, node selector, affinity, tolerations)."""
+    return (wl.effective_priority, wl.pod_sets)
+
+
+def _park_equivalents(cc: CycleContext, n: Nomination, parked: dict[WorkloadKey, int]) -> None:
+    shape = scheduling_shape(n.workload)
+    entries = cc.index.entries
+    for _, key in cc.index.pending_keys(n.cluster_queue):
+        e = entries[key]
+        if key in parked or e.parked_until > cc.now:  # only the active heap moves
+            continue
+        wl = e.wl
+        # Identical pod sets are usually one shared object (parse cache): test identity first.
+        if wl.effective_priority == shape[0] and (wl.pod_sets is shape[1] or wl.pod_sets == shape[1]):
+            parked[key] = wl.meta.generation
 
 
 def _forget_not_pending(cc: CycleContext, last: dict[WorkloadKey, LastAssignment]) -> None:

@@ -10,7 +10,6 @@ one scheduling cycle, and writes every decision into the Workload exactly as Kue
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import logging
 import time
@@ -26,6 +25,7 @@ from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.admission.workload_controller import next_event_at, reconcile
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.errors import KueueParseError
+from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.workload import Workload
 from kueuetop.sim.kueue_metrics import KueueCounters
@@ -186,7 +186,7 @@ class KueueController:
         wrote = False
         try:
             if new.get("spec") != cur.get("spec"):
-                spec = copy.deepcopy(new["spec"])  # apply_decision shares unchanged parts with `cur`
+                spec = clone(new["spec"])  # apply_decision shares unchanged parts with `cur`
                 self.store.patch(KUEUE, "workloads", key[0], key[1], lambda o: {**o, "spec": spec}, copy=False)
                 wrote = True
             if new.get("status") != cur.get("status"):
