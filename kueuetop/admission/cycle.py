@@ -7,6 +7,8 @@ snapshot whose usage accumulates → decisions, and the queue state for the next
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -395,7 +397,12 @@ def scheduling_shape(wl: Workload) -> tuple:
 def _park_equivalents(cc: CycleContext, n: Nomination, parked: dict[WorkloadKey, int]) -> None:
     shape = scheduling_shape(n.workload)
     entries = cc.index.entries
-    for _, key in cc.index.pending_keys(n.cluster_queue):
+    pending = cc.index.pending_keys(n.cluster_queue)
+    # Equivalents share the effective priority, which leads the queue order: scan that band only.
+    lo = bisect.bisect_left(pending, ((-shape[0],),))
+    for sk, key in itertools.islice(pending, lo, None):
+        if sk[0] != -shape[0]:
+            break
         e = entries[key]
         if key in parked or e.parked_until > cc.now:  # only the active heap moves
             continue

@@ -8,6 +8,7 @@ a BestEffortFIFO queue skips its inadmissible set.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from kueuetop.admission.cq_status import cluster_queue_active
@@ -57,19 +58,32 @@ def head_of(snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex, 
         if sticky is not None:
             return sticky
     entries = index.entries
-    # BestEffortFIFO queues can hold thousands of parked/inadmissible workloads ahead of the
-    # head, scanned every cycle: inline parked() (cached per entry) and is_inadmissible().
     inadmissible = state.inadmissible.get(cq)
+    # BestEffortFIFO queues can hold thousands of parked/inadmissible workloads ahead of the
+    # head. The last scan's result stands while the CQ's pending list and inadmissible set are
+    # unchanged (the state shares unchanged per-CQ sets) and no skipped backoff has ended.
+    version = index.pending_version.get(cq, 0)
+    memo = index.head_memo.get(cq)
+    if (memo is not None and memo[0] == version and memo[1] is inadmissible
+            and memo[2] <= now < memo[3]):
+        key = memo[4]
+        return entries[key].wl if key is not None else None
+    found = None
+    until = math.inf  # the first skipped backoff to end
+    # Inline parked() (cached per entry) and is_inadmissible(): this loop is hot.
     for _, key in index.pending_keys(cq):
         e = entries[key]
         if e.parked_until > now:
+            until = min(until, e.parked_until)
             continue
         if inadmissible is not None:
             gen = inadmissible.get(key)
             if gen is not None and gen == e.wl.meta.generation:
                 continue
-        return e.wl
-    return None
+        found = key
+        break
+    index.head_memo[cq] = (version, inadmissible, now, until, found)
+    return entries[found].wl if found is not None else None
 
 
 def heads(snapshot: ClusterSnapshot, state: QueueState, now: float,

@@ -278,13 +278,14 @@ class Kubelet:
         if state is not None and phase == "Pending" and not state.running and key not in self._to_start:
             self._to_start[key] = 0.0  # start as soon as possible
 
-    def _account(self, key: PodKey, pod: Obj, node_name: str) -> None:
-        """Hold the pod's requests on its node (once: the bind's own event may come first)."""
+    def _account(self, key: PodKey, pod: Obj, node_name: str, shape: PodShape | None = None) -> None:
+        """Hold the pod's requests on its node (once: the bind's own event may come first).
+        `shape` is the pod's parsed shape when the caller has it (the scheduler does)."""
         state = self._pods.get(key)
         if state is not None and state.counted:
             return
         try:
-            requests = dict(parse_pod(pod).shape.requests)
+            requests = dict((shape or parse_pod(pod).shape).requests)
         except KueueParseError as exc:
             _log.warning("kubelet: pod %s/%s has bad requests: %s", key[0], key[1], exc)
             requests = {}
@@ -464,7 +465,7 @@ class Kubelet:
             if node is None:
                 worked = self._mark_unschedulable(key, pod, placement, now) or worked
                 continue
-            worked = self._bind(key, pod, node, now) or worked
+            worked = self._bind(key, pod, node, now, shape) or worked
         return worked
 
     @staticmethod
@@ -474,17 +475,17 @@ class Kubelet:
             return (Toleration(QUEUED_TAINT, "Exists", "", "NoSchedule"),)
         return ()
 
-    def _bind(self, key: PodKey, pod: Obj, node: str, now: float) -> bool:
+    def _bind(self, key: PodKey, pod: Obj, node: str, now: float, shape: PodShape | None = None) -> bool:
         def bind(cur: Obj) -> Obj:
             cur.setdefault("spec", {})["nodeName"] = node
             return cur
 
         try:
-            bound = self.store.patch("", "pods", key[0], key[1], bind)
+            bound = self.store.patch("", "pods", key[0], key[1], bind, copy=False)
         except StoreError as exc:
             _log.info("kubelet: binding %s/%s failed: %s", key[0], key[1], exc.message)
             return False
-        self._account(key, bound, node)
+        self._account(key, bound, node, shape)
         self._to_start[key] = now + self.start_delay
         self.events.emit(bound, "Scheduled", f"Successfully assigned {key[0]}/{key[1]} to {node}",
                          component=SCHEDULER)
