@@ -8,7 +8,6 @@ snapshot whose usage accumulates → decisions, and the queue state for the next
 from __future__ import annotations
 
 import bisect
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -398,9 +397,14 @@ def _park_equivalents(cc: CycleContext, n: Nomination, parked: dict[WorkloadKey,
     shape = scheduling_shape(n.workload)
     entries = cc.index.entries
     pending = cc.index.pending_keys(n.cluster_queue)
-    # Equivalents share the effective priority, which leads the queue order: scan that band only.
-    lo = bisect.bisect_left(pending, ((-shape[0],),))
-    for sk, key in itertools.islice(pending, lo, None):
+    # Equivalents share the effective priority, which leads the queue order: scan that band,
+    # from the head on (what precedes the head was skipped as inadmissible or backing off).
+    head = entries[n.workload.key]
+    sticky = cc.state.sticky.get(n.cluster_queue) == n.workload.key  # popped out of order
+    lo = bisect.bisect_left(pending, (head.key, n.workload.key) if head.key is not None and not sticky
+                            else ((-shape[0],),))
+    for i in range(lo, len(pending)):
+        sk, key = pending[i]
         if sk[0] != -shape[0]:
             break
         e = entries[key]

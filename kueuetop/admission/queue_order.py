@@ -63,27 +63,32 @@ def head_of(snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex, 
     # head. The last scan's result stands while the CQ's pending list and inadmissible set are
     # unchanged (the state shares unchanged per-CQ sets) and no skipped backoff has ended.
     version = index.pending_version.get(cq, 0)
+    pending = index.pending_keys(cq)
+    start, until = 0, math.inf  # until: the first skipped backoff to end
     memo = index.head_memo.get(cq)
-    if (memo is not None and memo[0] == version and memo[1] is inadmissible
-            and memo[2] <= now < memo[3]):
-        key = memo[4]
-        return entries[key].wl if key is not None else None
-    found = None
-    until = math.inf  # the first skipped backoff to end
+    if memo is not None and memo[0] == version and memo[2] <= now < memo[3]:
+        if memo[1] is inadmissible:
+            return entries[pending[memo[4]][1]].wl if memo[4] < len(pending) else None
+        if memo[1] is None or (inadmissible is not None and memo[1].items() <= inadmissible.items()):
+            # Only parked more (the usual step: the head and its equivalents went
+            # inadmissible): everything the last scan skipped is still skipped.
+            start, until = memo[4], memo[3]
+    i = start
     # Inline parked() (cached per entry) and is_inadmissible(): this loop is hot.
-    for _, key in index.pending_keys(cq):
-        e = entries[key]
+    for i in range(start, len(pending)):
+        e = entries[pending[i][1]]
         if e.parked_until > now:
             until = min(until, e.parked_until)
             continue
         if inadmissible is not None:
-            gen = inadmissible.get(key)
+            gen = inadmissible.get(pending[i][1])
             if gen is not None and gen == e.wl.meta.generation:
                 continue
-        found = key
         break
-    index.head_memo[cq] = (version, inadmissible, now, until, found)
-    return entries[found].wl if found is not None else None
+    else:
+        i = len(pending)
+    index.head_memo[cq] = (version, inadmissible, now, until, i)
+    return entries[pending[i][1]].wl if i < len(pending) else None
 
 
 def heads(snapshot: ClusterSnapshot, state: QueueState, now: float,

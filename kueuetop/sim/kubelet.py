@@ -615,7 +615,7 @@ class Kubelet:
 
     def _patch_status(self, key: PodKey, fn: Any) -> None:
         try:
-            self.store.patch("", "pods", key[0], key[1], fn, status=True)
+            self.store.patch("", "pods", key[0], key[1], fn, status=True, copy=False)
         except NotFound:
             pass
         except StoreError as exc:
