@@ -106,6 +106,7 @@ class WorkloadIndex:
         # reused while neither the list nor the CQ's inadmissible set changed (queue_order.head_of).
         self.pending_version: dict[str, int] = {}
         self.head_memo: dict[str, tuple] = {}
+        self.added_pending: dict[str, list[WorkloadKey]] = {}  # per CQ, by the latest update()
         self._seen: Mapping[WorkloadKey, Workload] | None = None  # workloads of the latest update()
 
     # maintenance ----------------------------------------------------------------
@@ -119,6 +120,7 @@ class WorkloadIndex:
             self._config = snapshot.config
             rebuilt = True
         self.serial, self.rebuilt, self.touched = serial, rebuilt, set()
+        self.added_pending = {}
         changed = None if rebuilt else snapshot.workloads_changed_since(self._seen)
         if changed is None:
             self._scan_all(snapshot)
@@ -168,6 +170,7 @@ class WorkloadIndex:
                 e = Entry(wl, cq, False, {}, sk, parked_until(wl))
                 bisect.insort(self.pending.setdefault(cq, []), (sk, key))
                 self.pending_version[cq] = self.pending_version.get(cq, 0) + 1
+                self.added_pending.setdefault(cq, []).append(key)
         self.entries[key] = e
         self.touched.add(key)
 

@@ -75,6 +75,7 @@ class KueueController:
         self._totals = QueueTotals()  # CQ/LQ status sums, kept per workload change
         self.broken: dict[str, str] = {}  # object → parse error, for reports and the console
         self.cycles = 0
+        self._last_cycle: tuple[float, ClusterSnapshot, bool] | None = None  # (now, base, fixpoint)
         self.counters = KueueCounters()  # Kueue's /metrics counters and histograms
 
     # ------------------------------------------------------------------ events
@@ -309,13 +310,14 @@ class KueueController:
         for d in decisions:
             key = d.victim if isinstance(d, Preempt) else d.workload
             wrote |= self._write(key, d, now, snap)
-        if not wrote:
+        if not wrote and not self._cycle_would_repeat(now):
             if self._prev is not None:
                 changed = changed_cluster_queues(self._prev, snap)
                 if changed:
                     self.state = self.state.requeue_inadmissible(changed)
             t0 = time.perf_counter()
-            result = schedule(snap, now, self.state)
+            before = self.state
+            result = schedule(snap, now, before)
             self.cycles += 1
             admitted = any(isinstance(d, Admit) for d in result.decisions)
             self.counters.record_admission_attempt("success" if admitted else "inadmissible",
@@ -323,6 +325,7 @@ class KueueController:
             self.state = result.state
             self._prev = snap
             self._changed_since_cycle = set()
+            self._last_cycle = (now, self._base, result.state == before)
             for d in result.decisions:
                 key = d.victim if isinstance(d, Preempt) else d.workload
                 wrote |= self._write(key, d, now, snap)
@@ -330,6 +333,15 @@ class KueueController:
             snap = self._refresh()
         wrote |= self._write_queue_status(snap, now)
         return wrote
+
+    def _cycle_would_repeat(self, now: float) -> bool:
+        """True when a cycle now would get exactly the last cycle's input — same instant, no
+        workload or queue changed since, and the last cycle left the queue state as it found
+        it — and so (the engine being pure) make the same decisions, already written. Other
+        controllers' rounds at one instant (pods starting, …) then cost no cycle."""
+        last = self._last_cycle
+        return (last is not None and last[0] == now and last[1] is self._base and last[2]
+                and not self._changed_since_cycle and not self._dirty_wl and not self._base_dirty)
 
     def next_wakeup(self, now: float) -> float | None:
         return min(self._wake.values(), default=None)
