@@ -91,10 +91,23 @@ class CycleContext:
     @staticmethod
     def build(snapshot: ClusterSnapshot, state: QueueState, now: float) -> CycleContext:
         index = state.workload_index(snapshot)
-        structure = QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts)
-        tree = QuotaTree.build(structure, index.cq_usage)
+        tree = QuotaTree.build(_quota_structure(snapshot), index.cq_usage)
         active = {n: cluster_queue_active(snapshot, n).active for n in snapshot.cluster_queues}
         return CycleContext(snapshot, state, index, tree, active, now)
+
+
+_structure_memo: tuple[Mapping, Mapping, QuotaStructure] | None = None
+
+
+def _quota_structure(snapshot: ClusterSnapshot) -> QuotaStructure:
+    """The cohort tree and quotas: rebuilt only when the snapshot's ClusterQueues or Cohorts
+    are other objects (a structure is never changed once built; usage lives in the tree)."""
+    global _structure_memo
+    memo = _structure_memo
+    if memo is None or memo[0] is not snapshot.cluster_queues or memo[1] is not snapshot.cohorts:
+        memo = _structure_memo = (snapshot.cluster_queues, snapshot.cohorts,
+                                  QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts))
+    return memo[2]
 
 
 def _failed_checks(wl: Workload) -> bool:
