@@ -329,10 +329,14 @@ class KueueController:
             for d in result.decisions:
                 key = d.victim if isinstance(d, Preempt) else d.workload
                 wrote |= self._write(key, d, now, snap)
+        if wrote:
+            # ClusterQueue and LocalQueue status follow the workloads: write them once this
+            # instant's workload writes have settled (the round after always comes, as this one
+            # wrote), not after every round (Kueue's queue controllers coalesce by key too).
+            return True
         if self._dirty_wl or self._base_dirty:
             snap = self._refresh()
-        wrote |= self._write_queue_status(snap, now)
-        return wrote
+        return self._write_queue_status(snap, now)
 
     def _cycle_would_repeat(self, now: float) -> bool:
         """True when a cycle now would get exactly the last cycle's input — same instant, no
