@@ -187,6 +187,7 @@ class Kubelet:
         self._match_cache: dict[tuple, bool] = {}
         self._messages: dict[tuple, tuple[int, float, str]] = {}
         self._node_version = 0
+        self._shapes: dict[str, PodShape] = {}  # spec content → parsed shape
 
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
@@ -285,7 +286,7 @@ class Kubelet:
         if state is not None and state.counted:
             return
         try:
-            requests = dict((shape or parse_pod(pod).shape).requests)
+            requests = dict((shape or self._shape_of(pod)).requests)
         except KueueParseError as exc:
             _log.warning("kubelet: pod %s/%s has bad requests: %s", key[0], key[1], exc)
             requests = {}
@@ -449,7 +450,7 @@ class Kubelet:
             if (pod.get("status") or {}).get("phase", "Pending") != "Pending":
                 continue
             try:
-                shape = parse_pod(pod).shape
+                shape = self._shape_of(pod)
             except KueueParseError as exc:
                 _log.warning("kubelet: cannot schedule pod %s/%s: %s", key[0], key[1], exc)
                 continue
@@ -467,6 +468,20 @@ class Kubelet:
                 continue
             worked = self._bind(key, pod, node, now, shape) or worked
         return worked
+
+    def _shape_of(self, pod: Obj) -> PodShape:
+        """The pod's requests and placement constraints. Pods of one template have equal specs:
+        the parsed shape is kept by spec content (a shape depends on the spec alone)."""
+        spec = pod.get("spec")
+        key = repr(spec) if isinstance(spec, dict) and not spec.get("nodeName") else None
+        shape = self._shapes.get(key) if key is not None else None
+        if shape is None:
+            shape = parse_pod(pod).shape
+            if key is not None:
+                if len(self._shapes) >= 4096:
+                    self._shapes.clear()
+                self._shapes[key] = shape
+        return shape
 
     @staticmethod
     def _implicit_tolerations(pod: Obj) -> tuple[Toleration, ...]:
