@@ -86,8 +86,8 @@ def paused_store(name: str) -> Any:
     import dataclasses
     import gc
 
+    from kueuetop.kueue.json_copy import clone
     from kueuetop.sim.clock import SimClock
-    from kueuetop.sim.jsoncopy import json_copy
     from kueuetop.sim.kinds import KINDS, VIRTUAL_PLURALS
     from kueuetop.sim.objectstore import ObjectStore
     from kueuetop.sim.runner import build_cluster
@@ -102,9 +102,9 @@ def paused_store(name: str) -> Any:
     # nothing reacts. One bulk insert of private copies.
     store = ObjectStore()
     src = parts.cluster.store
-    items = [(kind.group, kind.plural, json_copy(obj)) for kind in KINDS if kind.key not in VIRTUAL_PLURALS
+    items = [(kind.group, kind.plural, clone(obj)) for kind in KINDS if kind.key not in VIRTUAL_PLURALS
              for obj in src.list(kind.group, kind.plural, copy=False)[0]]
-    items += [(KUEUE, "workloads", json_copy(wl)) for wl in workloads]
+    items += [(KUEUE, "workloads", clone(wl)) for wl in workloads]
     refused = [r for r in store.create_many(items) if r is not None]
     if refused:
         raise RuntimeError(f"{len(refused)} objects not stored, first: {refused[0].message}")

@@ -7,6 +7,7 @@ snapshot whose usage accumulates → decisions, and the queue state for the next
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -36,7 +37,7 @@ from kueuetop.admission.queue_state import LastAssignment, QueueState
 from kueuetop.admission.quota_tree import FR, Node, QuotaStructure, QuotaTree
 from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.admission.workload_index import WorkloadIndex, queue_order_timestamp
-from kueuetop.kueue.cluster_queue import ANY, STRICT_FIFO
+from kueuetop.kueue.cluster_queue import ANY, BEST_EFFORT_FIFO, STRICT_FIFO
 from kueuetop.kueue.workload import Workload
 
 # requeue reasons (Kueue queue.RequeueReason)
@@ -90,10 +91,23 @@ class CycleContext:
     @staticmethod
     def build(snapshot: ClusterSnapshot, state: QueueState, now: float) -> CycleContext:
         index = state.workload_index(snapshot)
-        structure = QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts)
-        tree = QuotaTree.build(structure, index.cq_usage)
+        tree = QuotaTree.build(_quota_structure(snapshot), index.cq_usage)
         active = {n: cluster_queue_active(snapshot, n).active for n in snapshot.cluster_queues}
         return CycleContext(snapshot, state, index, tree, active, now)
+
+
+_structure_memo: tuple[Mapping, Mapping, QuotaStructure] | None = None
+
+
+def _quota_structure(snapshot: ClusterSnapshot) -> QuotaStructure:
+    """The cohort tree and quotas: rebuilt only when the snapshot's ClusterQueues or Cohorts
+    are other objects (a structure is never changed once built; usage lives in the tree)."""
+    global _structure_memo
+    memo = _structure_memo
+    if memo is None or memo[0] is not snapshot.cluster_queues or memo[1] is not snapshot.cohorts:
+        memo = _structure_memo = (snapshot.cluster_queues, snapshot.cohorts,
+                                  QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts))
+    return memo[2]
 
 
 def _failed_checks(wl: Workload) -> bool:
@@ -365,9 +379,54 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
             sticky[cq_name] = key
         elif sticky.get(cq_name) == key:
             del sticky[cq_name]
+    if cc.snapshot.config.feature_gates.get("SchedulingEquivalenceHashing", True):
+        for n in noms:
+            if _bulk_moves_equivalents(cc, n):
+                _park_equivalents(cc, n, writable(n.cluster_queue))
     _forget_not_pending(cc, last)
     return replace(state, inadmissible={k: v for k, v in inadmissible.items() if v},
                    last_assignments=last, sticky=sticky, index=cc.index, pruned_at=cc.index.serial)
+
+
+def _bulk_moves_equivalents(cc: CycleContext, n: Nomination) -> bool:
+    """Kueue's requeueIfNotPresent with SchedulingEquivalenceHashing (beta, on): a BestEffortFIFO
+    head parked as inadmissible for NoFit or PreemptionNoCandidates takes every queued workload
+    of the same scheduling shape with it (handleInadmissibleHash)."""
+    cq = cc.snapshot.cluster_queues.get(n.cluster_queue)
+    if cq is None or cq.queueing_strategy != BEST_EFFORT_FIFO or n.status or n.requeue != GENERIC:
+        return False
+    if n.assignment is None or not _goes_inadmissible(cc, n):
+        return False
+    return n.mode == NO_FIT or (n.mode == PREEMPT and not n.targets)
+
+
+def scheduling_shape(wl: Workload) -> tuple:
+    """What Kueue's computeSchedulingHash covers: effective priority and, per pod set, its name,
+    count, minCount and pod shape (requests, node selector, affinity, tolerations)."""
+    return (wl.effective_priority, wl.pod_sets)
+
+
+def _park_equivalents(cc: CycleContext, n: Nomination, parked: dict[WorkloadKey, int]) -> None:
+    shape = scheduling_shape(n.workload)
+    entries = cc.index.entries
+    pending = cc.index.pending_keys(n.cluster_queue)
+    # Equivalents share the effective priority, which leads the queue order: scan that band,
+    # from the head on (what precedes the head was skipped as inadmissible or backing off).
+    head = entries[n.workload.key]
+    sticky = cc.state.sticky.get(n.cluster_queue) == n.workload.key  # popped out of order
+    lo = bisect.bisect_left(pending, (head.key, n.workload.key) if head.key is not None and not sticky
+                            else ((-shape[0],),))
+    for i in range(lo, len(pending)):
+        sk, key = pending[i]
+        if sk[0] != -shape[0]:
+            break
+        e = entries[key]
+        if key in parked or e.parked_until > cc.now:  # only the active heap moves
+            continue
+        wl = e.wl
+        # Identical pod sets are usually one shared object (parse cache): test identity first.
+        if wl.effective_priority == shape[0] and (wl.pod_sets is shape[1] or wl.pod_sets == shape[1]):
+            parked[key] = wl.meta.generation
 
 
 def _forget_not_pending(cc: CycleContext, last: dict[WorkloadKey, LastAssignment]) -> None:

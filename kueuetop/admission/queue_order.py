@@ -8,6 +8,8 @@ a BestEffortFIFO queue skips its inadmissible set.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Mapping
 
 from kueuetop.admission.cq_status import cluster_queue_active
@@ -57,19 +59,62 @@ def head_of(snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex, 
         if sticky is not None:
             return sticky
     entries = index.entries
-    # BestEffortFIFO queues can hold thousands of parked/inadmissible workloads ahead of the
-    # head, scanned every cycle: inline parked() (cached per entry) and is_inadmissible().
     inadmissible = state.inadmissible.get(cq)
-    for _, key in index.pending_keys(cq):
+    pending = index.pending_keys(cq)
+
+    def skipped(key: WorkloadKey) -> bool:
         e = entries[key]
         if e.parked_until > now:
+            return True
+        gen = inadmissible.get(key) if inadmissible is not None else None
+        return gen is not None and gen == e.wl.meta.generation
+
+    # BestEffortFIFO queues can hold thousands of parked/inadmissible workloads ahead of the
+    # head. A scan resumes where the last one stopped when what it skipped is still skipped:
+    # the inadmissible set only grew (the state shares unchanged per-CQ sets), no skipped
+    # backoff ended, and the queue is the same or changed by one index update, whose additions
+    # ahead of the last head are checked one by one.
+    version, serial = index.pending_version.get(cq, 0), index.serial
+    start, until = 0, math.inf  # until: the first skipped backoff to end
+    memo = index.head_memo.get(cq)
+    if memo is not None and memo[2] <= now < memo[3] and (
+            memo[1] is inadmissible or memo[1] is None
+            or (inadmissible is not None and memo[1].items() <= inadmissible.items())):
+        if memo[0] == version and memo[5] == serial:
+            if memo[1] is inadmissible:
+                return entries[memo[6][1]].wl if memo[6] is not None else None
+            start, until = memo[4], memo[3]
+        elif memo[5] == serial - 1 and not index.rebuilt:
+            last = memo[6]
+            start = bisect.bisect_left(pending, last) if last is not None else len(pending)
+            until = memo[3]
+            ahead = sorted((entries[k].key, k) for k in index.added_pending.get(cq, ())
+                           if entries.get(k) is not None and entries[k].key is not None
+                           and (last is None or (entries[k].key, k) < last))
+            for sk, k in ahead:
+                if not skipped(k):
+                    i = bisect.bisect_left(pending, (sk, k))
+                    index.head_memo[cq] = (version, inadmissible, now, until, i, serial, (sk, k))
+                    return entries[k].wl
+                until = min(until, entries[k].parked_until) if entries[k].parked_until > now else until
+    found = None
+    i = start
+    for i in range(start, len(pending)):
+        k = pending[i][1]
+        e = entries[k]
+        if e.parked_until > now:
+            until = min(until, e.parked_until)
             continue
         if inadmissible is not None:
-            gen = inadmissible.get(key)
+            gen = inadmissible.get(k)
             if gen is not None and gen == e.wl.meta.generation:
                 continue
-        return e.wl
-    return None
+        found = pending[i]
+        break
+    else:
+        i = len(pending)
+    index.head_memo[cq] = (version, inadmissible, now, until, i, serial, found)
+    return entries[found[1]].wl if found is not None else None
 
 
 def heads(snapshot: ClusterSnapshot, state: QueueState, now: float,

@@ -14,7 +14,6 @@ Nothing here mutates its arguments; every function returns new dicts.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -42,9 +41,10 @@ from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.cluster_queue import STOP_NONE
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.fields import parse_time
+from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.quantity import format_quantity_for_api
 from kueuetop.kueue.quota import ResourceGroup
-from kueuetop.kueue.workload import PodSetAssignment, Workload, parse_workload
+from kueuetop.kueue.workload import PodSetAssignment, Workload, parse_workload, workload_pod_sets
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GRANULAR_GATE = "UnadmittedWorkloadsObservability"  # beta, off in Kueue 0.19 (legacy reasons)
@@ -147,7 +147,7 @@ class _Wl:
         # Only .status (and spec.active, for Deactivate) is ever written: copy those, share the
         # rest (pod templates are most of a Workload's size) with the caller's read-only input.
         self.obj: dict = dict(wl)
-        self.obj["status"] = copy.deepcopy(self.obj.get("status"))
+        self.obj["status"] = clone(self.obj.get("status"))
         if isinstance(self.obj.get("spec"), dict):
             self.obj["spec"] = dict(self.obj["spec"])
         self.now = now
@@ -295,9 +295,8 @@ def assignment_to_api(psa: PodSetAssignment) -> dict:
 
 def resource_requests(wl: Mapping) -> list[dict]:
     """status.resourceRequests: per pod set, the total requests of all its pods."""
-    parsed = parse_workload(wl)
     return [{"name": ps.name, "resources": {r: format_quantity_for_api(r, v) for r, v in ps.total().items()}}
-            for ps in parsed.pod_sets]
+            for ps in workload_pod_sets(wl)]
 
 
 def _sync_checks(w: _Wl, required: Iterable[str]) -> None:
@@ -399,7 +398,7 @@ def release_quota(wl: Mapping, now: float, *, config: KueueConfig | None = None)
     w = _Wl(wl, now, granular_reasons(config))
     ev = w.cond("Evicted")
     if ev is None or ev.get("status") != "True" or not w.is_true("QuotaReserved"):
-        return copy.deepcopy(dict(wl))
+        return clone(dict(wl))
     reason, message = str(ev.get("reason", "")), str(ev.get("message", ""))
     w.set_requeued(reason, message, reason in (PREEMPTED, NODE_FAILURES))
     w.unset_quota_reservation("PendingEvaluation" if w.granular else "Pending", message)
@@ -567,7 +566,7 @@ def cluster_queue_status(snapshot: ClusterSnapshot, name: str, now: float, *,
         pending_workloads = sum(1 for w in snapshot.workloads.values()
                                 if is_queued(snapshot, w) and snapshot.cluster_queue_of(w) == name)
     ok, reason, message = active if active is not None else cluster_queue_active(snapshot, name)
-    conditions = copy.deepcopy(list((previous or {}).get("conditions") or []))
+    conditions = clone(list((previous or {}).get("conditions") or []))
     set_condition(conditions, "Active", ok, reason, message, now, cq.meta.generation or None)
     status: dict[str, Any] = {
         "conditions": conditions,
@@ -602,7 +601,7 @@ def local_queue_status(snapshot: ClusterSnapshot, key: tuple[str, str], now: flo
         pending_workloads = 0  # a stopped LocalQueue reports no pending workloads
     elif pending_workloads is None:
         pending_workloads = sum(1 for w in mine if is_queued(snapshot, w))
-    conditions = copy.deepcopy(list((previous or {}).get("conditions") or []))
+    conditions = clone(list((previous or {}).get("conditions") or []))
     set_condition(conditions, "Active", ok, reason, message, now, lq.meta.generation or None)
     groups = cq.resource_groups if cq is not None else ()
     return {

@@ -102,6 +102,11 @@ class WorkloadIndex:
         self.serial = 0  # update() calls so far
         self.touched: set[WorkloadKey] = set()  # keys added or dropped by the latest update()
         self.rebuilt = True  # the latest update() started from scratch (touched is incomplete)
+        # Per CQ: bumped whenever its pending list changes, so a head found by a scan can be
+        # reused while neither the list nor the CQ's inadmissible set changed (queue_order.head_of).
+        self.pending_version: dict[str, int] = {}
+        self.head_memo: dict[str, tuple] = {}
+        self.added_pending: dict[str, list[WorkloadKey]] = {}  # per CQ, by the latest update()
         self._seen: Mapping[WorkloadKey, Workload] | None = None  # workloads of the latest update()
 
     # maintenance ----------------------------------------------------------------
@@ -115,6 +120,7 @@ class WorkloadIndex:
             self._config = snapshot.config
             rebuilt = True
         self.serial, self.rebuilt, self.touched = serial, rebuilt, set()
+        self.added_pending = {}
         changed = None if rebuilt else snapshot.workloads_changed_since(self._seen)
         if changed is None:
             self._scan_all(snapshot)
@@ -163,6 +169,8 @@ class WorkloadIndex:
                 sk = sort_key(wl, snapshot.config)
                 e = Entry(wl, cq, False, {}, sk, parked_until(wl))
                 bisect.insort(self.pending.setdefault(cq, []), (sk, key))
+                self.pending_version[cq] = self.pending_version.get(cq, 0) + 1
+                self.added_pending.setdefault(cq, []).append(key)
         self.entries[key] = e
         self.touched.add(key)
 
@@ -179,6 +187,7 @@ class WorkloadIndex:
             i = bisect.bisect_left(lst, (e.key, key))
             if i < len(lst) and lst[i][1] == key:
                 del lst[i]
+            self.pending_version[e.cq] = self.pending_version.get(e.cq, 0) + 1
 
     # queries ----------------------------------------------------------------------
     def pending_keys(self, cq: str) -> list[tuple[SortKey, WorkloadKey]]:

@@ -47,6 +47,10 @@ class Fields:
         v = self._data.get(key, default)
         return default if v is None else v
 
+    def raw_data(self) -> Mapping[str, Any]:
+        """The viewed object itself (read-only)."""
+        return self._data
+
     def has(self, key: str) -> bool:
         return self._data.get(key) is not None
 

@@ -78,17 +78,41 @@ class Condition:
         return self.status == "True"
 
 
+def _parse_condition(c: Fields) -> Condition:
+    return Condition(
+        type=c.str("type", required=True),
+        status=c.enum("status", ("True", "False", "Unknown"), "Unknown"),
+        reason=c.str("reason"),
+        message=c.str("message"),
+        last_transition=c.time("lastTransitionTime"),
+        observed_generation=c.opt_int("observedGeneration"),
+    )
+
+
+# Parsed conditions by the values parsing reads: an object's conditions mostly carry over from
+# one version to the next, and timestamp parsing is not cheap. Only successes are kept.
+_CONDITION_CACHE: dict[tuple, Condition] = {}
+_CONDITION_CACHE_MAX = 65536
+_CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime", "observedGeneration")
+
+
 def parse_conditions(f: Fields, key: str = "conditions") -> tuple[Condition, ...]:
     out = []
     for c in f.items(key):
-        out.append(Condition(
-            type=c.str("type", required=True),
-            status=c.enum("status", ("True", "False", "Unknown"), "Unknown"),
-            reason=c.str("reason"),
-            message=c.str("message"),
-            last_transition=c.time("lastTransitionTime"),
-            observed_generation=c.opt_int("observedGeneration"),
-        ))
+        raw = c.raw_data()
+        # type() of the generation too: True == 1 as a key, but only 1 parses.
+        ck = (*(raw.get(k) for k in _CONDITION_FIELDS), type(raw.get("observedGeneration")))
+        try:
+            cond = _CONDITION_CACHE.get(ck)
+        except TypeError:  # unhashable values: malformed, let the parser say why
+            ck, cond = None, None
+        if cond is None:
+            cond = _parse_condition(c)
+            if ck is not None:
+                if len(_CONDITION_CACHE) >= _CONDITION_CACHE_MAX:
+                    _CONDITION_CACHE.clear()
+                _CONDITION_CACHE[ck] = cond
+        out.append(cond)
     return tuple(out)
 
 

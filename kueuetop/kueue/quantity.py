@@ -11,6 +11,7 @@ up) for everything else (pkg/resources: ResourceValue → MilliValue for cpu, Va
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -72,6 +73,15 @@ def resource_value(resource: str, quantity: Fraction) -> int:
 
 
 def parse_resource_value(resource: str, value: object) -> int:
+    if type(value) is str:
+        return _cached_resource_value(resource, value)
+    return resource_value(resource, parse_quantity(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_resource_value(resource: str, value: str) -> int:
+    # A cluster has few distinct quantity strings, parsed again and again (every Workload
+    # version): the exact Fraction arithmetic is worth doing once. Errors are not cached.
     return resource_value(resource, parse_quantity(value))
 
 

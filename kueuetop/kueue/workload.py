@@ -188,6 +188,45 @@ def _parse_pod_set(p: Fields) -> PodSet:
     return PodSet(name=name, count=count, shape=shape, min_count=min_count)
 
 
+# Parsed pod sets by content. Pod sets are most of a Workload's parse cost and repeat: across
+# the versions of one Workload (status writes keep the spec) and across the many Workloads a
+# job template stamps out. Only successful parses are kept (errors name the object); PodSets are
+# frozen, so sharing them between Workloads is safe.
+_POD_SETS_CACHE: dict[str, tuple[PodSet, ...]] = {}
+_POD_SETS_CACHE_MAX = 4096
+
+
+def _pod_sets_key(raw: object) -> str | None:
+    # repr of JSON data (what API objects hold) is exact and cheaper than json.dumps; two
+    # orderings of one content only cost a cache miss.
+    return repr(raw) if isinstance(raw, list) else None
+
+
+def parse_pod_sets(spec: Fields) -> tuple[PodSet, ...]:
+    """spec.podSets, validated (required, non-empty, unique names)."""
+    key = _pod_sets_key(spec.raw("podSets"))
+    pod_sets = _POD_SETS_CACHE.get(key) if key is not None else None
+    if pod_sets is None:
+        pod_sets = tuple(_parse_pod_set(p) for p in spec.items("podSets", required=True))
+        if key is not None:
+            if len(_POD_SETS_CACHE) >= _POD_SETS_CACHE_MAX:
+                _POD_SETS_CACHE.clear()
+            _POD_SETS_CACHE[key] = pod_sets
+    if not pod_sets:
+        raise spec.error("podSets", "at least one pod set is required")
+    names = [ps.name for ps in pod_sets]
+    if len(set(names)) != len(names):
+        raise spec.error("podSets", f"duplicate pod set names {names}")
+    return pod_sets
+
+
+def workload_pod_sets(data: Mapping) -> tuple[PodSet, ...]:
+    """Only the pod sets of a Workload dict (cheaper than parse_workload when that is all
+    a caller needs)."""
+    f, _, _ = object_fields(to_v1beta2(data), "Workload")
+    return parse_pod_sets(f.sub("spec"))
+
+
 def _parse_admission(status: Fields) -> Admission | None:
     if not status.has("admission"):
         return None
@@ -208,12 +247,7 @@ def parse_workload(data: Mapping) -> Workload:
     f, _, _ = object_fields(to_v1beta2(data), "Workload")
     spec = f.sub("spec")
     status = f.sub("status")
-    pod_sets = tuple(_parse_pod_set(p) for p in spec.items("podSets", required=True))
-    if not pod_sets:
-        raise spec.error("podSets", "at least one pod set is required")
-    names = [ps.name for ps in pod_sets]
-    if len(set(names)) != len(names):
-        raise spec.error("podSets", f"duplicate pod set names {names}")
+    pod_sets = parse_pod_sets(spec)
     ref = spec.sub("priorityClassRef")
     rq = status.sub("requeueState")
     requeue = RequeueState(rq.int("count"), rq.time("requeueAt")) if status.has("requeueState") else None

@@ -8,7 +8,6 @@ there; in real time it sleeps until then or until a client's write wakes it.
 
 from __future__ import annotations
 
-import copy
 import heapq
 import logging
 import threading
@@ -17,11 +16,11 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from kueuetop.kueue.api_versions import to_v1beta2
+from kueuetop.kueue.json_copy import clone
 from kueuetop.sim.apiserver.defaults import apply_defaults, prepare_for_create
 from kueuetop.sim.apiserver.patch import merge_patch
 from kueuetop.sim.apiserver.validation import validate
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.jsoncopy import json_copy
 from kueuetop.sim.kinds import Kind, kind_for_object
 from kueuetop.sim.objectstore import Invalid, ObjectStore, StoreError, WatchEvent
 from kueuetop.sim.scenario import Scenario, ScenarioStep
@@ -111,7 +110,7 @@ class SimCluster:
             _log.warning("scenario step refused: %s", msg)
 
     def _apply_object(self, step: ScenarioStep) -> None:
-        obj = copy.deepcopy(to_v1beta2(step.obj))
+        obj = clone(to_v1beta2(step.obj))
         kind = kind_for_object(obj)
         if kind is None:
             raise StoreError(f"unknown kind {obj.get('kind')} in {obj.get('apiVersion')}")
@@ -122,7 +121,7 @@ class SimCluster:
             causes = validate(kind, obj, None, kind.versions[0])
             if causes:
                 raise Invalid("; ".join(f"{c.get('field', '')}: {c.get('message', '')}" for c in causes), kind)
-            self.store.create(kind.group, kind.plural, obj)
+            self.store.create(kind.group, kind.plural, obj, copy=False)
             return
         meta = obj.get("metadata") or {}
         doc = _strip_for_merge(obj)
@@ -170,7 +169,7 @@ class SimCluster:
         (the step then goes through _apply_object, which says what is wrong)."""
         if step.kind != "apply" or step.update or step.obj is None:
             return None
-        obj = json_copy(to_v1beta2(step.obj))
+        obj = clone(to_v1beta2(step.obj))
         kind = kind_for_object(obj)
         if kind is None:
             return None

@@ -25,7 +25,6 @@ all pods succeeded the Workload is Finished.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import logging
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kueuetop.admission import status_updates
+from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.workload import JOB_UID_LABEL, PODSET_LABEL
 from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
@@ -136,7 +136,7 @@ def podset_infos(store: ObjectStore, wl: Obj) -> list[PodSetInfo]:
                 raise MissingFlavor(f'resourceflavors.kueue.x-k8s.io "{flavor}" not found')
             rf_spec = rf.get("spec") or {}
             info.node_selector.update(_str_map(rf_spec.get("nodeLabels")))
-            info.tolerations.extend(copy.deepcopy(t) for t in rf_spec.get("tolerations") or [])
+            info.tolerations.extend(clone(t) for t in rf_spec.get("tolerations") or [])
         info.labels[PODSET_LABEL] = name
         # AssignQueueLabelsForPods (beta, on since 0.17).
         info.labels[LOCAL_QUEUE_LABEL] = str((wl.get("spec") or {}).get("queueName", ""))
@@ -146,7 +146,7 @@ def podset_infos(store: ObjectStore, wl: Obj) -> list[PodSetInfo]:
             for update in check.get("podSetUpdates") or [] if isinstance(check, dict) else []:
                 if isinstance(update, dict) and update.get("name") == name:
                     info.merge(PodSetInfo(name, info.count, _str_map(update.get("nodeSelector")),
-                                          copy.deepcopy(list(update.get("tolerations") or [])),
+                                          clone(list(update.get("tolerations") or [])),
                                           _str_map(update.get("labels")), _str_map(update.get("annotations"))))
                     break
         out.append(info)
@@ -181,7 +181,7 @@ def restore_template(template: Obj, original: Obj) -> bool:
     for holder, o_holder, key in ((meta, o_meta, "labels"), (meta, o_meta, "annotations"),
                                   (spec, o_spec, "nodeSelector"), (spec, o_spec, "tolerations"),
                                   (spec, o_spec, "schedulingGates")):
-        want = copy.deepcopy(o_holder.get(key))
+        want = clone(o_holder.get(key))
         if (holder.get(key) or None) != (want or None):
             if want:
                 holder[key] = want
@@ -308,7 +308,7 @@ def release_quota(store: ObjectStore, wl: Obj, now: float) -> bool:
         return False
     new = status_updates.release_quota(cur, now)
     try:
-        store.update_status(KUEUE_GROUP, "workloads", new)
+        store.update_status(KUEUE_GROUP, "workloads", new, copy=False)
     except StoreError as exc:
         _log.info("releasing quota of %s/%s: %s", m.get("namespace"), m.get("name"), exc.message)
         return False
@@ -523,7 +523,7 @@ class JobIntegration:
     def _create_job_workload(self, key: Key, job: Obj, now: float) -> bool:
         m = meta_of(job)
         spec = job.get("spec") or {}
-        template = copy.deepcopy(spec.get("template") or {})
+        template = clone(spec.get("template") or {})
         t_meta = template.get("metadata") or {}
         labels = {k: v for k, v in (t_meta.get("labels") or {}).items() if k != PODSET_LABEL}
         ps_template: Obj = {"spec": template.get("spec") or {}}
@@ -670,7 +670,7 @@ class JobIntegration:
             if not new[k]:
                 new.pop(k)
         new.setdefault("uncountedTerminatedPods", {})
-        conds = copy.deepcopy(list(status.get("conditions") or []))
+        conds = clone(list(status.get("conditions") or []))
         if suspended and not finished:
             set_condition(conds, "Suspended", "True", "JobSuspended", "Job suspended", now)
         elif find_condition(job, "Suspended") is not None:
@@ -692,7 +692,7 @@ class JobIntegration:
 
     def _create_job_pod(self, job: Obj) -> Obj | None:
         m = meta_of(job)
-        template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
+        template = clone((job.get("spec") or {}).get("template") or {})
         t_meta = template.get("metadata") or {}
         labels = dict(t_meta.get("labels") or {})
         uid = m.get("uid", "")
@@ -756,7 +756,7 @@ class JobIntegration:
 
     def _create_workload_pod(self, wl: Obj, info: PodSetInfo, template: Obj) -> bool:
         m = meta_of(wl)
-        tpl = copy.deepcopy(template)
+        tpl = clone(template)
         try:
             merge_into_template(tpl, info)
         except ValueError as exc:
@@ -782,7 +782,7 @@ class JobIntegration:
             pod["metadata"]["annotations"] = annotations
         pod["spec"].setdefault("restartPolicy", "Never")
         try:
-            created = self.store.create("", "pods", pod)
+            created = self.store.create("", "pods", pod, copy=False)
         except StoreError as exc:
             _log.info("creating a pod for %s %s/%s: %s", what, m.get("namespace"), m.get("name"), exc.message)
             return None
@@ -822,7 +822,7 @@ def new_workload(owner: Obj, kind: str, group: str, pod_sets: list[Obj], priorit
 
 def _replace(status: Obj, new: Obj) -> bool:
     status.clear()
-    status.update(copy.deepcopy(new))
+    status.update(clone(new))
     return True
 
 
@@ -853,5 +853,5 @@ def _pod_count(job: Obj) -> int:
 
 
 def _template_differs(job: Obj, original: Obj) -> bool:
-    probe = copy.deepcopy((job.get("spec") or {}).get("template") or {})
+    probe = clone((job.get("spec") or {}).get("template") or {})
     return restore_template(probe, original)

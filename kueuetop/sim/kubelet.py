@@ -187,6 +187,7 @@ class Kubelet:
         self._match_cache: dict[tuple, bool] = {}
         self._messages: dict[tuple, tuple[int, float, str]] = {}
         self._node_version = 0
+        self._shapes: dict[str, PodShape] = {}  # spec content → parsed shape
 
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
@@ -278,13 +279,14 @@ class Kubelet:
         if state is not None and phase == "Pending" and not state.running and key not in self._to_start:
             self._to_start[key] = 0.0  # start as soon as possible
 
-    def _account(self, key: PodKey, pod: Obj, node_name: str) -> None:
-        """Hold the pod's requests on its node (once: the bind's own event may come first)."""
+    def _account(self, key: PodKey, pod: Obj, node_name: str, shape: PodShape | None = None) -> None:
+        """Hold the pod's requests on its node (once: the bind's own event may come first).
+        `shape` is the pod's parsed shape when the caller has it (the scheduler does)."""
         state = self._pods.get(key)
         if state is not None and state.counted:
             return
         try:
-            requests = dict(parse_pod(pod).shape.requests)
+            requests = dict((shape or self._shape_of(pod)).requests)
         except KueueParseError as exc:
             _log.warning("kubelet: pod %s/%s has bad requests: %s", key[0], key[1], exc)
             requests = {}
@@ -448,7 +450,7 @@ class Kubelet:
             if (pod.get("status") or {}).get("phase", "Pending") != "Pending":
                 continue
             try:
-                shape = parse_pod(pod).shape
+                shape = self._shape_of(pod)
             except KueueParseError as exc:
                 _log.warning("kubelet: cannot schedule pod %s/%s: %s", key[0], key[1], exc)
                 continue
@@ -464,8 +466,22 @@ class Kubelet:
             if node is None:
                 worked = self._mark_unschedulable(key, pod, placement, now) or worked
                 continue
-            worked = self._bind(key, pod, node, now) or worked
+            worked = self._bind(key, pod, node, now, shape) or worked
         return worked
+
+    def _shape_of(self, pod: Obj) -> PodShape:
+        """The pod's requests and placement constraints. Pods of one template have equal specs:
+        the parsed shape is kept by spec content (a shape depends on the spec alone)."""
+        spec = pod.get("spec")
+        key = repr(spec) if isinstance(spec, dict) and not spec.get("nodeName") else None
+        shape = self._shapes.get(key) if key is not None else None
+        if shape is None:
+            shape = parse_pod(pod).shape
+            if key is not None:
+                if len(self._shapes) >= 4096:
+                    self._shapes.clear()
+                self._shapes[key] = shape
+        return shape
 
     @staticmethod
     def _implicit_tolerations(pod: Obj) -> tuple[Toleration, ...]:
@@ -474,17 +490,17 @@ class Kubelet:
             return (Toleration(QUEUED_TAINT, "Exists", "", "NoSchedule"),)
         return ()
 
-    def _bind(self, key: PodKey, pod: Obj, node: str, now: float) -> bool:
+    def _bind(self, key: PodKey, pod: Obj, node: str, now: float, shape: PodShape | None = None) -> bool:
         def bind(cur: Obj) -> Obj:
             cur.setdefault("spec", {})["nodeName"] = node
             return cur
 
         try:
-            bound = self.store.patch("", "pods", key[0], key[1], bind)
+            bound = self.store.patch("", "pods", key[0], key[1], bind, copy=False)
         except StoreError as exc:
             _log.info("kubelet: binding %s/%s failed: %s", key[0], key[1], exc.message)
             return False
-        self._account(key, bound, node)
+        self._account(key, bound, node, shape)
         self._to_start[key] = now + self.start_delay
         self.events.emit(bound, "Scheduled", f"Successfully assigned {key[0]}/{key[1]} to {node}",
                          component=SCHEDULER)
@@ -614,7 +630,7 @@ class Kubelet:
 
     def _patch_status(self, key: PodKey, fn: Any) -> None:
         try:
-            self.store.patch("", "pods", key[0], key[1], fn, status=True)
+            self.store.patch("", "pods", key[0], key[1], fn, status=True, copy=False)
         except NotFound:
             pass
         except StoreError as exc:

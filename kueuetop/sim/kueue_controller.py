@@ -10,7 +10,6 @@ one scheduling cycle, and writes every decision into the Workload exactly as Kue
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import logging
 import time
@@ -26,6 +25,7 @@ from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.admission.workload_controller import next_event_at, reconcile
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.errors import KueueParseError
+from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.workload import Workload
 from kueuetop.sim.kueue_metrics import KueueCounters
@@ -75,6 +75,7 @@ class KueueController:
         self._totals = QueueTotals()  # CQ/LQ status sums, kept per workload change
         self.broken: dict[str, str] = {}  # object → parse error, for reports and the console
         self.cycles = 0
+        self._last_cycle: tuple[float, ClusterSnapshot, bool] | None = None  # (now, base, fixpoint)
         self.counters = KueueCounters()  # Kueue's /metrics counters and histograms
 
     # ------------------------------------------------------------------ events
@@ -186,7 +187,7 @@ class KueueController:
         wrote = False
         try:
             if new.get("spec") != cur.get("spec"):
-                spec = copy.deepcopy(new["spec"])  # apply_decision shares unchanged parts with `cur`
+                spec = clone(new["spec"])  # apply_decision shares unchanged parts with `cur`
                 self.store.patch(KUEUE, "workloads", key[0], key[1], lambda o: {**o, "spec": spec}, copy=False)
                 wrote = True
             if new.get("status") != cur.get("status"):
@@ -309,13 +310,14 @@ class KueueController:
         for d in decisions:
             key = d.victim if isinstance(d, Preempt) else d.workload
             wrote |= self._write(key, d, now, snap)
-        if not wrote:
+        if not wrote and not self._cycle_would_repeat(now):
             if self._prev is not None:
                 changed = changed_cluster_queues(self._prev, snap)
                 if changed:
                     self.state = self.state.requeue_inadmissible(changed)
             t0 = time.perf_counter()
-            result = schedule(snap, now, self.state)
+            before = self.state
+            result = schedule(snap, now, before)
             self.cycles += 1
             admitted = any(isinstance(d, Admit) for d in result.decisions)
             self.counters.record_admission_attempt("success" if admitted else "inadmissible",
@@ -323,13 +325,27 @@ class KueueController:
             self.state = result.state
             self._prev = snap
             self._changed_since_cycle = set()
+            self._last_cycle = (now, self._base, result.state == before)
             for d in result.decisions:
                 key = d.victim if isinstance(d, Preempt) else d.workload
                 wrote |= self._write(key, d, now, snap)
+        if wrote:
+            # ClusterQueue and LocalQueue status follow the workloads: write them once this
+            # instant's workload writes have settled (the round after always comes, as this one
+            # wrote), not after every round (Kueue's queue controllers coalesce by key too).
+            return True
         if self._dirty_wl or self._base_dirty:
             snap = self._refresh()
-        wrote |= self._write_queue_status(snap, now)
-        return wrote
+        return self._write_queue_status(snap, now)
+
+    def _cycle_would_repeat(self, now: float) -> bool:
+        """True when a cycle now would get exactly the last cycle's input — same instant, no
+        workload or queue changed since, and the last cycle left the queue state as it found
+        it — and so (the engine being pure) make the same decisions, already written. Other
+        controllers' rounds at one instant (pods starting, …) then cost no cycle."""
+        last = self._last_cycle
+        return (last is not None and last[0] == now and last[1] is self._base and last[2]
+                and not self._changed_since_cycle and not self._dirty_wl and not self._base_dirty)
 
     def next_wakeup(self, now: float) -> float | None:
         return min(self._wake.values(), default=None)

@@ -6,15 +6,15 @@ keeps one global, monotonic resourceVersion like etcd's revision, a bounded hist
 changes per kind for watches, owner references for garbage collection and a few field
 indexes so single-object operations and indexed lookups stay O(1) at 100k objects.
 
-Stored dicts are never mutated after they are stored: every write stores a new dict.
-`get`/`list` return deep copies unless `copy=False` is passed; objects handed to watchers
-and subscribers are shared and must be treated as read-only.
+Stored dicts are never mutated after they are stored: every write stores a new dict, which
+shares the parts it did not change with the previous version (a status write shares spec and
+labels). `get`/`list` and the writes return deep copies unless `copy=False` is passed; objects
+handed out uncopied, and to watchers and subscribers, are shared and must be treated as read-only.
 """
 
 from __future__ import annotations
 
 import bisect
-import copy as _copy
 import logging
 import queue
 import random
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueuetop.kueue.api_versions import to_v1beta2
+from kueuetop.kueue.json_copy import clone, clone_except
 from kueuetop.sim.kinds import KINDS, Kind, get_kind, kind_for_object
 
 _log = logging.getLogger(__name__)
@@ -295,7 +296,7 @@ class ObjectStore:
             obj = b.objects.get(self._key(b.kind, namespace, name))
             if obj is None:
                 raise self._not_found(b.kind, name)
-        return _copy.deepcopy(obj) if copy else obj
+        return clone(obj) if copy else obj
 
     def try_get(self, group: str, plural: str, namespace: str | None, name: str, *,
                 copy: bool = True) -> Obj | None:
@@ -309,7 +310,7 @@ class ObjectStore:
         """All objects of a kind (in one namespace, or all when None), sorted by (ns, name),
         and the resourceVersion they are consistent with."""
         items, _, rv = self.list_page(group, plural, namespace, predicate=predicate)
-        return ([_copy.deepcopy(o) for o in items] if copy else items), rv
+        return ([clone(o) for o in items] if copy else items), rv
 
     def list_page(self, group: str, plural: str, namespace: str | None = None, *,
                   limit: int = 0, after: ObjKey | None = None,
@@ -362,7 +363,7 @@ class ObjectStore:
         if keys is None:
             raise KeyError(field_path)
         items, _, _ = self.list_page(group, plural, None, candidates=keys)
-        return [_copy.deepcopy(o) for o in items] if copy else items
+        return [clone(o) for o in items] if copy else items
 
     def count(self, group: str, plural: str, namespace: str | None = None) -> int:
         with self._lock:
@@ -385,51 +386,17 @@ class ObjectStore:
             raise NotFound(f'no kind "{obj.get("kind")}" is registered for version "{obj.get("apiVersion")}"')
         return self.create(k.group, k.plural, obj, dry_run=dry_run)
 
-    def create(self, group: str, plural: str, obj: Obj, *, dry_run: bool = False, uid: str | None = None) -> Obj:
+    def create(self, group: str, plural: str, obj: Obj, *, dry_run: bool = False, uid: str | None = None,
+               copy: bool = True) -> Obj:
         """Create an object. `uid` (controllers only) skips the seeded uid draw, so objects a
-        controller adds on the side (exporter pods) leave every other generated uid and name as is."""
+        controller adds on the side (exporter pods) leave every other generated uid and name as is.
+        With copy=False the stored object itself is returned (read-only, as from get)."""
         with self._lock:
-            b = self._bucket(group, plural)
-            k = b.kind
-            new = _copy.deepcopy(obj)
-            new["apiVersion"] = k.api_version()
-            new["kind"] = k.kind
-            meta = new.setdefault("metadata", {})
-            if not meta.get("name") and meta.get("generateName"):
-                for _ in range(20):
-                    candidate = self._generate_name(str(meta["generateName"]))
-                    if self._key(k, meta.get("namespace"), candidate) not in b.objects:
-                        meta["name"] = candidate
-                        break
-            name = str(meta.get("name") or "")
-            if not name:
-                raise Invalid("name or generateName is required", k)
-            if k.namespaced:
-                meta["namespace"] = meta.get("namespace") or "default"
-            else:
-                meta.pop("namespace", None)
-            key = self._key(k, meta.get("namespace"), name)
-            if key in b.objects:
-                raise AlreadyExists(f'{k.qualified} "{name}" already exists', k, name)
-            meta["uid"] = uid or str(uuid.UUID(int=self._rand.getrandbits(128), version=4))
-            meta["creationTimestamp"] = rfc3339(self.now())
-            meta.pop("deletionTimestamp", None)
-            meta.pop("deletionGracePeriodSeconds", None)
-            meta.pop("selfLink", None)
-            if k.key not in _NO_GENERATION:
-                meta["generation"] = 1
-            else:
-                meta.pop("generation", None)
+            new = self._create_owned_locked(group, plural, clone(obj), uid=uid, dry_run=dry_run)
             if dry_run:
-                meta.pop("resourceVersion", None)
                 return new
-            rv = self._next_rv()
-            meta["resourceVersion"] = str(rv)
-            b.put(key, new, None)
-            self._track_owners(k, key, new, None)
-            self._emit(b, "ADDED", new, None, rv)
         self._dispatch()
-        return _copy.deepcopy(new)
+        return clone(new) if copy else new
 
     def create_many(self, items: Iterable[tuple[str, str, Obj]]) -> list[StoreError | None]:
         """Bulk create for loading a scenario: each (group, plural, obj) is created as by
@@ -449,7 +416,9 @@ class ObjectStore:
         self._dispatch()
         return results
 
-    def _create_owned_locked(self, group: str, plural: str, new: Obj) -> None:
+    def _create_owned_locked(self, group: str, plural: str, new: Obj, *, uid: str | None = None,
+                             dry_run: bool = False) -> Obj:
+        """Create `new` itself (the caller hands it over): checks, metadata, store, event."""
         b = self._bucket(group, plural)
         k = b.kind
         new["apiVersion"] = k.api_version()
@@ -473,7 +442,7 @@ class ObjectStore:
         key = self._key(k, meta.get("namespace"), name)
         if key in b.objects:
             raise AlreadyExists(f'{k.qualified} "{name}" already exists', k, name)
-        meta["uid"] = str(uuid.UUID(int=self._rand.getrandbits(128), version=4))
+        meta["uid"] = uid or str(uuid.UUID(int=self._rand.getrandbits(128), version=4))
         meta["creationTimestamp"] = rfc3339(self.now())
         meta.pop("deletionTimestamp", None)
         meta.pop("deletionGracePeriodSeconds", None)
@@ -482,46 +451,58 @@ class ObjectStore:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
+        if dry_run:
+            meta.pop("resourceVersion", None)
+            return new
         rv = self._next_rv()
         meta["resourceVersion"] = str(rv)
         b.put(key, new, None)
         self._track_owners(k, key, new, None)
         self._emit(b, "ADDED", new, None, rv)
+        return new
 
-    def update(self, group: str, plural: str, obj: Obj, *, dry_run: bool = False) -> Obj:
+    def update(self, group: str, plural: str, obj: Obj, *, dry_run: bool = False, copy: bool = True) -> Obj:
         """Replace an object (PUT). For kinds with a status subresource, .status is kept."""
-        return self._update(group, plural, obj, status=False, dry_run=dry_run)
+        return self._update(group, plural, obj, status=False, dry_run=dry_run, copy=copy)
 
-    def update_status(self, group: str, plural: str, obj: Obj, *, dry_run: bool = False) -> Obj:
+    def update_status(self, group: str, plural: str, obj: Obj, *, dry_run: bool = False,
+                      copy: bool = True) -> Obj:
         """Replace only .status (PUT .../status); everything else is kept."""
-        return self._update(group, plural, obj, status=True, dry_run=dry_run)
+        return self._update(group, plural, obj, status=True, dry_run=dry_run, copy=copy)
 
     def patch(self, group: str, plural: str, namespace: str | None, name: str,
               fn: Callable[[Obj], Obj], *, status: bool = False, dry_run: bool = False,
               copy: bool = True) -> Obj:
         """Atomically apply fn to a copy of the current object and store the result. fn runs
-        under the store lock and must not block; a resourceVersion it sets is honoured.
+        under the store lock and must not block; a resourceVersion it sets is honoured. What fn
+        returns is stored as is, so it must not share mutable parts with anything the caller keeps.
+        With status=True only the copy's .status (and metadata, shallowly) is private: fn may
+        change .status alone, the rest is shared with the stored object and is read-only.
         With copy=False the stored object itself is returned (read-only, as from get)."""
         with self._lock:
             b = self._bucket(group, plural)
             cur = b.objects.get(self._key(b.kind, namespace, name))
             if cur is None:
                 raise self._not_found(b.kind, name)
-            candidate = fn(_copy.deepcopy(cur))
+            # A status write keeps everything but .status: copying the rest (most of a Pod or
+            # Workload) for fn to ignore would only cost time.
+            candidate = fn(clone_except(cur, "status") if status else clone(cur))
             meta = candidate.setdefault("metadata", {})
             meta.setdefault("resourceVersion", cur["metadata"]["resourceVersion"])
             result = self._update_locked(b, candidate, status=status, dry_run=dry_run)
         self._dispatch()
-        return _copy.deepcopy(result) if copy else result
+        return clone(result) if copy else result
 
-    def _update(self, group: str, plural: str, obj: Obj, *, status: bool, dry_run: bool) -> Obj:
+    def _update(self, group: str, plural: str, obj: Obj, *, status: bool, dry_run: bool, copy: bool) -> Obj:
         with self._lock:
             b = self._bucket(group, plural)
-            result = self._update_locked(b, _copy.deepcopy(obj), status=status, dry_run=dry_run)
+            result = self._update_locked(b, clone(obj), status=status, dry_run=dry_run)
         self._dispatch()
-        return _copy.deepcopy(result)
+        return clone(result) if copy else result
 
     def _update_locked(self, b: _Bucket, new: Obj, *, status: bool, dry_run: bool) -> Obj:
+        # `new` is private to the store (callers pass a copy). Parts taken over from `cur` are
+        # shared, not copied: stored objects are never mutated, so versions may share subtrees.
         k = b.kind
         meta = new.setdefault("metadata", {})
         name = str(meta.get("name") or "")
@@ -544,7 +525,8 @@ class ObjectStore:
             merged = {kk: v for kk, v in cur.items() if kk != "status"}
             if "status" in new:
                 merged["status"] = new["status"]
-            new = _copy.deepcopy(merged)
+            merged["metadata"] = dict(cmeta)  # gets its own resourceVersion below
+            new = merged
             meta = new["metadata"]
         else:
             new["apiVersion"] = k.api_version()
@@ -552,7 +534,7 @@ class ObjectStore:
             if k.status_subresource:
                 new.pop("status", None)
                 if "status" in cur:
-                    new["status"] = _copy.deepcopy(cur["status"])
+                    new["status"] = cur["status"]
             # System-owned metadata cannot be changed by an update.
             for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                       "generation"):
@@ -581,9 +563,10 @@ class ObjectStore:
 
     def delete(self, group: str, plural: str, namespace: str | None, name: str, *,
                propagation: str = "Background", uid: str | None = None,
-               resource_version: str | None = None, dry_run: bool = False) -> Obj:
+               resource_version: str | None = None, dry_run: bool = False, copy: bool = True) -> Obj:
         """Delete an object. With finalizers it only gets a deletionTimestamp; once gone, its
-        dependents are deleted (Background/Foreground) or released (Orphan)."""
+        dependents are deleted (Background/Foreground) or released (Orphan). With copy=False
+        the last state is returned uncopied (read-only)."""
         with self._lock:
             b = self._bucket(group, plural)
             k = b.kind
@@ -602,13 +585,13 @@ class ObjectStore:
                     f'ResourceVersion in precondition: {resource_version}, ResourceVersion in object '
                     f'meta: {cmeta.get("resourceVersion")}', k, name)
             if dry_run:
-                return _copy.deepcopy(cur)
+                return clone(cur)
             if propagation == "Orphan":
                 self._orphan_dependents_locked(cmeta.get("uid", ""))
             if cmeta.get("finalizers"):
                 if cmeta.get("deletionTimestamp"):
-                    return _copy.deepcopy(cur)
-                new = _copy.deepcopy(cur)
+                    return clone(cur)
+                new = _with_own_meta(cur)
                 new["metadata"]["deletionTimestamp"] = rfc3339(self.now())
                 new["metadata"]["deletionGracePeriodSeconds"] = 0
                 rv = self._next_rv()
@@ -617,13 +600,13 @@ class ObjectStore:
                 self._emit(b, "MODIFIED", new, cur, rv)
                 result = new
             else:
-                new = _copy.deepcopy(cur)
+                new = _with_own_meta(cur)
                 rv = self._next_rv()
                 new["metadata"]["resourceVersion"] = str(rv)
                 self._remove_locked(b, key, new, rv)
                 result = new
         self._dispatch()
-        return _copy.deepcopy(result)
+        return clone(result) if copy else result
 
     def _remove_locked(self, b: _Bucket, key: ObjKey, last: Obj, rv: int) -> None:
         b.remove(key)
@@ -654,7 +637,7 @@ class ObjectStore:
         if cur["metadata"].get("finalizers"):
             if cur["metadata"].get("deletionTimestamp"):
                 return
-            new = _copy.deepcopy(cur)
+            new = _with_own_meta(cur)
             new["metadata"]["deletionTimestamp"] = rfc3339(self.now())
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             rv = self._next_rv()
@@ -662,7 +645,7 @@ class ObjectStore:
             b.put(key, new, cur)
             self._emit(b, "MODIFIED", new, cur, rv)
             return
-        new = _copy.deepcopy(cur)
+        new = _with_own_meta(cur)
         rv = self._next_rv()
         new["metadata"]["resourceVersion"] = str(rv)
         self._remove_locked(b, key, new, rv)
@@ -690,7 +673,7 @@ class ObjectStore:
 
     def _drop_owner_ref(self, b: _Bucket, key: ObjKey, owner_uid: str) -> None:
         cur = b.objects[key]
-        new = _copy.deepcopy(cur)
+        new = _with_own_meta(cur)
         refs = [r for r in new["metadata"].get("ownerReferences") or [] if r.get("uid") != owner_uid]
         if refs:
             new["metadata"]["ownerReferences"] = refs
@@ -785,6 +768,11 @@ class ObjectStore:
                     self._subscribers.remove(callback)
 
         return unsubscribe
+
+
+def _with_own_meta(obj: Obj) -> Obj:
+    """A new version of a stored object that differs only in top-level metadata fields."""
+    return clone_except(obj, "")
 
 
 def object_key(obj: Obj) -> tuple[str, str]:

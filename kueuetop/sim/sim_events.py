@@ -86,7 +86,8 @@ def conditions_of(status: Obj) -> list[Obj]:
 def patch_status(store: ObjectStore, group: str, plural: str, namespace: str | None, name: str,
                  fn: Callable[[Obj], bool]) -> Obj | None:
     """Run fn(status dict) on the current object and store it through the status subresource
-    when fn reports a change. None when the object is gone or the write was refused."""
+    when fn reports a change. Returns the stored object (read-only), or None when the object is
+    gone or the write was refused."""
     def apply(cur: Obj) -> Obj:
         status = cur.get("status")
         if not isinstance(status, dict):
@@ -96,7 +97,7 @@ def patch_status(store: ObjectStore, group: str, plural: str, namespace: str | N
         return cur
 
     try:
-        return store.patch(group, plural, namespace, name, apply, status=True)
+        return store.patch(group, plural, namespace, name, apply, status=True, copy=False)
     except NotFound:
         return None
     except StoreError as exc:

@@ -106,3 +106,24 @@ def test_changed_cluster_queues_covers_cohort_tree():
                                                                condition("Finished", True, "Succeeded")]}}
     assert changed_cluster_queues(prev, snapshot(*BASE, done)) == {"a", "b"}
     assert changed_cluster_queues(prev, snapshot(*BASE, run)) == set()
+
+
+def test_equivalent_workloads_go_inadmissible_with_the_head():
+    """§6.1 SchedulingEquivalenceHashing: a BestEffortFIFO head that does not fit parks every
+    queued workload of its scheduling shape (priority, pod sets) with it; others stay queued."""
+    from kueuetop.admission.cycle import schedule
+    from kueuetop.kueue.config import KueueConfig
+
+    objs = [namespace("ns"), flavor("f"), cluster_queue("a", group("cpu", fq("f", cpu="4"))),
+            local_queue("ns", "lq1", "a"),
+            workload("ns", "big1", "lq1", {"cpu": "8"}, created=T0),
+            workload("ns", "big2", "lq1", {"cpu": "8"}, created=T0 + 1),
+            workload("ns", "other-prio", "lq1", {"cpu": "8"}, created=T0 + 2, priority=-1),
+            workload("ns", "big3", "lq1", {"cpu": "8"}, created=T0 + 3)]
+    r = schedule(snapshot(*objs), NOW, QueueState())
+    assert [x.workload[1] for x in r.decisions] == ["big1"]  # only the head is written
+    assert set(r.state.inadmissible["a"]) == {("ns", "big1"), ("ns", "big2"), ("ns", "big3")}
+    assert names(heads(snapshot(*objs), r.state, NOW)) == ["other-prio"]
+    off = KueueConfig(feature_gates={"SchedulingEquivalenceHashing": False})
+    r = schedule(snapshot(*objs, config=off), NOW, QueueState())
+    assert set(r.state.inadmissible["a"]) == {("ns", "big1")}

@@ -1,0 +1,44 @@
+"""Generated built-in scenarios (Kueue's scheduler-performance configs) run to completion.
+
+Kueue's baseline config is 15,000 workloads: the quota invariants are checked on a sample of
+the simulation's steps (every step would cost more than the run) and once at the end.
+"""
+
+from kueuetop.sim.clock import SimClock
+from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
+from kueuetop.sim.scenario import load_scenario
+from tests.test_sim_scenarios import check_invariants
+
+KUEUE = "kueue.x-k8s.io"
+SAMPLE_EVERY = 50  # steps between invariant checks
+
+
+def run_to_completion(name: str, duration: float = 24 * 3600.0):
+    scenario = load_scenario(name)
+    clock = SimClock(VIRTUAL_EPOCH)
+    parts = build_cluster(scenario, clock, record_events=False)
+    steps = [0]
+
+    def on_step(cluster) -> None:
+        steps[0] += 1
+        if steps[0] % SAMPLE_EVERY == 0:
+            check_invariants(parts)
+
+    parts.cluster.run_for(duration, until_idle=True, on_step=on_step)
+    check_invariants(parts)
+    return scenario, parts
+
+
+def test_kueue_perf_baseline_runs_to_completion():
+    scenario, parts = run_to_completion("kueue-perf-baseline")
+    assert parts.cluster.idle()
+    assert parts.cluster.errors == [] and parts.kueue.broken == {}
+    wls, _ = parts.cluster.store.list(KUEUE, "workloads", copy=False)
+    assert len(wls) == scenario.meta["expected"]["workloads"] == 15_000
+    snap = parts.kueue.snapshot()
+    unfinished = [w.key for w in snap.workloads.values() if not w.is_finished]
+    assert unfinished == []
+    # Every workload was admitted once it finished: none holds quota any more.
+    cqs, _ = parts.cluster.store.list(KUEUE, "clusterqueues", copy=False)
+    assert all((cq.get("status") or {}).get("reservingWorkloads") == 0 for cq in cqs)
+    assert all((cq.get("status") or {}).get("pendingWorkloads") == 0 for cq in cqs)
