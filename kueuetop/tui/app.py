@@ -28,6 +28,7 @@ from kueuetop.tui.bridge import StoreBridge, StoreChanged
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.detail import WorkloadDetailScreen, yaml_text
 from kueuetop.tui.glyphs import glyphs
+from kueuetop.tui.palette import KueuetopCommands
 from kueuetop.tui.screens import HelpScreen, TextScreen
 from kueuetop.tui.statusbar import StatusBar
 from kueuetop.tui.themes import ThemeSet, load_themes, no_color, variable_defaults
@@ -61,6 +62,7 @@ _QUEUE_IDS.update({("localqueues", a): f"localqueue.{v}" for a, v in (("stop", "
 class KueuetopApp(App[int]):
     TITLE = "kueuetop"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS: ClassVar = {*App.COMMANDS, KueuetopCommands}
     BINDINGS: ClassVar = [*KM.load_keymap().bindings(KM.GLOBAL),
                           Binding("q", "quit", "Quit", show=False, id="quit-q")]
     CSS = """
