@@ -24,6 +24,7 @@ from kueuetop.kueue.core import Pod
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import derive_state
 from kueuetop.store import events as K
+from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.rows import age
 from kueuetop.views.explain_text import explain_lines
@@ -130,8 +131,13 @@ def detail_text(ctx: ViewContext, key: Key) -> Text:
     return t
 
 
+def _action_bindings() -> list[Binding]:
+    # The Workloads view's cluster-changing keys, same binding ids (so user remaps apply here too).
+    return [KM.to_binding(a) for a in KM.load_keymap().actions("workloads") if a.dangerous]
+
+
 class WorkloadDetailScreen(Screen[None]):
-    BINDINGS: ClassVar = [Binding("escape,q", "back", "Back")]
+    BINDINGS: ClassVar = [Binding("escape,q", "back", "Back"), *_action_bindings()]
     DEFAULT_CSS = """
     WorkloadDetailScreen > .page-title { height: 1; background: $panel; padding: 0 1; }
     WorkloadDetailScreen > VerticalScroll { padding: 0 1; }
@@ -153,3 +159,12 @@ class WorkloadDetailScreen(Screen[None]):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Read-only hides the keys, RBAC greys them: the app decides, as for the views.
+        return self.app.check_binding(action, parameters)  # type: ignore[attr-defined,no-any-return]
+
+    def action_workload_action(self, action: str) -> None:
+        """hold / resume / requeue / preempt on the workload shown: the same preview, confirmation
+        and dry-run flow as from the Workloads view."""
+        self.app.start_workload_action(action, [self.key])  # type: ignore[attr-defined]
