@@ -27,10 +27,12 @@ from kueuetop.store import events as K
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.rows import age
+from kueuetop.tui.sparkline import sparkline
 from kueuetop.views.explain_text import explain_lines
 from kueuetop.views.safe_text import clean
 
 Key = tuple[str, str]
+SPARK_WIDTH = 32  # GPU utilization history per GPU: the newest 32 samples
 
 
 def _when(t: float | None) -> str:
@@ -124,7 +126,10 @@ def detail_text(ctx: ViewContext, key: Key) -> Text:
         t.append(f"{clean(pod.name)}  {clean(pod.phase)}  node {clean(pod.node_name) or '-'}  gpus {pod.gpus}\n")
         for g in store.gpus_of_pod(pkey[0], pkey[1]):
             util = "stale" if g.stale or g.util is None else f"{g.util:.0f}%"
-            t.append(f"    GPU {clean(g.node)}/{clean(g.gpu)} {clean(g.model)}  util {util}\n")
+            t.append(f"    GPU {clean(g.node)}/{clean(g.gpu)} {clean(g.model)}  util {util:>5}  ")
+            history = [v for _, v in store.gpu_history.get(g.key)]
+            t.append(sparkline(history, SPARK_WIDTH, glyphs=ctx.glyphs), style=ctx.state_style("admitted"))
+            t.append("\n")
 
     _head(t, "YAML")
     t.append_text(yaml_text(store.raw(K.WORKLOADS, key)))

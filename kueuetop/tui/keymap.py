@@ -130,6 +130,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("heatmap.metric", "Metric", ("m",), "gpus"),
     Action("heatmap.aggregate", "Mean/max", ("a",), "gpus"),
     Action("heatmap.idle", "Idle only", ("i",), "gpus"),
+    Action("heatmap.queue", "Chart next queue", ("c",), "gpus"),
 )
 
 BY_ID: Mapping[str, Action] = {a.id: a for a in ACTIONS}

@@ -117,3 +117,20 @@ def test_malformed_entries_are_kept_unparsed_and_stale_flags() -> None:
     store.set_source_state("prom", SourceState.LIVE, stale_after=30)
     t[0] = 31.0
     assert store.stale("prom") and store.source("prom").age(t[0]) == 31.0
+
+
+def test_gpu_fleet_history_by_model_and_utilization_bucket() -> None:
+    store = Store()
+    store.put_gpu_samples([GpuSample("n1", "0", model="L4", util=5.0), GpuSample("n1", "1", model="L4", util=95.0),
+                           GpuSample("n2", "0", model="A100", util=100.0)], at=100.0, source="prom")
+    store.put_gpu_samples([GpuSample("n1", "0", model="L4", util=50.0, stale=True),
+                           GpuSample("n1", "1", model="L4", util=55.0)], at=105.0, source="prom")
+    assert store.gpu_model_history.get("L4") == [(100.0, 2), (105.0, 2)]
+    assert store.gpu_model_history.get("A100") == [(100.0, 1), (105.0, 1)]
+    (t0, f0), (t1, f1) = store.gpu_util_history.points()
+    assert (t0, f0.counts, f0.na) == (100.0, (1, 0, 0, 0, 0, 0, 0, 0, 0, 2), 0)
+    # A stale GPU counts as n/a, never as its last value.
+    assert (t1, f1.counts, f1.na) == (105.0, (0, 0, 0, 0, 0, 1, 0, 0, 0, 1), 1)
+    # A node whose GPUs are gone: its model drops to 0 rather than ending mid-air.
+    store.put_gpu_samples([GpuSample("n2", "9", model="H100", util=1.0)], at=110.0, source="prom")
+    assert store.gpu_model_history.get("A100")[-1] == (110.0, 0)
