@@ -104,6 +104,14 @@ class KueuetopApp(App[int]):
         self._ticks = 0
         self.refresh_count = 0  # redraws driven by store changes (tests and benchmarks read it)
 
+    def get_driver_class(self) -> type[Any]:
+        cls = super().get_driver_class()
+        if cls.__name__ == "LinuxDriver":  # a real terminal: exit quietly when it goes away
+            from kueuetop.tui.tty import HangupSafeDriver
+
+            return HangupSafeDriver
+        return cls
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return variable_defaults()
 
