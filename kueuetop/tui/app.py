@@ -125,7 +125,8 @@ class KueuetopApp(App[int]):
         yield Input(placeholder="/filter  regex · !inverse · -l key=value · state:pending", id="filter",
                     classes="prompt")
         yield StatusBar(id="status")
-        yield Footer()
+        # Compact, no palette hint (ctrl+p is in `?` help): every view's keys fit in 80 columns.
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         if self.keymap.textual_keymap():

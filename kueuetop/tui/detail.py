@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from kueuetop.admission.explain import explain
 from kueuetop.kueue.core import Pod
@@ -126,10 +126,11 @@ def detail_text(ctx: ViewContext, key: Key) -> Text:
         t.append(f"{clean(pod.name)}  {clean(pod.phase)}  node {clean(pod.node_name) or '-'}  gpus {pod.gpus}\n")
         for g in store.gpus_of_pod(pkey[0], pkey[1]):
             util = "stale" if g.stale or g.util is None else f"{g.util:.0f}%"
-            t.append(f"    GPU {clean(g.node)}/{clean(g.gpu)} {clean(g.model)}  util {util:>5}  ")
+            # Sparkline before the long node name, so it stays on the first line at 80 columns.
+            t.append(f"    GPU {clean(g.gpu):<3} util {util:>5} ")
             history = [v for _, v in store.gpu_history.get(g.key)]
             t.append(sparkline(history, SPARK_WIDTH, glyphs=ctx.glyphs), style=ctx.state_style("admitted"))
-            t.append("\n")
+            t.append(f"  {clean(g.model)}  {clean(g.node)}\n")
 
     _head(t, "YAML")
     t.append_text(yaml_text(store.raw(K.WORKLOADS, key)))
@@ -158,6 +159,7 @@ class WorkloadDetailScreen(Screen[None]):
         yield Static(Text(f"Workload {clean(self.key[0])}/{clean(self.key[1])}   esc: back"), classes="page-title")
         with VerticalScroll():
             yield Static(detail_text(self.ctx, self.key), id="detail-body")
+        yield Footer(compact=True, show_command_palette=False)
 
     def refresh_view(self) -> None:
         self.query_one("#detail-body", Static).update(detail_text(self.ctx, self.key))
