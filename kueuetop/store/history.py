@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -42,6 +42,29 @@ class QueueCounts:
     pending: int
     admitted: int
     reserved: int = 0
+
+
+UTIL_BUCKETS = 10  # 0–10 %, …, 90–100 %: the GPU dashboard's utilization distribution rows
+
+
+@dataclass(frozen=True, slots=True)
+class UtilFrame:
+    """How many GPUs were in each utilization bucket at one time (n/a: stale or no value)."""
+    counts: tuple[int, ...]
+    na: int = 0
+
+
+def util_buckets(values: Iterable[float | None], buckets: int = UTIL_BUCKETS) -> UtilFrame:
+    """Counts per equal-width 0–100 % bucket (100 % goes in the top one), and the n/a count."""
+    counts = [0] * buckets
+    na = 0
+    for v in values:
+        if v is None or v != v:
+            na += 1
+            continue
+        i = int(v * buckets / 100.0)
+        counts[0 if i < 0 else buckets - 1 if i >= buckets else i] += 1
+    return UtilFrame(tuple(counts), na)
 
 
 class Series(Generic[K, V]):

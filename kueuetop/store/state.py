@@ -22,7 +22,7 @@ from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
 from kueuetop.store import events as K
 from kueuetop.store.events import Changes, Entry, Key, Op, QueuePosition, StoreEvent
-from kueuetop.store.history import QueueCounts, Series
+from kueuetop.store.history import QueueCounts, Ring, Series, UtilFrame, util_buckets
 from kueuetop.store.indexes import Indexes, MultiIndex
 from kueuetop.store.sources import SourceState, SourceStatus
 
@@ -68,6 +68,10 @@ class Store:
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
         self.queue_history: Series[str, QueueCounts] = Series(history_size)
         self.gpu_history: Series[GpuKey, float | None] = Series(history_size)
+        # Fleet-wide, one point per GPU write: GPUs per model, and the utilization distribution
+        # (the GPU dashboard's "number and type of GPUs" and "utilization distribution" panels).
+        self.gpu_model_history: Series[str, int] = Series(history_size, max_keys=64)
+        self.gpu_util_history: Ring[UtilFrame] = Ring(history_size)
         self._history_interval = history_interval
         self._history_at = 0.0
 
@@ -226,7 +230,17 @@ class Store:
                                             last_ok=max(at, st.last_ok or 0.0))
             if changed:
                 self._version += 1
+                self._record_gpu_fleet(at)
         return self._notify({K.GPUS: changed, K.SOURCES: {source}})
+
+    def _record_gpu_fleet(self, at: float) -> None:
+        models: dict[str, int] = {}
+        for s in self._gpus.values():
+            models[s.model or "?"] = models.get(s.model or "?", 0) + 1
+        for model in set(models) | set(self.gpu_model_history.keys()):
+            # A model that is gone (spot nodes reclaimed) drops to 0 rather than ending mid-air.
+            self.gpu_model_history.append(model, at, models.get(model, 0))
+        self.gpu_util_history.append(at, util_buckets(None if s.stale else s.util for s in self._gpus.values()))
 
     def _drop_gpu(self, gkey: GpuKey) -> None:
         self._gpus.pop(gkey, None)

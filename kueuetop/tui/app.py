@@ -28,6 +28,7 @@ from kueuetop.tui.bridge import StoreBridge, StoreChanged
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.detail import WorkloadDetailScreen, yaml_text
 from kueuetop.tui.glyphs import glyphs
+from kueuetop.tui.palette import KueuetopCommands
 from kueuetop.tui.screens import HelpScreen, TextScreen
 from kueuetop.tui.statusbar import StatusBar
 from kueuetop.tui.themes import ThemeSet, load_themes, no_color, variable_defaults
@@ -61,6 +62,7 @@ _QUEUE_IDS.update({("localqueues", a): f"localqueue.{v}" for a, v in (("stop", "
 class KueuetopApp(App[int]):
     TITLE = "kueuetop"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS: ClassVar = {*App.COMMANDS, KueuetopCommands}
     BINDINGS: ClassVar = [*KM.load_keymap().bindings(KM.GLOBAL),
                           Binding("q", "quit", "Quit", show=False, id="quit-q")]
     CSS = """
@@ -102,6 +104,14 @@ class KueuetopApp(App[int]):
         self._ticks = 0
         self.refresh_count = 0  # redraws driven by store changes (tests and benchmarks read it)
 
+    def get_driver_class(self) -> type[Any]:
+        cls = super().get_driver_class()
+        if cls.__name__ == "LinuxDriver":  # a real terminal: exit quietly when it goes away
+            from kueuetop.tui.tty import HangupSafeDriver
+
+            return HangupSafeDriver
+        return cls
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return variable_defaults()
 
@@ -115,7 +125,8 @@ class KueuetopApp(App[int]):
         yield Input(placeholder="/filter  regex · !inverse · -l key=value · state:pending", id="filter",
                     classes="prompt")
         yield StatusBar(id="status")
-        yield Footer()
+        # Compact, no palette hint (ctrl+p is in `?` help): every view's keys fit in 80 columns.
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         if self.keymap.textual_keymap():

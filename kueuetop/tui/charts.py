@@ -1,7 +1,7 @@
 """Line charts over time rendered by plotext into Rich `Text` sized to a region.
 
 Used for GPUs by model over time and pending/admitted workloads per ClusterQueue over time.
-Series are (epoch seconds, value) points; the x axis is minutes before the newest point, so the
+Series are (epoch seconds, value) points; the x axis is seconds, minutes or hours (by the span) before the newest point, so the
 chart reads the same whatever the clock. Written against the plotext 6 API (`plotext.figure`).
 plotext keeps one global figure, so rendering is serialised with a lock (the console renders
 from worker threads). Backgrounds are dropped so the chart sits on the theme's own background.
@@ -42,6 +42,7 @@ def line_chart(series: Series, width: int, height: int, *, title: str = "", them
         why = "no data" if not pts else "too small"
         return _placeholder(f"{clean(title)}: {why}" if title else why, width, height)
     newest = max(p[-1][0] for p in pts.values())
+    unit, per = _time_unit(newest - min(p[0][0] for p in pts.values()))
     colourless = theme is not None and theme.shaded
     with _LOCK:
         import plotext  # imported late: plotext builds its docs registry on import (~100 ms)
@@ -54,12 +55,12 @@ def line_chart(series: Series, width: int, height: int, *, title: str = "", them
         for i, (name, p) in enumerate(pts.items()):
             # Without colour, series must differ by marker or the legend can't tell them apart.
             marker = "hd" if glyphs.unicode and not colourless else _MARKERS[i % len(_MARKERS)]
-            xs = [(t - newest) / 60.0 for t, _ in p]
+            xs = [(t - newest) / per for t, _ in p]
             ys = [v for _, v in p]
             f.draw(f.signal(xs, ys, marker=marker).lines().label(name))
         head = clean(title, limit=width)
         if y_label:
-            head = f"{head} ({clean(y_label, limit=20)}, x: minutes ago)" if head else y_label
+            head = f"{head} ({clean(y_label, limit=20)}, x: {unit} ago)" if head else y_label
         if head:
             f.title(head)
         raw = str(f.build())
@@ -68,6 +69,15 @@ def line_chart(series: Series, width: int, height: int, *, title: str = "", them
         raw = raw.translate(_ASCII_BOX)
     text = _without_backgrounds(Text.from_ansi(raw, no_wrap=True))
     return _fit(text, width, height)
+
+
+def _time_unit(span: float) -> tuple[str, float]:
+    """Axis unit for a history `span` seconds long: whole numbers on the ticks, whatever the age."""
+    if span < 120:
+        return "seconds", 1.0
+    if span < 2 * 3600:
+        return "minutes", 60.0
+    return "hours", 3600.0
 
 
 def _finite(p: tuple[float, float]) -> bool:

@@ -17,19 +17,22 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from kueuetop.admission.explain import explain
 from kueuetop.kueue.core import Pod
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import derive_state
 from kueuetop.store import events as K
+from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.rows import age
+from kueuetop.tui.sparkline import sparkline
 from kueuetop.views.explain_text import explain_lines
 from kueuetop.views.safe_text import clean
 
 Key = tuple[str, str]
+SPARK_WIDTH = 32  # GPU utilization history per GPU: the newest 32 samples
 
 
 def _when(t: float | None) -> str:
@@ -123,15 +126,24 @@ def detail_text(ctx: ViewContext, key: Key) -> Text:
         t.append(f"{clean(pod.name)}  {clean(pod.phase)}  node {clean(pod.node_name) or '-'}  gpus {pod.gpus}\n")
         for g in store.gpus_of_pod(pkey[0], pkey[1]):
             util = "stale" if g.stale or g.util is None else f"{g.util:.0f}%"
-            t.append(f"    GPU {clean(g.node)}/{clean(g.gpu)} {clean(g.model)}  util {util}\n")
+            # Sparkline before the long node name, so it stays on the first line at 80 columns.
+            t.append(f"    GPU {clean(g.gpu):<3} util {util:>5} ")
+            history = [v for _, v in store.gpu_history.get(g.key)]
+            t.append(sparkline(history, SPARK_WIDTH, glyphs=ctx.glyphs), style=ctx.state_style("admitted"))
+            t.append(f"  {clean(g.model)}  {clean(g.node)}\n")
 
     _head(t, "YAML")
     t.append_text(yaml_text(store.raw(K.WORKLOADS, key)))
     return t
 
 
+def _action_bindings() -> list[Binding]:
+    # The Workloads view's cluster-changing keys, same binding ids (so user remaps apply here too).
+    return [KM.to_binding(a) for a in KM.load_keymap().actions("workloads") if a.dangerous]
+
+
 class WorkloadDetailScreen(Screen[None]):
-    BINDINGS: ClassVar = [Binding("escape,q", "back", "Back")]
+    BINDINGS: ClassVar = [Binding("escape,q", "back", "Back"), *_action_bindings()]
     DEFAULT_CSS = """
     WorkloadDetailScreen > .page-title { height: 1; background: $panel; padding: 0 1; }
     WorkloadDetailScreen > VerticalScroll { padding: 0 1; }
@@ -147,9 +159,19 @@ class WorkloadDetailScreen(Screen[None]):
         yield Static(Text(f"Workload {clean(self.key[0])}/{clean(self.key[1])}   esc: back"), classes="page-title")
         with VerticalScroll():
             yield Static(detail_text(self.ctx, self.key), id="detail-body")
+        yield Footer(compact=True, show_command_palette=False)
 
     def refresh_view(self) -> None:
         self.query_one("#detail-body", Static).update(detail_text(self.ctx, self.key))
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Read-only hides the keys, RBAC greys them: the app decides, as for the views.
+        return self.app.check_binding(action, parameters)  # type: ignore[attr-defined,no-any-return]
+
+    def action_workload_action(self, action: str) -> None:
+        """hold / resume / requeue / preempt on the workload shown: the same preview, confirmation
+        and dry-run flow as from the Workloads view."""
+        self.app.start_workload_action(action, [self.key])  # type: ignore[attr-defined]

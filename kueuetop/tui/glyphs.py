@@ -24,6 +24,7 @@ class Glyphs:
     tick_lend: str  # nominal − lendingLimit: the part that is never lent out
     tick_borrow: str  # nominal + borrowingLimit: the most this queue may hold
     ellipsis: str
+    spark: str = "▁▂▃▄▅▆▇█"  # sparkline levels, low → high
 
     @property
     def unicode(self) -> bool:
@@ -60,6 +61,7 @@ ASCII = Glyphs(
     tick_lend="|",
     tick_borrow="]",
     ellipsis="~",
+    spark="_.-~=+*#",
 )
 
 

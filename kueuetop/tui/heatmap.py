@@ -20,6 +20,7 @@ from rich.style import Style
 from rich.text import Span, Text
 
 from kueuetop.kueue.gpu import GpuSample
+from kueuetop.store.history import util_buckets
 from kueuetop.tui.glyphs import UNICODE, Glyphs
 from kueuetop.tui.themes import KueuetopTheme
 from kueuetop.views.safe_text import clean
@@ -500,15 +501,8 @@ def _swatch(painter: _Painter, code: int) -> str:
 
 def bucketize(values: Iterable[float | None], buckets: int = 10) -> tuple[list[int], int]:
     """Counts per equal-width 0–100 % bucket (100 % goes in the top one), and the n/a count."""
-    counts = [0] * buckets
-    na = 0
-    for v in values:
-        if v is None or v != v:
-            na += 1
-            continue
-        i = int(v * buckets / 100.0)
-        counts[0 if i < 0 else buckets - 1 if i >= buckets else i] += 1
-    return counts, na
+    frame = util_buckets(values, buckets)  # one definition: the store records the same frames
+    return list(frame.counts), frame.na
 
 
 def distribution_heatmap(frames: Sequence[tuple[float, Sequence[int]]], width: int, height: int, *,

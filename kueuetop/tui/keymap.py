@@ -48,7 +48,8 @@ class Action:
     dangerous: bool = False  # changes the cluster: hidden in read-only mode, confirmed before sending
     evicts: bool = False  # may stop running work (plan.DANGEROUS): ctrl key, stronger confirmation
     needs: Need | None = None
-    show: bool = True  # in the footer (all actions are in `?` help)
+    show: bool = True  # in the footer (all actions are in `?` help); the footer must fit 80 columns,
+    # so it shows the view's own actions plus Help and Quit, and keys every view shares only in help
 
     @property
     def textual_action(self) -> str:
@@ -93,13 +94,13 @@ ACTIONS: tuple[Action, ...] = (
     # global navigation
     Action("quit", "Quit", ("ctrl+q",)),
     Action("help", "Help", ("question_mark",)),
-    Action("command", "Command", ("colon",)),
-    Action("filter", "Filter", ("slash",)),
+    Action("command", "Command", ("colon",), show=False),
+    Action("filter", "Filter", ("slash",), show=False),
     Action("back", "Back", ("escape",), show=False),
     Action("drill", "Open", ("enter",), show=False),
     Action("refresh", "Refresh", ("ctrl+r",), show=False),
     Action("palette", "Palette", ("ctrl+p",), show=False),
-    Action("mark", "Mark", ("space",)),
+    Action("mark", "Mark", ("space",), show=False),
     Action("mark.range", "Mark range", ("ctrl+space",), show=False),
     Action("mark.clear", "Clear marks", ("ctrl+backslash",), show=False),
     Action("sort.name", "Sort by name", ("N",), show=False),
@@ -107,11 +108,11 @@ ACTIONS: tuple[Action, ...] = (
     Action("sort.status", "Sort by status", ("S",), show=False),
     Action("sort.namespace", "Sort by namespace", ("P",), show=False),
     Action("sort.column", "Sort by selected column", ("O",), show=False),
-    Action("yaml", "YAML", ("y",)),
-    Action("describe", "Describe", ("d",)),
+    Action("yaml", "YAML", ("y",), show=False),
+    Action("describe", "Describe", ("d",), show=False),
     *(Action(f"view.{v.name}", v.title, (v.key,), action=f"switch_view('{v.name}')", show=False) for v in VIEWS),
     # workloads
-    Action("workload.explain", "Why pending", ("x",), "workloads"),
+    Action("workload.explain", "Why", ("x",), "workloads"),
     Action("sort.position", "Sort by queue position", ("Q",), "workloads", show=False),
     Action("sort.priority", "Sort by priority", ("R",), "workloads", show=False),
     _wl("hold", "Hold", ("h",), "hold"),
@@ -130,6 +131,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("heatmap.metric", "Metric", ("m",), "gpus"),
     Action("heatmap.aggregate", "Mean/max", ("a",), "gpus"),
     Action("heatmap.idle", "Idle only", ("i",), "gpus"),
+    Action("heatmap.queue", "Chart next queue", ("c",), "gpus"),
 )
 
 BY_ID: Mapping[str, Action] = {a.id: a for a in ACTIONS}
@@ -174,7 +176,7 @@ class Keymap:
 
 
 def to_binding(a: Action) -> Binding:
-    desc = a.description + (" (!)" if a.evicts else "")
+    desc = a.description + ("!" if a.evicts else "")  # "!": evicts running work; short for 80 columns
     tip = f"needs {a.needs}" if a.needs else ""
     return Binding(",".join(a.keys), a.textual_action, desc, show=a.show, id=a.id, tooltip=tip)
 

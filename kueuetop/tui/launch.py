@@ -157,6 +157,10 @@ def run_console(args: argparse.Namespace) -> int:
                           ascii_only=bool(getattr(args, "ascii", False)),
                           namespace=getattr(args, "namespace", None))
         code = app.run(mouse=not getattr(args, "no_mouse", False))
+        from kueuetop.tui.tty import EXIT_HANGUP, silence_std_streams
+
+        if app.return_code == EXIT_HANGUP:
+            silence_std_streams()  # the terminal is gone; the cleanup below must not write to it
         return int(code or 0) if app.return_code is None else int(app.return_code or code or 0)
     except KeyboardInterrupt:
         return EXIT_FAILED

@@ -139,3 +139,20 @@ def test_a_deleted_nodes_gpus_go_with_it_and_do_not_come_back() -> None:
     store.apply(StoreEvent.upsert("nodes", "nodes", entry(node("n1", rv="5"))))
     store.put_gpu_samples(fleet, at=3.0, source="prometheus")
     assert len(store.gpus_on_node("n1")) == 2
+
+
+def test_gpu_fleet_history_by_model_and_utilization_bucket() -> None:
+    store = Store()
+    store.put_gpu_samples([GpuSample("n1", "0", model="L4", util=5.0), GpuSample("n1", "1", model="L4", util=95.0),
+                           GpuSample("n2", "0", model="A100", util=100.0)], at=100.0, source="prom")
+    store.put_gpu_samples([GpuSample("n1", "0", model="L4", util=50.0, stale=True),
+                           GpuSample("n1", "1", model="L4", util=55.0)], at=105.0, source="prom")
+    assert store.gpu_model_history.get("L4") == [(100.0, 2), (105.0, 2)]
+    assert store.gpu_model_history.get("A100") == [(100.0, 1), (105.0, 1)]
+    (t0, f0), (t1, f1) = store.gpu_util_history.points()
+    assert (t0, f0.counts, f0.na) == (100.0, (1, 0, 0, 0, 0, 0, 0, 0, 0, 2), 0)
+    # A stale GPU counts as n/a, never as its last value.
+    assert (t1, f1.counts, f1.na) == (105.0, (0, 0, 0, 0, 0, 1, 0, 0, 0, 1), 1)
+    # A node whose GPUs are gone: its model drops to 0 rather than ending mid-air.
+    store.put_gpu_samples([GpuSample("n2", "9", model="H100", util=1.0)], at=110.0, source="prom")
+    assert store.gpu_model_history.get("A100")[-1] == (110.0, 0)

@@ -17,7 +17,13 @@ from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.rows import Row, cell
 from kueuetop.tui.views.base import TableView, scope_bindings
-from kueuetop.tui.views.queues_common import compact_bars, main_resource, queue_status, quota_lines
+from kueuetop.tui.views.queues_common import (
+    compact_bars,
+    main_resource,
+    queue_status,
+    quota_lines,
+    status_cell,
+)
 
 
 def cluster_queue_rows(ctx: ViewContext) -> list[Row]:
@@ -29,7 +35,7 @@ def cluster_queue_rows(ctx: ViewContext) -> list[Row]:
         res = main_resource(cq)
         out.append(Row(key[1], (
             cell(cq.name), cell(cq.cohort or "-"), cell(cq.queueing_strategy), cell(cq.pending_workloads),
-            cell(cq.reserving_workloads), cell(cq.admitted_workloads), cell(word, ctx.state_style(colour)),
+            cell(cq.reserving_workloads), cell(cq.admitted_workloads), status_cell(word, ctx.state_style(colour)),
             cell(res.split("/")[-1] if res else "-"), compact_bars(ctx, cq),
         ), sort={"name": cq.name, "status": word, "cohort": cq.cohort, "pending": -cq.pending_workloads,
                  "admitted": -cq.admitted_workloads, "namespace": ""},

@@ -10,7 +10,7 @@ from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.rows import Row, cell
 from kueuetop.tui.views.base import TableView, scope_bindings
-from kueuetop.tui.views.queues_common import queue_status
+from kueuetop.tui.views.queues_common import queue_status, status_cell
 
 
 def local_queue_rows(ctx: ViewContext) -> list[Row]:
@@ -21,7 +21,7 @@ def local_queue_rows(ctx: ViewContext) -> list[Row]:
         word, colour = queue_status(lq.stop_policy, lq.conditions)
         out.append(Row(key, (
             cell(lq.namespace), cell(lq.name), cell(lq.cluster_queue), cell(lq.pending_workloads),
-            cell(lq.reserving_workloads), cell(lq.admitted_workloads), cell(word, ctx.state_style(colour)),
+            cell(lq.reserving_workloads), cell(lq.admitted_workloads), status_cell(word, ctx.state_style(colour)),
         ), sort={"name": lq.name, "namespace": lq.namespace, "status": word, "cq": lq.cluster_queue},
             labels=lq.meta.labels, state=word.lower()))
     return out

@@ -25,6 +25,15 @@ def queue_status(stop_policy: str, conditions: Iterable[Condition]) -> tuple[str
     return ("Active", "admitted") if active is not None else ("?", "stale")
 
 
+# The table sizes a column when rows are added, not when a cell changes: pad the status to its
+# longest word so stopping a queue never shows as a clipped "Stopp…".
+STATUS_WIDTH = len("Stopped(HoldAndDrain)")
+
+
+def status_cell(word: str, style: str) -> Text:
+    return Text(clean(word).ljust(STATUS_WIDTH), style=style, no_wrap=True, overflow="ellipsis")
+
+
 def _scale(resource: str) -> float:
     # CPU is held in millicores; bars read better in cores. Memory stays in bytes (fmt handles it).
     return 1000.0 if resource == CPU else 1.0

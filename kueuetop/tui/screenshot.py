@@ -1,0 +1,151 @@
+"""The README's screenshot, generated from the console itself: `python -m kueuetop.tui.screenshot`.
+
+The refarch scenario runs in virtual time from a fixed epoch to a fixed moment, then is served
+*frozen* on a loopback port (no simulation thread), so every object, name, GPU reading and age is
+the same on every run. The console reaches it through the real path (kubeconfig, informers, GPU
+scrape), runs headless with its clock pinned to that moment and the default themes and keys (no
+user config), and the screen is exported as plain text.
+
+`--check` exits 1 when README.md's block differs from a fresh rendering (tests run it too);
+`--write` replaces the block between the README markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
+from kueuetop.sim.clock import SimClock
+from kueuetop.sim.runner import build_cluster
+from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.serve import KUEUE_API_VERSIONS, _hooks
+
+EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: object timestamps never depend on today
+AT = 17 * 60.0  # after the high-priority and compact-placement waves: queues, preemptions, idle GPUs
+SIZE = (120, 32)
+VIEWS = (("overview", ""), ("workloads", "team-a"))  # (view, filter): one team's workloads fit the height
+BEGIN, END = "<!-- screenshot:begin (python -m kueuetop.tui.screenshot --write) -->", "<!-- screenshot:end -->"
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def render(scenario: str = "refarch", at: float = AT, size: tuple[int, int] = SIZE,
+           views: tuple[tuple[str, str], ...] = VIEWS) -> str:
+    """The console's screens (one per view) as text, from the scenario frozen at `at` seconds."""
+    import tempfile
+
+    clock = SimClock(EPOCH, speed=None)
+    parts = build_cluster(load_scenario(scenario), clock)
+    parts.cluster.settle()
+    parts.cluster.run_for(at)
+    server = ApiServer(parts.cluster.store, port=0, hooks=_hooks(parts),
+                       kueue_versions=KUEUE_API_VERSIONS["v1beta2"]).start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="kueuetop-shot-") as d:
+            kubeconfig = write_kubeconfig(Path(d) / "kubeconfig", server.url)
+            return _console_text(kubeconfig, clock.now(), size, views)
+    finally:
+        server.stop()
+
+
+def _console_text(kubeconfig: Path, now: float, size: tuple[int, int], views: tuple[tuple[str, str], ...]) -> str:
+    from kueuetop.connection import connect
+    from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
+    from kueuetop.sources.kube import KubeSources
+    from kueuetop.store import Store
+    from kueuetop.tui.app import KueuetopApp
+    from kueuetop.tui.keymap import load_keymap
+    from kueuetop.tui.themes import load_themes
+
+    def fixed() -> float:
+        return now
+
+    conn = connect(str(kubeconfig))
+    store = Store(clock=fixed)
+    sources = KubeSources(conn, store).start()
+    poller = GpuPoller(store, gpu_source_for(conn), interval=3600.0, clock=fixed)
+    try:
+        deadline = time.monotonic() + 30
+        while not sources.synced() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        poller.poll_once()  # one GPU reading; no thread, so nothing changes while drawing
+        _wait_positions(store, deadline)
+        app = KueuetopApp(store, api=None, context=conn.info.context, read_only=False, demo="refarch",
+                          themes=load_themes(user=Path("/nonexistent")), keymap=load_keymap(), clock=fixed,
+                          check_rbac=False, initial_view=views[0][0])
+        return _capture(app, size, views)  # informers stay live: the frozen cluster sends nothing new
+    finally:
+        sources.stop(timeout=2.0)
+        conn.close()
+
+
+def _wait_positions(store: object, deadline: float) -> None:
+    # Queue positions come from the visibility API on its own poll; wait until they stop changing.
+    last = -1
+    while time.monotonic() < deadline:
+        version = getattr(store, "_version", 0)
+        if version == last:
+            return
+        last = version
+        time.sleep(1.0)
+
+
+def _capture(app: object, size: tuple[int, int], views: tuple[tuple[str, str], ...]) -> str:
+    import asyncio
+
+    from kueuetop.tui.app import KueuetopApp
+
+    assert isinstance(app, KueuetopApp)
+    shots: list[str] = []
+
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            for view, filter_text in views:
+                app.jump_to(view, filter_text)
+                app.refresh_all()
+                await pilot.pause(0.3)
+                # The composed screen, line by line, as the tests read it (plain text, no styles).
+                strips = app.screen._compositor.render_strips()
+                shots.append("\n".join("".join(s.text for s in strip).rstrip() for strip in strips))
+
+    asyncio.run(main())
+    return "\n\n".join(shots)
+
+
+def readme_block(text: str) -> str:
+    return f"{BEGIN}\n```text\n{text}\n```\n{END}"
+
+
+def current_block(readme: str) -> str | None:
+    start, end = readme.find(BEGIN), readme.find(END)
+    return readme[start:end + len(END)] if start >= 0 and end > start else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m kueuetop.tui.screenshot", description=__doc__.splitlines()[0])
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--write", action="store_true", help="replace the README block")
+    g.add_argument("--check", action="store_true", help="exit 1 if the README block is stale")
+    args = p.parse_args(argv)
+    block = readme_block(render())
+    if not (args.write or args.check):
+        print(block)
+        return 0
+    readme = README.read_text(encoding="utf-8")
+    old = current_block(readme)
+    if old is None:
+        print(f"{README}: no screenshot markers ({BEGIN!r} … {END!r})", file=sys.stderr)
+        return 1
+    if args.check:
+        if old != block:
+            print("README screenshot is stale: run python -m kueuetop.tui.screenshot --write", file=sys.stderr)
+            return 1
+        return 0
+    README.write_text(readme.replace(old, block), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
