@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
 from textual.timer import Timer
-from textual.widgets import ContentSwitcher, DataTable, Footer, Input
+from textual.widgets import ContentSwitcher, Footer, Input
 
 from kueuetop.actions.plan import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Target
 from kueuetop.store import Store
@@ -440,6 +440,3 @@ class KueuetopApp(App[int]):
             self.open_workload(row.key)  # type: ignore[arg-type]
         else:
             self.show_yaml(tv.raw_kind(), row.key)
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        pass  # views handle their own panes; keeps the event from reaching the App's default

@@ -103,6 +103,18 @@ def sort_rows(rows: list[Row], name: str | None, reverse: bool = False,
     return present + missing
 
 
+def sort_ids(rows: Mapping[str, Row], name: str | None, reverse: bool = False,
+             tiebreak: str = "name") -> list[str]:
+    """Row ids in `sort_rows` order (the table model sorts ids, not copies of rows)."""
+    if not name:
+        return list(rows)  # as built
+    ids = sorted(rows, key=lambda rid: _sort_value(rows[rid], tiebreak))
+    present = [rid for rid in ids if rows[rid].sort.get(name) is not None]
+    missing = [rid for rid in ids if rows[rid].sort.get(name) is None]
+    present.sort(key=lambda rid: rows[rid].sort[name], reverse=reverse)
+    return present + missing
+
+
 def labels_of(obj: object) -> Mapping[str, str]:
     meta = getattr(obj, "meta", None)
     return getattr(meta, "labels", None) or {}

@@ -24,11 +24,14 @@ class Row:
     sort: Mapping[str, Any] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)  # for `/-l key=value`
     state: str = ""  # lower-case state words for `/state:pending`, space separated
+    _text: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def text(self) -> str:
-        """What `/regex` searches: every visible cell."""
-        return " ".join(c.plain for c in self.cells)
+        """What `/regex` searches: every visible cell (joined once: filters run over every row)."""
+        if self._text is None:
+            object.__setattr__(self, "_text", " ".join(c.plain for c in self.cells))
+        return self._text  # type: ignore[return-value]
 
 
 def cell(value: object, style: str = "") -> Text:

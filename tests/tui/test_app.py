@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import DataTable
 
 from kueuetop.actions.audit import read_audit
 from kueuetop.kueue.parse import parse_object
@@ -25,6 +24,7 @@ from kueuetop.tui.keymap import load_keymap
 from kueuetop.tui.screens import ConfirmScreen
 from kueuetop.tui.themes import load_themes
 from kueuetop.tui.views.base import TableView
+from kueuetop.tui.virtual_table import VirtualTable
 from tests.tui.screen_text import screen_text
 
 from .conftest import Live
@@ -59,7 +59,7 @@ async def until(pilot: Pilot[int], pred: Callable[[], Any], timeout: float = 10.
 
 def table_cells(app: KueuetopApp, view: str) -> list[list[str]]:
     tv = app.main.query_one(f"#{view}", TableView)
-    t: DataTable[Any] = tv.table
+    t: VirtualTable = tv.table
     return [[getattr(c, "plain", str(c)) for c in t.get_row_at(i)] for i in range(t.row_count)]
 
 

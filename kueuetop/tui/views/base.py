@@ -1,29 +1,38 @@
 """A table view: rows from the store, `/` filter, capital-letter sorts, marks, keyed updates.
 
-The DataTable is updated by key inside one `batch_update`: unchanged order → only changed cells
-are rewritten; pure removals → `remove_row`; pure appends → `add_row`; anything else (a re-sort,
-inserts in the middle) → the rows are rebuilt. The cursor stays on the same object either way.
+The model is a dict row id → `Row` (every row built, shown or not), the ids of all rows in sort
+order, and the ids that pass the filter; the `VirtualTable` draws only the rows on screen.
+
+Work per refresh follows what changed, not the table's size: the view subscribes to the store
+and collects the keys that changed; views that can build one row (`build_row` and
+`row_keys_for`) rebuild only those rows, others rebuild all (small tables). Rows are re-sorted
+only when the sort, the set of rows or a changed row's sort value moves; the filter runs over
+changed rows only. The rows on screen are rebuilt on every refresh, so their ages move.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import threading
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
+from kueuetop.store import Changes
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.filtering import RowFilter, parse_filter, sort_rows
+from kueuetop.tui.filtering import RowFilter, parse_filter, sort_ids
 from kueuetop.tui.rows import Row, same
+from kueuetop.tui.virtual_table import VirtualTable
 
 if TYPE_CHECKING:
     from kueuetop.tui.app import KueuetopApp
 
-_REBUILD_REMOVALS = 64  # beyond this many removals a rebuild is cheaper than remove_row each
+# More changed keys than this between two refreshes: rebuild everything (cheaper than tracking).
+_MAX_DIRTY = 50_000
 
 
 def row_id(key: Hashable) -> str:
@@ -72,7 +81,7 @@ class TableView(View):
     MARKS: ClassVar[bool] = False
     DEFAULT_SORT: ClassVar[str | None] = "name"
     DEFAULT_CSS = """
-    TableView > DataTable { height: 1fr; }
+    TableView > VirtualTable { height: 1fr; }
     """
 
     def __init__(self, ctx: ViewContext, **kw: Any) -> None:
@@ -81,43 +90,143 @@ class TableView(View):
         self.sort_name: str | None = self.DEFAULT_SORT
         self.sort_reverse = False
         self.marks: set[str] = set()
-        self._rows: dict[str, Row] = {}  # row id → row as shown
-        self._order: list[str] = []
-        self._shown: dict[str, tuple[Text, ...]] = {}  # row id → cells as drawn (with the mark)
+        self._rows: dict[str, Row] = {}  # row id → row, for every row built (shown or filtered out)
+        self._order: list[str] = []  # ids shown, top to bottom
+        self._sorted: list[str] | None = None  # every id in sort order; None: sort again
+        self._passes: dict[str, bool] = {}  # row id → passes the current filter
         self.total = 0
+        self._lock = threading.Lock()
+        self._dirty: dict[str, set[Any]] = {}  # store kind → keys changed since the last refresh
+        self._full = True  # next refresh rebuilds every row
+        self._unsubscribe: Any = None
 
     def compose(self) -> ComposeResult:
         yield Static(self.TITLE, classes="view-title")
-        table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True)
-        for label in (("",) if self.MARKS else ()) + self.COLUMNS:
-            table.add_column(label, key=label or "_mark")
-        yield table
+        yield VirtualTable(self.COLUMNS, self._cells_of, marks=self.marks if self.MARKS else None,
+                           ellipsis=self.ctx.glyphs.ellipsis)
 
     @property
     def _column_keys(self) -> list[str]:
         return (["_mark"] if self.MARKS else []) + list(self.COLUMNS)
 
     @property
-    def table(self) -> DataTable[Text]:
-        return self.query_one(DataTable)
+    def table(self) -> VirtualTable:
+        return self.query_one(VirtualTable)
+
+    def _cells_of(self, rid: str) -> Sequence[Text] | None:
+        row = self._rows.get(rid)
+        return row.cells if row is not None else None
 
     # ------------------------------------------------------------ model
     def build_rows(self) -> list[Row]:
         raise NotImplementedError
 
+    def build_row(self, key: Hashable) -> Row | None:
+        """The row of one key, None when it is gone (or not shown); NotImplementedError: views that
+        only build all rows at once."""
+        raise NotImplementedError
+
+    def row_keys_for(self, changes: Mapping[str, set[Any]]) -> set[Hashable] | None:
+        """Row keys that changed store keys (kind → keys) affect; None: don't know, rebuild all."""
+        return None
+
     def visible_rows(self) -> list[Row]:
-        rows = self.build_rows()
-        self.total = len(rows)
-        rows = self.filter.apply(rows)
-        return sort_rows(rows, self.sort_name, self.sort_reverse)
+        """The rows shown, in order (tests and tools; the view itself works on ids)."""
+        return [self._rows[rid] for rid in self._order]
+
+    def _on_store_changes(self, changes: Changes) -> None:  # store thread
+        mine = {k: v for k, v in changes.keys.items() if k in self.KINDS and v}
+        if not mine:
+            return
+        with self._lock:
+            if self._full:
+                return
+            for kind, keys in mine.items():
+                self._dirty.setdefault(kind, set()).update(keys)
+            if sum(len(v) for v in self._dirty.values()) > _MAX_DIRTY:
+                self._full, self._dirty = True, {}
+
+    def _take_dirty(self) -> tuple[bool, dict[str, set[Any]]]:
+        with self._lock:
+            full, dirty = self._full, self._dirty
+            self._full, self._dirty = False, {}
+        return full, dirty
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
 
     def refresh_view(self) -> None:
         super().refresh_view()
         if not self.is_mounted:
             return
-        self._sync(self.visible_rows())
-        self._update_title()
+        if self._unsubscribe is None:  # subscribe before the first full build: nothing is missed
+            self._unsubscribe = self.ctx.store.subscribe(self._on_store_changes)
+        changed, resort = self._update_rows()
+        self._show(changed, resort)
         self.after_refresh()
+
+    def _update_rows(self) -> tuple[set[str] | None, bool]:
+        """Bring `_rows` up to date; (ids whose rows changed or None for all, whether to re-sort)."""
+        full, dirty = self._take_dirty()
+        keys = None if full else self.row_keys_for(dirty) if dirty else set()
+        if keys is not None:
+            try:
+                changed, resort = self._rebuild(keys, check_sort=True)
+                visible, _ = self._rebuild(self._keys_on_screen() - keys, check_sort=False)
+                return changed | visible, resort
+            except NotImplementedError:
+                pass
+        self._rows = {row_id(r.key): r for r in self.build_rows()}
+        self._passes = {}
+        return None, True
+
+    def _rebuild(self, keys: set[Hashable], check_sort: bool) -> tuple[set[str], bool]:
+        changed: set[str] = set()
+        resort = False
+        for key in keys:
+            rid = row_id(key)
+            row = self.build_row(key)
+            old = self._rows.get(rid)
+            if row is None:
+                if old is not None:
+                    del self._rows[rid]
+                    self._passes.pop(rid, None)
+                    changed.add(rid)
+                    resort = True  # removals keep the order, but `_show` handles them as a re-sort
+                continue
+            self._rows[rid] = row
+            if old is None:
+                resort = True
+            elif same(old.cells, row.cells) and old.sort == row.sort:
+                continue
+            elif check_sort and self.sort_name and old.sort.get(self.sort_name) != row.sort.get(self.sort_name):
+                resort = True
+            changed.add(rid)
+            self._passes.pop(rid, None)
+        return changed, resort
+
+    def _keys_on_screen(self) -> set[Hashable]:
+        t = self.table
+        top = int(t.scroll_y)
+        return {self._rows[rid].key for rid in self._order[top: top + t.size.height] if rid in self._rows}
+
+    def _show(self, changed: set[str] | None = None, resort: bool = False) -> None:
+        """Sort (when needed), filter and hand the ids to the table; the cursor keeps its row."""
+        if resort or self._sorted is None or changed is None:
+            self._sorted = sort_ids(self._rows, self.sort_name, self.sort_reverse)
+        if self.filter.predicates:
+            passes = self._passes
+            for rid in self._sorted:
+                if rid not in passes:
+                    passes[rid] = self.filter(self._rows[rid])
+            self._order = [rid for rid in self._sorted if passes[rid]]
+        else:
+            self._order = self._sorted
+        self.total = len(self._rows)
+        self.table.set_order(self._order, changed)
+        self._update_title()
 
     def after_refresh(self) -> None:
         """Hook for views with a pane under the table."""
@@ -133,68 +242,9 @@ class TableView(View):
         # Filter text is the user's own input but still untrusted-looking: plain Text, no markup.
         self.query_one(".view-title", Static).update(Text("  ".join(parts)))
 
-    def _cells(self, row: Row) -> tuple[Text, ...]:
-        if not self.MARKS:
-            return row.cells
-        rid = row_id(row.key)
-        mark = Text("*" if rid in self.marks else " ", style="bold")
-        return (mark, *row.cells)
-
-    def _sync(self, rows: list[Row]) -> None:
-        t = self.table
-        want = [row_id(r.key) for r in rows]
-        new = {row_id(r.key): r for r in rows}
-        cursor = self.cursor_id()
-        with self.app.batch_update():
-            if want == self._order:
-                for rid in want:
-                    a, b = self._cells(new[rid]), self._shown.get(rid, ())
-                    if not same(a, b):
-                        for col, (x, y) in enumerate(zip(a, b, strict=False)):
-                            if not same((x,), (y,)):
-                                t.update_cell(rid, self._column_keys[col], x)
-                        self._shown[rid] = a
-            elif [k for k in self._order if k in new] == want and len(self._order) - len(want) <= _REBUILD_REMOVALS:
-                for rid in self._order:
-                    if rid not in new:
-                        t.remove_row(rid)
-                        self._shown.pop(rid, None)
-                self._order = want
-                self._rows = new
-                self._sync(rows)  # now the same order: update changed cells
-                return
-            elif self._order == want[:len(self._order)]:
-                for rid in want[len(self._order):]:
-                    cells = self._cells(new[rid])
-                    t.add_row(*cells, key=rid)
-                    self._shown[rid] = cells
-                self._order = want
-                self._rows = new
-                self._sync(rows)
-                return
-            else:
-                t.clear()
-                self._shown = {}
-                for rid in want:
-                    cells = self._cells(new[rid])
-                    t.add_row(*cells, key=rid)
-                    self._shown[rid] = cells
-            self._order = want
-            self._rows = new
-            if cursor is not None and cursor in new:
-                idx = t.get_row_index(cursor)
-                if idx != t.cursor_row:
-                    t.move_cursor(row=idx, animate=False, scroll=True)
-
     # ------------------------------------------------------------ selection
     def cursor_id(self) -> str | None:
-        t = self.table
-        if not t.row_count:
-            return None
-        try:
-            return t.coordinate_to_cell_key(t.cursor_coordinate).row_key.value
-        except Exception:  # cursor out of range while rows change
-            return None
+        return self.table.cursor_key if self.is_mounted else None
 
     def cursor_row(self) -> Row | None:
         rid = self.cursor_id()
@@ -215,38 +265,49 @@ class TableView(View):
         if rid is None:
             return
         self.marks.symmetric_difference_update({rid})
-        self.refresh_view()
+        self._reshow()
         t = self.table
-        if t.cursor_row < t.row_count - 1:
-            t.move_cursor(row=t.cursor_row + 1)
+        t.move_cursor(t.cursor_row + 1)
 
     def clear_marks(self) -> None:
         self.marks.clear()
-        self.refresh_view()
+        self._reshow()
+
+    def _reshow(self) -> None:
+        """Show the rows again after a filter, sort or mark change (no row is rebuilt)."""
+        if self.is_mounted and self._unsubscribe is not None:
+            self._show(set())
+            self.after_refresh()
+        else:
+            self.refresh_view()
 
     def set_filter(self, text: str) -> None:
         self.filter = parse_filter(text)
-        self.refresh_view()
+        self._passes = {}
+        if self.is_mounted:
+            self.table.reset_widths()
+            self.table.empty_text = "no rows match the filter" if self.filter.predicates else "no rows"
+        self._reshow()
 
     def sort_by(self, name: str) -> None:
         if self.sort_name == name:
             self.sort_reverse = not self.sort_reverse
         else:
             self.sort_name, self.sort_reverse = name, False
-        self.refresh_view()
+        self._sorted = None
+        self._reshow()
 
     def sort_by_column(self) -> None:
         """`O`: sort by the column under the cursor, when the view knows a sort for it."""
-        t = self.table
-        col = t.cursor_column - (1 if self.MARKS else 0)
+        col = self.table.cursor_column
         if 0 <= col < len(self.COLUMNS):
             name = self.COLUMNS[col].lower()
             self.sort_by(name)
 
     # ------------------------------------------------------------ drill down / yaml
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
         event.stop()
-        row = self._rows.get(event.row_key.value or "")
+        row = self._rows.get(event.row_key)
         if row is not None:
             self.drill(row)
 

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from kueuetop.actions.plan import Target
 from kueuetop.kueue.cluster_queue import ClusterQueue
@@ -24,6 +24,7 @@ from kueuetop.tui.views.queues_common import (
     quota_lines,
     status_cell,
 )
+from kueuetop.tui.virtual_table import VirtualTable
 
 
 def cluster_queue_rows(ctx: ViewContext) -> list[Row]:
@@ -75,7 +76,7 @@ class ClusterQueuesView(TableView):
         head = Text(f"{cq.name} quota", style="bold")
         pane.update(Text("\n").join([head, *lines]) if lines else head)
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_virtual_table_row_highlighted(self, event: VirtualTable.RowHighlighted) -> None:
         self.after_refresh()
 
     def drill(self, row: Row) -> None:

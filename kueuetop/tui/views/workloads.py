@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Hashable, Mapping
+from typing import Any, ClassVar
 
 from kueuetop.kueue.local_queue import LocalQueue
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
+from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.rows import Row, age, cell
@@ -90,6 +92,27 @@ def workload_rows(ctx: ViewContext) -> list[Row]:
     return out
 
 
+def workload_keys_for(store: Store, changes: Mapping[str, set[Any]]) -> set[Hashable]:
+    """Workloads whose row a store change may alter: the workload itself, those of a changed
+    LocalQueue (its ClusterQueue), of a ClusterQueue with new queue positions, of a changed pod
+    or GPU sample (GPU%)."""
+    keys: set[Hashable] = set(changes.get(K.WORKLOADS, ()))
+    for ns, name in changes.get(K.LOCAL_QUEUES, ()):
+        keys |= store.workloads_in_local_queue(ns, name)
+    for cq in changes.get(K.POSITIONS, ()):
+        keys |= store.workloads_in_cluster_queue(cq)
+    for pod in changes.get(K.PODS, ()):
+        if (wl := store.workload_of_pod(pod)) is not None:
+            keys.add(wl)
+    if gpus := changes.get(K.GPUS):
+        samples = store.gpus()
+        for gkey in gpus:
+            s = samples.get(gkey)  # a GPU that went away: its workload's pods change too
+            if s is not None and s.pod and (wl := store.workload_of_pod((s.namespace, s.pod))) is not None:
+                keys.add(wl)
+    return keys
+
+
 class WorkloadsView(TableView):
     VIEW = "workloads"
     TITLE = "Workloads"
@@ -101,6 +124,15 @@ class WorkloadsView(TableView):
 
     def build_rows(self) -> list[Row]:
         return workload_rows(self.ctx)
+
+    def build_row(self, key: Hashable) -> Row | None:
+        wl = self.ctx.store.get(K.WORKLOADS, key)  # type: ignore[arg-type]
+        if not isinstance(wl, Workload) or (self.ctx.namespace and wl.namespace != self.ctx.namespace):
+            return None
+        return workload_row(self.ctx, key, wl, self.ctx.now())  # type: ignore[arg-type]
+
+    def row_keys_for(self, changes: Mapping[str, set[Any]]) -> set[Hashable] | None:
+        return workload_keys_for(self.ctx.store, changes)
 
     def position_focus(self) -> set[str]:
         """The ClusterQueues of the rows on screen (plus a screenful either side for scrolling)."""

@@ -1,0 +1,338 @@
+"""A table that draws only the rows in its viewport (Textual's line API).
+
+The table does not own rows: it holds an ordered list of row ids (already filtered and sorted
+by its owner) and a function from id to cells. Drawing a screenful costs the same for 50 rows as
+for 100,000; a change to a few rows costs as much as those rows (`set_order(..., changed=ids)`).
+
+- Column headers stay on line 0; rows scroll under them. Columns are as wide as the widest cell
+  seen on screen (never narrower, up to `max_column_width`); longer cells end in an ellipsis
+  (`~` with `--ascii`). Wider than the screen → horizontal scroll.
+- The cursor follows its row id across re-sorts, filters and updates; when that row goes away it
+  stays at the same position. `RowHighlighted` / `RowSelected` mirror DataTable's messages.
+- An optional first column shows marks (`*`) from a set the owner shares with the table.
+- Colours come from component classes, so themes style it like any Textual widget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+CellsOf = Callable[[str], Sequence[Text] | None]
+PAD = 1  # spaces either side of a cell, as DataTable's default cell_padding
+MARK_WIDTH = 1
+STRIP_CACHE = 2000  # rows kept drawn; a few screens' worth, bounded whatever the table's size
+
+
+def fit(cell: Text, width: int, ellipsis: str) -> Text:
+    """`cell` cut to `width` cells, ending in `ellipsis` when it had to be cut."""
+    if cell.cell_len <= width:
+        return cell
+    out = cell.copy()
+    out.truncate(max(0, width - len(ellipsis)), overflow="crop")
+    out.append(ellipsis[:width])
+    return out
+
+
+class VirtualTable(ScrollView, can_focus=True):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "vtable--header", "vtable--header-cursor", "vtable--cursor", "vtable--even-row", "vtable--empty",
+    }
+    DEFAULT_CSS = """
+    VirtualTable {
+        background: $surface;
+        color: $foreground;
+        height: 1fr;
+        & > .vtable--header { text-style: bold; background: $panel; color: $foreground; }
+        & > .vtable--header-cursor { text-style: bold; background: $accent-darken-1; color: $foreground; }
+        & > .vtable--even-row { background: $surface-lighten-1 50%; }
+        & > .vtable--empty { color: $text-muted; text-style: italic; }
+        & > .vtable--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus > .vtable--cursor {
+            background: $block-cursor-background;
+            color: $block-cursor-foreground;
+            text-style: $block-cursor-text-style;
+        }
+        &:dark > .vtable--even-row { background: $surface-darken-1 40%; }
+        &:ansi > .vtable--header { background: ansi_bright_blue; color: ansi_default; }
+    }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+        Binding("left", "column_left", "Left", show=False),
+        Binding("right", "column_right", "Right", show=False),
+        Binding("enter", "select_cursor", "Select", show=False),
+    ]
+
+    class RowHighlighted(Message):
+        """The cursor moved to another row (`row_key` None: the table is empty)."""
+
+        def __init__(self, table: VirtualTable, row_key: str | None, cursor_row: int) -> None:
+            super().__init__()
+            self.table, self.row_key, self.cursor_row = table, row_key, cursor_row
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
+    class RowSelected(Message):
+        """`enter` (or a double click) on a row."""
+
+        def __init__(self, table: VirtualTable, row_key: str, cursor_row: int) -> None:
+            super().__init__()
+            self.table, self.row_key, self.cursor_row = table, row_key, cursor_row
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
+    def __init__(self, columns: Sequence[str], cells_of: CellsOf, *, marks: set[str] | None = None,
+                 ellipsis: str = "…", empty_text: str = "no rows", zebra_stripes: bool = True,
+                 max_column_width: int = 48, name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.columns = tuple(columns)
+        self._cells_of = cells_of
+        self.marks = marks  # None: no mark column
+        self.ellipsis = ellipsis
+        self.empty_text = empty_text
+        self.zebra_stripes = zebra_stripes
+        self.max_column_width = max_column_width
+        self._order: list[str] = []
+        self._widths = [len(c) for c in self.columns]
+        self._strips: dict[str, tuple[bool, Strip]] = {}  # row id → (marked, line as drawn)
+        self.cursor_row = 0
+        self.cursor_column = 0
+        self._highlighted: str | None = None
+        self.lines_rendered = 0  # render_line calls for rows (tests check that only visible ones are drawn)
+
+    # ------------------------------------------------------------ model
+    @property
+    def order(self) -> Sequence[str]:
+        return self._order
+
+    @property
+    def row_count(self) -> int:
+        return len(self._order)
+
+    @property
+    def cursor_key(self) -> str | None:
+        return self._order[self.cursor_row] if 0 <= self.cursor_row < len(self._order) else None
+
+    def set_order(self, order: list[str], changed: Iterable[str] | None = None) -> None:
+        """Show `order` (row ids, top to bottom); `changed`: ids whose cells changed (None: all).
+
+        The cursor stays on its row id if that row is still shown."""
+        key = self.cursor_key
+        self._order = order
+        if changed is None:
+            self._strips.clear()
+        else:
+            for rid in changed:
+                self._strips.pop(rid, None)
+        if key is not None and not (self.cursor_row < len(order) and order[self.cursor_row] == key):
+            # When the row went away the cursor stays at its position, on the row after it.
+            with suppress(ValueError):
+                self.cursor_row = order.index(key)
+        self.cursor_row = max(0, min(self.cursor_row, len(order) - 1))
+        self._update_virtual_size()
+        self._scroll_cursor_visible()
+        self.refresh()
+        self._announce()
+
+    def get_row_at(self, index: int) -> tuple[Text, ...]:
+        """Cells of the row at `index` as drawn (the mark first when there is a mark column)."""
+        rid = self._order[index]
+        cells = tuple(self._cells_of(rid) or ())
+        if self.marks is None:
+            return cells
+        return (Text("*" if rid in self.marks else " "), *cells)
+
+    def refresh_rows(self, ids: Iterable[str]) -> None:
+        """Redraw these rows (their cells or marks changed)."""
+        for rid in ids:
+            self._strips.pop(rid, None)
+        self.refresh()
+
+    def reset_widths(self) -> None:
+        """Fit columns to what will be on screen next (after a filter, widths may shrink)."""
+        self._widths = [len(c) for c in self.columns]
+        self._strips.clear()
+        self.refresh()
+
+    # ------------------------------------------------------------ cursor
+    @property
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def move_cursor(self, row: int) -> None:
+        if not self._order:
+            return
+        self.cursor_row = max(0, min(row, len(self._order) - 1))
+        self._scroll_cursor_visible()
+        self.refresh()
+        self._announce()
+
+    def _announce(self) -> None:
+        key = self.cursor_key
+        if key != self._highlighted:
+            self._highlighted = key
+            self.post_message(self.RowHighlighted(self, key, self.cursor_row))
+
+    def _scroll_cursor_visible(self) -> None:
+        if not self.is_mounted:
+            return
+        top, page = int(self.scroll_y), self._page
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False, immediate=True)
+        elif self.cursor_row >= top + page:
+            self.scroll_to(y=self.cursor_row - page + 1, animate=False, immediate=True)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(self.cursor_row - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(self.cursor_row + 1)
+
+    def action_page_up(self) -> None:
+        self.move_cursor(self.cursor_row - self._page)
+
+    def action_page_down(self) -> None:
+        self.move_cursor(self.cursor_row + self._page)
+
+    def action_first(self) -> None:
+        self.move_cursor(0)
+
+    def action_last(self) -> None:
+        self.move_cursor(len(self._order) - 1)
+
+    def action_column_left(self) -> None:
+        self._move_column(-1)
+
+    def action_column_right(self) -> None:
+        self._move_column(1)
+
+    def _move_column(self, step: int) -> None:
+        self.cursor_column = max(0, min(self.cursor_column + step, len(self.columns) - 1))
+        start = self._column_offset(self.cursor_column)
+        end = start + self._widths[self.cursor_column] + 2 * PAD
+        width = self.scrollable_content_region.width
+        if start < self.scroll_x:
+            self.scroll_to(x=start, animate=False, immediate=True)
+        elif end > self.scroll_x + width:
+            self.scroll_to(x=end - width, animate=False, immediate=True)
+        self.refresh()
+
+    def action_select_cursor(self) -> None:
+        key = self.cursor_key
+        if key is not None:
+            self.post_message(self.RowSelected(self, key, self.cursor_row))
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y < 1:
+            return
+        row = int(self.scroll_y) + event.y - 1
+        if 0 <= row < len(self._order):
+            self.move_cursor(row)
+            if event.chain >= 2:
+                self.action_select_cursor()
+
+    # ------------------------------------------------------------ layout
+    def _mark_width(self) -> int:
+        return 0 if self.marks is None else MARK_WIDTH + 2 * PAD
+
+    def _column_offset(self, col: int) -> int:
+        return self._mark_width() + sum(w + 2 * PAD for w in self._widths[:col])
+
+    def _update_virtual_size(self) -> None:
+        width = self._column_offset(len(self.columns))
+        self.virtual_size = Size(width, len(self._order) + 1)
+
+    def _fit_widths(self, top: int, height: int) -> None:
+        """Widen columns for the rows about to be drawn (widths only grow, so rows don't jump)."""
+        widths = list(self._widths)
+        for rid in self._order[top: top + height]:
+            for i, c in enumerate(self._cells_of(rid) or ()):
+                if i < len(widths) and c.cell_len > widths[i]:
+                    widths[i] = min(c.cell_len, self.max_column_width)
+        if widths != self._widths:
+            self._widths = widths
+            self._strips.clear()
+            self._update_virtual_size()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._fit_widths(int(self.scroll_y), self.scrollable_content_region.height)
+        return super().render_lines(crop)
+
+    # ------------------------------------------------------------ drawing
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if y == 0:
+            return self._header().crop_extend(scroll_x, scroll_x + width, base)
+        index = scroll_y + y - 1
+        if not self._order:
+            if y == 1:
+                style = base + self.get_component_rich_style("vtable--empty")
+                return Strip([*Text(f" {self.empty_text}", style=style).render(self.app.console)]) \
+                    .crop_extend(0, width, base)
+            return Strip.blank(width, base)
+        if index >= len(self._order):
+            return Strip.blank(width, base)
+        self.lines_rendered += 1
+        rid = self._order[index]
+        style = base
+        if index == self.cursor_row:
+            style = base + self.get_component_rich_style("vtable--cursor")
+        elif self.zebra_stripes and index % 2:
+            style = base + self.get_component_rich_style("vtable--even-row")
+        return self._row_strip(rid).apply_style(style).crop_extend(scroll_x, scroll_x + width, style)
+
+    def _header(self) -> Strip:
+        style = self.get_component_rich_style("vtable--header")
+        cursor = self.get_component_rich_style("vtable--header-cursor")
+        line = Text(" " * self._mark_width(), style=style, no_wrap=True, end="")
+        for i, (label, w) in enumerate(zip(self.columns, self._widths, strict=True)):
+            cell = fit(Text(label), w, self.ellipsis)
+            line.append(" " * PAD + cell.plain.ljust(w) + " " * PAD,
+                        cursor if i == self.cursor_column and self.has_focus else style)
+        return Strip(list(line.render(self.app.console)))
+
+    def _row_strip(self, rid: str) -> Strip:
+        marked = self.marks is not None and rid in self.marks
+        cached = self._strips.get(rid)
+        if cached is not None and cached[0] == marked:
+            return cached[1]
+        line = Text(no_wrap=True, end="")
+        if self.marks is not None:
+            line.append(" " * PAD + ("*" if marked else " ") + " " * PAD, Style(bold=True))
+        for c, w in zip(self._cells_of(rid) or (), self._widths, strict=False):
+            cell = fit(c, w, self.ellipsis)
+            line.append(" " * PAD)
+            line.append_text(cell)
+            line.append(" " * (w - cell.cell_len + PAD))
+        strip = Strip(list(line.render(self.app.console)))
+        if len(self._strips) > STRIP_CACHE:  # scrolled through a long table: start over
+            self._strips.clear()
+        self._strips[rid] = (marked, strip)
+        return strip

@@ -1,0 +1,236 @@
+"""VirtualTable and the TableView model on synthetic rows (no cluster): only visible rows are
+drawn, the cursor follows its row, marks, filters, keyed updates, the empty message."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable, Mapping
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+
+from kueuetop.store import Changes, Store
+from kueuetop.tui.context import ViewContext
+from kueuetop.tui.glyphs import ASCII
+from kueuetop.tui.rows import Row, cell
+from kueuetop.tui.themes import load_themes
+from kueuetop.tui.views.base import TableView
+from kueuetop.tui.virtual_table import VirtualTable, fit
+from tests.tui.screen_text import screen_text
+
+Cells = dict[str, tuple[Text, ...]]
+
+
+def synthetic(n: int) -> Cells:
+    return {f"r{i}": (Text(f"row-{i:05d}"), Text(str(i % 7))) for i in range(n)}
+
+
+class TableApp(App[None]):
+    def __init__(self, cells: Cells, marks: set[str] | None = None, ellipsis: str = "…") -> None:
+        super().__init__()
+        self.cells = cells
+        self.messages: list[Any] = []
+        self._marks, self._ellipsis = marks, ellipsis
+
+    def compose(self) -> ComposeResult:
+        yield VirtualTable(("NAME", "GROUP"), self.cells.get, marks=self._marks, ellipsis=self._ellipsis)
+
+    @property
+    def table(self) -> VirtualTable:
+        return self.query_one(VirtualTable)
+
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        self.messages.append(event)
+
+    def on_virtual_table_row_highlighted(self, event: VirtualTable.RowHighlighted) -> None:
+        self.messages.append(event)
+
+
+def run(app: App[Any], body: Callable[[Pilot[Any]], Awaitable[None]], size: tuple[int, int] = (60, 12)) -> None:
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            await body(pilot)
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_only_rows_in_the_viewport_are_drawn() -> None:
+    app = TableApp(synthetic(100_000))
+
+    async def body(pilot: Pilot[Any]) -> None:
+        t = app.table
+        t.set_order(list(app.cells))
+        t.focus()
+        await pilot.pause()
+        rows_on_screen = t.size.height - 1  # the header takes a line
+        assert 0 < t.lines_rendered <= 2 * rows_on_screen  # a first layout may draw twice
+        before = t.lines_rendered
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert 0 < t.lines_rendered - before <= 2 * rows_on_screen
+        text = screen_text(app)
+        assert "NAME" in text and "row-00000" not in text and f"row-{rows_on_screen:05d}" in text
+
+    run(app, body)
+
+
+def test_cursor_keeps_its_row_across_a_resort_and_keys_move_it() -> None:
+    app = TableApp(synthetic(50))
+
+    async def body(pilot: Pilot[Any]) -> None:
+        t = app.table
+        t.set_order(list(app.cells))
+        t.focus()
+        await pilot.press("down", "down", "down")
+        assert t.cursor_key == "r3"
+        t.set_order(list(reversed(list(app.cells))))
+        assert t.cursor_key == "r3" and t.cursor_row == 46
+        await pilot.press("end")
+        assert t.cursor_key == "r0"
+        await pilot.press("home", "pagedown")
+        assert t.cursor_row == t.size.height - 1  # a page: the rows under the header
+        # The row under the cursor goes away: the cursor stays at its position.
+        key = t.cursor_key
+        t.set_order([k for k in t.order if k != key])
+        assert t.cursor_key is not None and t.cursor_key != key
+        await pilot.press("enter")
+        await pilot.pause()
+        selected = [m for m in app.messages if isinstance(m, VirtualTable.RowSelected)]
+        assert [m.row_key for m in selected] == [t.cursor_key]
+        assert any(isinstance(m, VirtualTable.RowHighlighted) and m.row_key == "r3" for m in app.messages)
+
+    run(app, body)
+
+
+def test_marks_are_drawn_and_follow_the_shared_set() -> None:
+    marks: set[str] = set()
+    app = TableApp(synthetic(5), marks=marks)
+
+    async def body(pilot: Pilot[Any]) -> None:
+        t = app.table
+        t.set_order(list(app.cells))
+        marks.add("r1")
+        t.refresh_rows(["r1"])
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        assert [ln for ln in lines if "*" in ln] == [ln for ln in lines if "row-00001" in ln]
+        assert t.get_row_at(1)[0].plain == "*" and t.get_row_at(0)[0].plain == " "
+
+    run(app, body)
+
+
+def test_empty_table_says_so() -> None:
+    app = TableApp({})
+
+    async def body(pilot: Pilot[Any]) -> None:
+        app.table.set_order([])
+        await pilot.pause()
+        assert "no rows" in screen_text(app)
+        assert app.table.cursor_key is None
+
+    run(app, body)
+
+
+def test_long_cells_end_in_the_ascii_ellipsis() -> None:
+    assert fit(Text("abcdefghij"), 5, "~").plain == "abcd~"
+    assert fit(Text("abc"), 5, "~").plain == "abc"
+    long = {"r0": (Text("x" * 100), Text("1"))}
+    app = TableApp(long, ellipsis="~")
+
+    async def body(pilot: Pilot[Any]) -> None:
+        app.table.set_order(["r0"])
+        await pilot.pause()
+        text = screen_text(app)
+        assert "x" * 47 + "~" in text and "…" not in text
+
+    run(app, body)
+
+
+# ---------------------------------------------------------------- the TableView model
+class Things(TableView):
+    """Rows from a dict; changes arrive as store notifications of the kind "things"."""
+
+    VIEW = "things"
+    TITLE = "Things"
+    KINDS = frozenset({"things"})
+    COLUMNS = ("NAME", "SIZE")
+    MARKS = True
+    data: ClassVar[dict[str, int]] = {}
+    built: ClassVar[list[Hashable]] = []
+
+    def _row(self, name: str) -> Row:
+        return Row(name, (cell(name), cell(self.data[name])), sort={"name": name, "size": self.data[name]})
+
+    def build_rows(self) -> list[Row]:
+        self.built.append("*")
+        return [self._row(n) for n in self.data]
+
+    def build_row(self, key: Hashable) -> Row | None:
+        self.built.append(key)
+        return self._row(str(key)) if key in self.data else None
+
+    def row_keys_for(self, changes: Mapping[str, set[Any]]) -> set[Hashable] | None:
+        return set(changes.get("things", ()))
+
+
+class ViewApp(App[None]):
+    def __init__(self, ctx: ViewContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def compose(self) -> ComposeResult:
+        yield Things(self.ctx)
+
+    def check_binding(self, action: str, parameters: tuple[object, ...]) -> bool:
+        return True
+
+
+def names(view: TableView) -> list[str]:
+    return [r.sort["name"] for r in view.visible_rows()]
+
+
+def test_view_updates_by_key_sorts_filters_and_keeps_the_cursor() -> None:
+    Things.data.clear()
+    Things.data.update({f"t{i:03d}": i % 10 for i in range(300)})
+    Things.built.clear()
+    ctx = ViewContext(Store(), load_themes().themes["dark"], ASCII)
+    app = ViewApp(ctx)
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Things)
+        v.refresh_view()
+        assert Things.built.count("*") == 1 and names(v)[:2] == ["t000", "t001"] and v.total == 300
+        v.table.move_cursor(5)
+        assert v.cursor_id() == "t005"
+        # One object changes: only it (and the rows on screen) are rebuilt; the cursor stays.
+        Things.built.clear()
+        Things.data["t005"] = 99
+        v._on_store_changes(Changes({"things": frozenset({"t005"})}))
+        v.refresh_view()
+        assert "*" not in Things.built and len(Things.built) <= v.table.size.height + 1
+        assert "99" in [c.plain for c in v.table.get_row_at(5)]
+        v.sort_by("size")
+        assert v.cursor_id() == "t005" and names(v)[-1] == "t005"
+        # Removed and added objects.
+        del Things.data["t000"]
+        Things.data["t999"] = -1
+        v._on_store_changes(Changes({"things": frozenset({"t000", "t999"})}))
+        v.refresh_view()
+        assert names(v)[0] == "t999" and "t000" not in names(v) and v.total == 300
+        # Filter and marks.
+        v.set_filter("t00[1-3]")
+        assert names(v) == ["t001", "t002", "t003"]
+        v.table.move_cursor(1)
+        v.toggle_mark()
+        assert v.marks == {"t002"} and [r.sort["name"] for r in v.selected()] == ["t002"]
+        v.set_filter("nothing-matches")
+        assert names(v) == [] and v.cursor_id() is None
+        await pilot.pause()
+        assert "no rows match the filter" in screen_text(app)
+        v.set_filter("")
+        assert len(names(v)) == 300
+
+    run(app, body, size=(60, 20))
