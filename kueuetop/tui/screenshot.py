@@ -105,13 +105,31 @@ def _capture(app: object, size: tuple[int, int], views: tuple[tuple[str, str], .
             for view, filter_text in views:
                 app.jump_to(view, filter_text)
                 app.refresh_all()
-                await pilot.pause(0.3)
-                # The composed screen, line by line, as the tests read it (plain text, no styles).
-                strips = app.screen._compositor.render_strips()
-                shots.append("\n".join("".join(s.text for s in strip).rstrip() for strip in strips))
+                app._focus_view()  # the table's key hints in the footer, as after a real switch
+                shots.append(await _settled(pilot, app))
 
     asyncio.run(main())
     return "\n\n".join(shots)
+
+
+async def _settled(pilot: object, app: object, timeout: float = 20.0) -> str:
+    """The screen once three renderings in a row agree: column widths, scrollbars and the
+    footer follow the first refreshes, later on a loaded machine than on an idle one."""
+    from kueuetop.tui.app import KueuetopApp
+
+    assert isinstance(app, KueuetopApp)
+    last, same = "", 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.2)  # type: ignore[attr-defined]
+        # The composed screen, line by line, as the tests read it (plain text, no styles).
+        strips = app.screen._compositor.render_strips()
+        text = "\n".join("".join(s.text for s in strip).rstrip() for strip in strips)
+        same = same + 1 if text == last else 0
+        last = text
+        if same >= 2:
+            break
+    return last
 
 
 def readme_block(text: str) -> str:
