@@ -207,7 +207,9 @@ class KueuetopApp(App[int]):
     def _live(self) -> bool:
         """Views exist to be refreshed: not before mount, not while shutting down (a coalesced
         refresh or tick scheduled earlier may fire after the screens are gone)."""
-        return bool(self.screen_stack) and not self._exit
+        if not self.screen_stack or self._exit or self._closing or not self._running:
+            return False  # `_running` goes False first thing in Textual's shutdown
+        return bool(self.main.query(StatusBar))  # composed, and not yet being taken down
 
     def refresh_for(self, kinds: frozenset[str]) -> None:
         if not self._live:
