@@ -190,6 +190,7 @@ async def apply_changes(pilot: Any, app: KueuetopApp, conn: Any, frames: Frames)
     store = app.ctx.store
     state_col = tv.COLUMNS.index("STATE")
     totals, applies = [], []
+    timeouts = 0
     for r in range(CHANGE_ROUNDS):
         admitted = r % 2 == 0
         want = "Admitted" if admitted else "Pending"
@@ -214,12 +215,17 @@ async def apply_changes(pilot: Any, app: KueuetopApp, conn: Any, frames: Frames)
             out.append(time.perf_counter())
 
         threading.Thread(target=apply, name="bench-apply").start()
-        done = await frames.first(bool)
+        try:
+            done = await frames.first(bool)
+        except TimeoutError:  # counted, not hidden: a round whose rows never showed the change
+            timeouts += 1
+            continue
         totals.append((done - t0) * 1000)
         applies.append((applied[0] - t0) * 1000 if applied else float("nan"))
-    return {"batch": BATCH, "rounds": CHANGE_ROUNDS, "store_and_screen_ms": stats(totals),
-            "store_apply_ms": stats(applies), "budget_ms": CHANGES_BUDGET_MS,
-            "ok": stats(totals)["p99"] < CHANGES_BUDGET_MS}
+    return {"batch": BATCH, "rounds": CHANGE_ROUNDS, "timeouts": timeouts,
+            "store_and_screen_ms": stats(totals) if totals else None,
+            "store_apply_ms": stats(applies) if applies else None, "budget_ms": CHANGES_BUDGET_MS,
+            "ok": bool(totals) and not timeouts and stats(totals)["p99"] < CHANGES_BUDGET_MS}
 
 
 # ===================================================================== idle CPU
