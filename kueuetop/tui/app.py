@@ -28,6 +28,7 @@ from kueuetop.tui.bridge import StoreBridge, StoreChanged
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.detail import WorkloadDetailScreen, yaml_text
 from kueuetop.tui.glyphs import glyphs
+from kueuetop.tui.heap import HeapFreezer
 from kueuetop.tui.palette import KueuetopCommands
 from kueuetop.tui.screens import HelpScreen, TextScreen
 from kueuetop.tui.statusbar import StatusBar
@@ -102,6 +103,7 @@ class KueuetopApp(App[int]):
         self._last_action = ""
         self._last_ok: bool | None = None
         self._ticks = 0
+        self._heap = HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES)))
         self.refresh_count = 0  # redraws driven by store changes (tests and benchmarks read it)
 
     def get_driver_class(self) -> type[Any]:
@@ -235,6 +237,7 @@ class KueuetopApp(App[int]):
         if not self._live:
             return
         self._update_status()
+        self._heap.maybe_freeze()
         self._ticks += 1
         if self._ticks % 5 == 0 and len(self.screen_stack) == 1:
             self.current_view().refresh_view()
