@@ -430,6 +430,15 @@ class KueuetopApp(App[int]):
         if (tv := self.table_view()) is not None:
             tv.sort_by_column()
 
+    def action_wide(self) -> None:
+        if (tv := self.table_view()) is not None:
+            tv.toggle_wide()
+
+    def key_label(self, action_id: str) -> str:
+        """The first key of an action, as the footer shows it (after the user's remaps)."""
+        keys = self.keymap.keys.get(action_id, ())
+        return KM.key_label(keys[0]) if keys else action_id
+
     def action_yaml(self) -> None:
         tv = self.table_view()
         row = tv.cursor_row() if tv else None
