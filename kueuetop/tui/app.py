@@ -443,7 +443,7 @@ class KueuetopApp(App[int]):
         tv = self.table_view()
         row = tv.cursor_row() if tv else None
         if tv is not None and row is not None:
-            self.show_yaml(tv.raw_kind(), row.key)
+            self.show_yaml(*tv.yaml_target(row))
 
     def action_describe(self) -> None:
         tv = self.table_view()
@@ -453,4 +453,4 @@ class KueuetopApp(App[int]):
         if tv.raw_kind() == K.WORKLOADS:
             self.open_workload(row.key)  # type: ignore[arg-type]
         else:
-            self.show_yaml(tv.raw_kind(), row.key)
+            self.show_yaml(*tv.yaml_target(row))

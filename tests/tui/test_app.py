@@ -77,7 +77,7 @@ def test_every_view_renders_the_scenario(live: Live) -> None:
         text = screen_text(app)
         assert "GPUs by model and node pool" in text and "reserved-np" in text and "kube:live" in text
         expected = {"2": ("workloads", "NAMESPACE", "team-a"), "3": ("clusterqueues", "NAME", "cq-team-a-lp"),
-                    "4": ("localqueues", "NAME", "lq-team-b-hp"), "5": ("cohorts", "COHORT", "team-a-b"),
+                    "4": ("localqueues", "NAME", "lq-team-b-hp"), "5": ("cohorts", "NAME", "team-a-b"),
                     "6": ("flavors", "NAME", "gpu-l4-spot"), "7": ("nodes", "POOL", "reserved-np")}
         for key, (view, col, value) in expected.items():
             await pilot.press(key)

@@ -113,3 +113,28 @@ def test_cluster_queue_history_beside_quota_and_switched_when_narrow(live: Live)
         assert await until(pilot, lambda: f"{cq} quota" in screen_text(narrow))
 
     run(narrow, body_narrow, (80, 24))
+
+
+def test_cohorts_tree_with_pooled_quota_member_queues_and_yaml(live: Live) -> None:
+    app = make_app(live.store, live, initial_view="cohorts")
+
+    async def body(pilot: Pilot[int]) -> None:
+        assert await until(pilot, lambda: any(r[0] == "team-a-b" for r in table_cells(app, "cohorts")))
+        rows = table_cells(app, "cohorts")
+        names = [r[0] for r in rows]
+        # Tree order: each cohort, then its ClusterQueues indented under it.
+        i = names.index("team-a-b")
+        assert names[i + 1].startswith("  cq-team-a-") and rows[i + 1][1] == "cq" and rows[i][1] == "cohort"
+        members = [n.strip() for n in names[i + 1:] if n.startswith("  ")][:6]
+        assert len(members) == 6 and all(m.startswith(("cq-team-a-", "cq-team-b-")) for m in members)
+        # The cohort's quota is its members' quota added up (refarch: 44 GPUs per pair of teams).
+        quota = column(app, "cohorts", "QUOTA")[i]
+        assert quota.endswith("/44"), quota
+        assert await until(pilot, lambda: "team-a-b: pooled quota of 6 ClusterQueues" in screen_text(app))
+        assert "quota: nvidia.com/gpu" in screen_text(app)
+        await pilot.press("down")
+        assert await until(pilot, lambda: f"{members[0]} in cohort team-a-b" in screen_text(app))
+        await pilot.press("y")
+        assert await until(pilot, lambda: "kind: ClusterQueue" in screen_text(app))
+
+    run(app, body)

@@ -241,10 +241,15 @@ class TableView(View):
             parts.append(f"sort: {self.sort_name}{'↓' if self.sort_reverse else '↑'}")
         if self.marks:
             parts.append(f"marked: {len(self.marks)}")
+        parts.extend(self.title_extra())
         if hidden := self.table.hidden_columns:
             parts.append(f"+{len(hidden)} columns ({self.kapp.key_label('wide')}: wide)")
         # Filter text is the user's own input but still untrusted-looking: plain Text, no markup.
         self.query_one(".view-title", Static).update(Text("  ".join(parts)))
+
+    def title_extra(self) -> list[str]:
+        """More words for the title line (views with a setting worth showing)."""
+        return []
 
     def on_virtual_table_columns_hidden(self, event: VirtualTable.ColumnsHidden) -> None:
         event.stop()
@@ -325,10 +330,14 @@ class TableView(View):
 
     def drill(self, row: Row) -> None:
         """`enter` on a row; default: show its YAML."""
-        self.kapp.show_yaml(self.raw_kind(), row.key)
+        self.kapp.show_yaml(*self.yaml_target(row))
 
     def raw_kind(self) -> str:
         return ""
+
+    def yaml_target(self, row: Row) -> tuple[str, Hashable]:
+        """(store kind, key) of the object behind a row, for `y` and `d`."""
+        return self.raw_kind(), row.key
 
 
 def scope_bindings(scope: str) -> list[Any]:
