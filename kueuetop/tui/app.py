@@ -294,7 +294,7 @@ class KueuetopApp(App[int]):
         self.runner.start(action, targets)
 
     def open_workload(self, key: tuple[str, str]) -> None:
-        self.push_screen(WorkloadDetailScreen(self.ctx, key))
+        self.push_screen(WorkloadDetailScreen(self.ctx, key, api=self.api))
 
     def show_yaml(self, kind: str, key: object) -> None:
         if not kind:
