@@ -93,6 +93,11 @@ def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], .
         while not sources.synced() and time.monotonic() < deadline:
             time.sleep(0.05)
         poller.poll_once()  # one GPU reading; no thread, so nothing changes while drawing
+        # Queue positions of every ClusterQueue before drawing: the views only ask for those on
+        # screen, and an answer arriving between two captures would make them differ.
+        store.set_position_focus(None)
+        while sources.visibility is not None and not sources.visibility.swept() and time.monotonic() < deadline:
+            time.sleep(0.05)
         _wait_positions(store, deadline)
         shots = []
         for size in sizes:
