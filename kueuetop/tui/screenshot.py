@@ -99,6 +99,10 @@ def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], .
         while sources.visibility is not None and not sources.visibility.swept() and time.monotonic() < deadline:
             time.sleep(0.05)
         _wait_positions(store, deadline)
+        # One history sample, of the complete store: samples taken while the informers were still
+        # listing depend on timing.
+        store.queue_history.clear()
+        store.record_queue_history(now)
         shots = []
         for size in sizes:
             app = KueuetopApp(store, api=None, context=conn.info.context, read_only=False, demo="refarch",
