@@ -105,14 +105,42 @@ def sort_rows(rows: list[Row], name: str | None, reverse: bool = False,
 
 def sort_ids(rows: Mapping[str, Row], name: str | None, reverse: bool = False,
              tiebreak: str = "name") -> list[str]:
-    """Row ids in `sort_rows` order (the table model sorts ids, not copies of rows)."""
+    """Row ids in `sort_rows` order (the table model sorts ids, not copies of rows).
+
+    Keys are pulled out in one pass and sorted as tuples, so the comparisons run in C: a sort of
+    20,000 rows is a key press, not a pause (equal rows: tiebreak, then id)."""
     if not name:
         return list(rows)  # as built
-    ids = sorted(rows, key=lambda rid: _sort_value(rows[rid], tiebreak))
-    present = [rid for rid in ids if rows[rid].sort.get(name) is not None]
-    missing = [rid for rid in ids if rows[rid].sort.get(name) is None]
-    present.sort(key=lambda rid: rows[rid].sort[name], reverse=reverse)
-    return present + missing
+    present: list[tuple] = []
+    missing: list[tuple] = []
+    for rid, row in rows.items():
+        s = row.sort
+        t = s.get(tiebreak)
+        # Tiebreaks are names: strings compare fastest, and the sentinel sorts a missing one last.
+        tk = t if t.__class__ is str else _LAST if t is None else str(t)
+        v = s.get(name)
+        if v is None:
+            missing.append((tk, rid))
+        else:
+            present.append((v, tk, rid))
+    present.sort()
+    if reverse:
+        # Value descending, ties still by tiebreak ascending: reverse, then each run of equal values.
+        present.reverse()
+        i, n = 0, len(present)
+        while i < n:
+            v = present[i][0]
+            j = i + 1
+            while j < n and present[j][0] == v:
+                j += 1
+            if j - i > 1:
+                present[i:j] = present[i:j][::-1]
+            i = j
+    missing.sort()
+    return [p[2] for p in present] + [m[1] for m in missing]
+
+
+_LAST = "\U0010ffff"
 
 
 def labels_of(obj: object) -> Mapping[str, str]:
