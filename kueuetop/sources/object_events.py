@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kueuetop.kueue.fields import parse_time
+from kueuetop.kueue.fields import parse_time_or_none
 from kueuetop.sources.kube_http import request
 
 MAX_EVENTS = 200  # per object; a workload stuck pending for days collects many "Pending" events
@@ -29,13 +29,7 @@ class ObjectEvent:
     source: str  # reporting component
 
 
-def _when(raw: Any) -> float | None:
-    if not isinstance(raw, str) or not raw:
-        return None
-    try:
-        return parse_time(raw)
-    except ValueError:
-        return None
+_when = parse_time_or_none
 
 
 def _int(raw: Any, default: int) -> int:
