@@ -416,7 +416,10 @@ def scale_scenario(spec: ScaleSpec) -> Scenario:
         for i, gpus in zip(members, shares, strict=True):
             quota[i][flavor_name] = gpus
 
-    preemption = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority",
+    # Reclaim only from lower priorities: with `Any`, a queue whose workloads were preempted by a
+    # borrower (borrowWithinCohort) reclaims its quota back from that borrower at once, which
+    # preempts again — the two policies undo each other for ever.
+    preemption = {"reclaimWithinCohort": "LowerPriority", "withinClusterQueue": "LowerPriority",
                   "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100}}
     cq_names = []
     lq_refs: list[list[str]] = []
