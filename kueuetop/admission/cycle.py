@@ -247,15 +247,30 @@ def _pods_ready_blocked(cc: CycleContext) -> bool:
     return False
 
 
-def _order(cc: CycleContext, noms: list[Nomination]):
-    """Classical: smaller borrowing level, higher priority, FIFO. FS: the tournament."""
+PRIORITIZE_PREEMPTORS = "PrioritizePreemptorWorkloads"
+
+
+def _preemptors(cc: CycleContext) -> frozenset[WorkloadKey]:
+    """Workloads that issued preemptions and wait for them (Kueue's ClusterQueue.IsPreemptor),
+    when the PrioritizePreemptorWorkloads gate (alpha, off by default) is enabled."""
+    if not cc.snapshot.config.feature_gates.get(PRIORITIZE_PREEMPTORS, False):
+        return frozenset()
+    return frozenset(cc.state.sticky.values())
+
+
+def _order(cc: CycleContext, noms: list[Nomination], preemptors: frozenset[WorkloadKey] = frozenset()):
+    """Classical: [gate PrioritizePreemptorWorkloads] preemptors, smaller borrowing level,
+    higher priority, FIFO. FS: the tournament."""
     cfg = cc.snapshot.config
     prio = cfg.priority_sorting_within_cohort
 
     def key(n: Nomination) -> tuple:
         a = n.assignment
-        return (a.borrowing if a else 0, -n.workload.effective_priority if prio else 0,
-                queue_order_timestamp(n.workload, cfg))
+        # Kueue#13797 (scheduler.go makeClassicalIterator): with the gate, a workload waiting
+        # for its preemption targets goes before every other entry, so a victim whose
+        # eviction completed and was requeued can't take the freed quota back (Kueue#13662).
+        return (n.workload.key not in preemptors, a.borrowing if a else 0,
+                -n.workload.effective_priority if prio else 0, queue_order_timestamp(n.workload, cfg))
 
     ordered = sorted(noms, key=key)
     if cfg.fair_sharing is None:
@@ -282,7 +297,8 @@ def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = N
     blocked = _pods_ready_blocked(cc)
     granular = cfg.feature_gates.get("UnadmittedWorkloadsObservability", False)
 
-    for n in _order(cc, noms):
+    preemptors = _preemptors(cc)
+    for n in _order(cc, noms, preemptors):
         if n.assignment is None or n.mode == NO_FIT:
             continue
         node = cc.tree.cq(n.cluster_queue)
@@ -290,8 +306,10 @@ def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = N
         cq = snapshot.cluster_queues[n.cluster_queue]
         if n.mode == PREEMPT and not n.targets:
             # Hold capacity so lower-priority heads elsewhere can't take it this cycle, unless
-            # this CQ can always reclaim it later (reclaimWithinCohort=Any).
-            if cq.preemption.reclaim_within_cohort != ANY:
+            # this CQ can always reclaim it later (reclaimWithinCohort=Any) and, with the gate
+            # PrioritizePreemptorWorkloads, the head isn't a preemptor waiting for its targets
+            # (scheduler.go reserveCapacityForUnreclaimablePreempt).
+            if cq.preemption.reclaim_within_cohort != ANY or n.workload.key in preemptors:
                 reserve = _resources_to_reserve(cc, n)
                 cc.tree.add_usage(node, reserve)
                 minus_preempted.add_usage(node, reserve)
