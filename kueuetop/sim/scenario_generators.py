@@ -461,8 +461,12 @@ def scale_scenario(spec: ScaleSpec) -> Scenario:
         "clusterQueues": spec.cluster_queues,
         "localQueues": spec.cluster_queues * spec.local_queues_per_cq, "workloads": spec.workloads}}
     first = ((n, at, obj) for n, (at, obj) in enumerate(objects, start=1))
-    return staged_steps_from_objects(spec.name, first, later, config={"clusterName": f"kueuetop-{spec.name}"},
-                                     meta=meta)
+    # Kueue's PrioritizePreemptorWorkloads gate (alpha since 0.19.x): without it, a workload
+    # waiting for its preemptions loses the freed quota to a requeued victim that sorts
+    # ahead of it, and preemptions repeat for ever (Kueue#13662, fixed by #13797).
+    config = {"clusterName": f"kueuetop-{spec.name}",
+              "featureGates": {"PrioritizePreemptorWorkloads": True}}
+    return staged_steps_from_objects(spec.name, first, later, config=config, meta=meta)
 
 
 def _scale_workloads(rng: random.Random, spec: ScaleSpec, cq_names: list[str],
