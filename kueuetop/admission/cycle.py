@@ -277,7 +277,8 @@ def _order(cc: CycleContext, noms: list[Nomination], preemptors: frozenset[Workl
         yield from ordered
         return
     entries = [TournamentEntry(cc.tree.cq(n.cluster_queue), n.usage,  # type: ignore[arg-type]
-                               n.workload.effective_priority, queue_order_timestamp(n.workload, cfg), n)
+                               n.workload.effective_priority, queue_order_timestamp(n.workload, cfg), n,
+                               n.workload.key in preemptors)
                for n in ordered if n.assignment is not None and n.mode != NO_FIT]
     rest = [n for n in ordered if n.assignment is None or n.mode == NO_FIT]
     for e in tournament_order(cc.tree, entries, prio):

@@ -14,6 +14,8 @@ workload that waits for its preemptions is processed first in the cycle and is a
 
 from __future__ import annotations
 
+import pytest
+
 from kueuetop.admission import decisions as d
 from kueuetop.admission.cycle import schedule
 from kueuetop.admission.queue_state import QueueState, changed_cluster_queues
@@ -94,20 +96,26 @@ ROUND = [
 ]
 
 
-def test_default_gates_flap_for_ever_like_kueue():
+# Classical admission order and the fair-sharing tournament (fair_sharing_iterator.go) alike.
+MODES = pytest.mark.parametrize("base", [{}, {"fairSharing": {}}], ids=["classical", "fair-sharing"])
+
+
+@MODES
+def test_default_gates_flap_for_ever_like_kueue(base):
     """Kueue#13662: with PrioritizePreemptorWorkloads off (Kueue's default) the same five cycles
     repeat; nothing ever changes but the evictions."""
-    log = drive(parse_kueue_config({}), 16)
+    log = drive(parse_kueue_config(base), 16)
     assert log[0] == ((), ())  # T is the head of b first: no candidates, parked
     assert log[1:6] == ROUND and log[6:11] == ROUND and log[11:16] == ROUND
 
 
-def test_prioritized_preemptor_is_admitted_and_cycles_converge():
+@MODES
+def test_prioritized_preemptor_is_admitted_and_cycles_converge(base):
     """Kueue#13797 (gate PrioritizePreemptorWorkloads): T, waiting for F's eviction, is processed
     before the requeued V in the next cycle and admitted; V stays pending (it would have to
     borrow, and its equal-priority candidate T can't be evicted while borrowing); F can reclaim
     nothing (b is the borrowing queue now). No further decision: the cycles have converged."""
-    log = drive(parse_kueue_config({"featureGates": {GATE: True}}), 12)
+    log = drive(parse_kueue_config({**base, "featureGates": {GATE: True}}), 12)
     assert log[:5] == [
         ((), ()),
         ((), (("V", "F", "InCohortReclamation"),)),
