@@ -6,6 +6,10 @@ The `large` scale scenario runs for days of simulated time, so it is run over a 
 start-up burst that covers the instant where preemptions once repeated for ever.
 """
 
+import os
+
+import pytest
+
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
 from kueuetop.sim.scenario import load_scenario
@@ -80,6 +84,8 @@ def test_kueue_perf_baseline_runs_to_completion():
 LARGE_WINDOW = 22.5
 
 
+@pytest.mark.skipif(os.environ.get("KUEUETOP_SLOW_TESTS") != "1",
+                    reason="7.5 min wall on a shared 2-core machine: set KUEUETOP_SLOW_TESTS=1")
 def test_large_start_up_keeps_time_moving():
     """`large` over its start-up burst: no instant takes more than a bounded number of cycles
     (a preempted workload requeued ahead of its preemptor once retook the quota at t≈20.6 s,
