@@ -2,7 +2,11 @@
 
 Kueue's baseline config is 15,000 workloads: the quota invariants are checked on a sample of
 the simulation's steps (every step would cost more than the run) and once at the end.
+Every run is watched for instants that never end (a preemption loop spins at one simulated
+instant, as evictions complete at once in the simulator).
 """
+
+
 
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
@@ -13,19 +17,47 @@ KUEUE = "kueue.x-k8s.io"
 SAMPLE_EVERY = 50  # steps between invariant checks
 
 
-def run_to_completion(name: str, duration: float = 24 * 3600.0):
+MAX_CYCLES_PER_INSTANT = 1_000  # far above what one instant of a healthy run needs
+
+
+class InstantWatch:
+    """Fails the run when the simulated clock stays at one instant for more than `limit`
+    scheduling cycles: controllers that keep undoing each other (a preemption loop) instead of
+    letting time pass."""
+
+    def __init__(self, parts, limit: int = MAX_CYCLES_PER_INSTANT) -> None:
+        self.parts, self.limit = parts, limit
+        self.instant: float | None = None
+        self.cycles_at_start = 0
+        self.most = 0  # the most cycles seen at one instant
+
+    def __call__(self, cluster) -> None:
+        now, cycles = cluster.clock.now(), self.parts.kueue.cycles
+        if now != self.instant:
+            self.instant, self.cycles_at_start = now, cycles
+            return
+        spent = cycles - self.cycles_at_start
+        self.most = max(self.most, spent)
+        assert spent <= self.limit, (
+            f"simulated clock stuck at t={now - cluster.clock.start:.3f}s for {spent} cycles")
+
+
+def run_to_completion(name: str, duration: float = 24 * 3600.0, until_idle: bool = True):
     scenario = load_scenario(name)
     clock = SimClock(VIRTUAL_EPOCH)
     parts = build_cluster(scenario, clock, record_events=False)
     steps = [0]
+    watch = InstantWatch(parts)
 
     def on_step(cluster) -> None:
         steps[0] += 1
+        watch(cluster)
         if steps[0] % SAMPLE_EVERY == 0:
             check_invariants(parts)
 
-    parts.cluster.run_for(duration, until_idle=True, on_step=on_step)
+    parts.cluster.run_for(duration, until_idle=until_idle, on_step=on_step)
     check_invariants(parts)
+    parts.extra["watch"] = watch
     return scenario, parts
 
 
