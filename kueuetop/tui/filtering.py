@@ -86,6 +86,15 @@ def parse_filter(text: str) -> RowFilter:
     return RowFilter(text, tuple(preds))
 
 
+_LITERAL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./=-]*")
+
+
+def narrows(old: str, new: str) -> bool:
+    """Every row `new` matches, `old` matched too: one plain word (no regex operator, label or
+    state term) typed on at its end."""
+    return new.startswith(old) and bool(_LITERAL.fullmatch(old)) and bool(_LITERAL.fullmatch(new))
+
+
 def _sort_value(row: Row, name: str) -> tuple[int, object]:
     # Missing values sort last whatever their type; (0, value) keeps types within one column.
     v = row.sort.get(name)
@@ -113,6 +122,53 @@ def sort_ids(rows: Mapping[str, Row], name: str | None, reverse: bool = False,
     missing = [rid for rid in ids if rows[rid].sort.get(name) is None]
     present.sort(key=lambda rid: rows[rid].sort[name], reverse=reverse)
     return present + missing
+
+
+class SortCache:
+    """`sort_ids` for a table re-sorted often: the tiebreak order is kept between sorts, the
+    values are compared in C (one `list.sort` over indexes), and each (name, reverse) order is
+    kept until the rows change (`invalidate`). Same order as `sort_ids`."""
+
+    def __init__(self, tiebreak: str = "name") -> None:
+        self.tiebreak = tiebreak
+        self._base: list[str] | None = None  # every id in tiebreak order
+        self._orders: dict[tuple[str | None, bool], list[str]] = {}
+
+    def invalidate(self, names: Iterable[str] | None = None) -> None:
+        """Rows came or went (`names` None), or changed these sort values."""
+        if names is None:
+            self._orders.clear()
+            self._base = None
+            return
+        for name in names:
+            if name == self.tiebreak:
+                self._orders.clear()
+                self._base = None
+                return
+            self._orders.pop((name, False), None)
+            self._orders.pop((name, True), None)
+
+    def sorted_ids(self, rows: Mapping[str, Row], name: str | None, reverse: bool = False) -> list[str]:
+        if not name:
+            return list(rows)
+        cached = self._orders.get((name, reverse))
+        if cached is not None:
+            return cached
+        base = self._base
+        if base is None or len(base) != len(rows):
+            tb = self.tiebreak
+            ids = list(rows)
+            tkeys = [_sort_value(rows[rid], tb) for rid in ids]
+            idx = sorted(range(len(ids)), key=tkeys.__getitem__)
+            base = self._base = [ids[i] for i in idx]
+        vals = [rows[rid].sort.get(name) for rid in base]
+        present = [i for i, v in enumerate(vals) if v is not None]
+        present.sort(key=vals.__getitem__, reverse=reverse)
+        out = [base[i] for i in present]
+        if len(out) < len(base):
+            out += [base[i] for i, v in enumerate(vals) if v is None]
+        self._orders[(name, reverse)] = out
+        return out
 
 
 def labels_of(obj: object) -> Mapping[str, str]:

@@ -187,10 +187,20 @@ class VirtualTable(ScrollView, can_focus=True):
     def move_cursor(self, row: int) -> None:
         if not self._order:
             return
+        before, scrolled = self.cursor_row, self.scroll_offset
         self.cursor_row = max(0, min(row, len(self._order) - 1))
         self._scroll_cursor_visible()
-        self.refresh()
+        if self.scroll_offset == scrolled and self.is_mounted:
+            self._refresh_row(before)  # only the two rows whose cursor style changed
+            self._refresh_row(self.cursor_row)
+        else:
+            self.refresh()
         self._announce()
+
+    def _refresh_row(self, index: int) -> None:
+        y = index - int(self.scroll_y) + 1  # line 0 is the header
+        if 1 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
 
     def _announce(self) -> None:
         key = self.cursor_key
@@ -267,7 +277,7 @@ class VirtualTable(ScrollView, can_focus=True):
         width = self._column_offset(len(self.columns))
         self.virtual_size = Size(width, len(self._order) + 1)
 
-    def _fit_widths(self, top: int, height: int) -> None:
+    def _fit_widths(self, top: int, height: int) -> bool:
         """Widen columns for the rows about to be drawn (widths only grow, so rows don't jump)."""
         widths = list(self._widths)
         for rid in self._order[top: top + height]:
@@ -278,9 +288,12 @@ class VirtualTable(ScrollView, can_focus=True):
             self._widths = widths
             self._strips.clear()
             self._update_virtual_size()
+            return True
+        return False
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._fit_widths(int(self.scroll_y), self.scrollable_content_region.height)
+        if self._fit_widths(int(self.scroll_y), self.scrollable_content_region.height):
+            crop = Region(0, 0, self.size.width, self.size.height)  # every line moves, not just these
         return super().render_lines(crop)
 
     # ------------------------------------------------------------ drawing
