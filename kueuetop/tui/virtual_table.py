@@ -23,7 +23,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Region, Size
+from textual.geometry import Offset, Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -123,6 +123,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self.cursor_row = 0
         self.cursor_column = 0
         self._highlighted: str | None = None
+        self._frame: tuple[Style, Style, Style, Offset, int] | None = None  # set while a frame renders
         self.lines_rendered = 0  # render_line calls for rows (tests check that only visible ones are drawn)
 
     # ------------------------------------------------------------ model
@@ -294,13 +295,25 @@ class VirtualTable(ScrollView, can_focus=True):
     def render_lines(self, crop: Region) -> list[Strip]:
         if self._fit_widths(int(self.scroll_y), self.scrollable_content_region.height):
             crop = Region(0, 0, self.size.width, self.size.height)  # every line moves, not just these
-        return super().render_lines(crop)
+        # Styles and geometry once per frame, not per line (resolving a rich style walks the DOM).
+        base = self.rich_style
+        self._frame = (base, base + self.get_component_rich_style("vtable--cursor"),
+                       base + self.get_component_rich_style("vtable--even-row"),
+                       self.scroll_offset, self.scrollable_content_region.width)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
 
     # ------------------------------------------------------------ drawing
     def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        width = self.scrollable_content_region.width
-        base = self.rich_style
+        frame = self._frame
+        if frame is None:
+            base = self.rich_style
+            frame = (base, base + self.get_component_rich_style("vtable--cursor"),
+                     base + self.get_component_rich_style("vtable--even-row"),
+                     self.scroll_offset, self.scrollable_content_region.width)
+        base, cursor_style, even_style, (scroll_x, scroll_y), width = frame
         if y == 0:
             return self._header().crop_extend(scroll_x, scroll_x + width, base)
         index = scroll_y + y - 1
@@ -316,9 +329,9 @@ class VirtualTable(ScrollView, can_focus=True):
         rid = self._order[index]
         style = base
         if index == self.cursor_row:
-            style = base + self.get_component_rich_style("vtable--cursor")
+            style = cursor_style
         elif self.zebra_stripes and index % 2:
-            style = base + self.get_component_rich_style("vtable--even-row")
+            style = even_style
         return self._row_strip(rid).apply_style(style).crop_extend(scroll_x, scroll_x + width, style)
 
     def _header(self) -> Strip:

@@ -24,7 +24,7 @@ from textual.widgets import Static
 from kueuetop.store import Changes
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.filtering import RowFilter, SortCache, narrows, parse_filter
+from kueuetop.tui.filtering import RowFilter, SortCache, narrows, parse_filter, widens
 from kueuetop.tui.rows import Row, same
 from kueuetop.tui.virtual_table import VirtualTable
 
@@ -226,9 +226,9 @@ class TableView(View):
             self._sorted = self._sorts.sorted_ids(self._rows, self.sort_name, self.sort_reverse)
         if self.filter.predicates:
             passes = self._passes
-            for rid in self._sorted:
-                if rid not in passes:
-                    passes[rid] = self.filter(self._rows[rid])
+            missing = [rid for rid in self._sorted if rid not in passes]
+            if missing:
+                passes.update(self.filter.passes(self._rows, missing))
             self._order = [rid for rid in self._sorted if passes[rid]]
         else:
             self._order = self._sorted
@@ -295,6 +295,9 @@ class TableView(View):
         if narrows(old.text, text) and old.predicates:
             # Typing on: rows the shorter filter dropped stay dropped; test only the others.
             self._passes = {rid: False for rid, ok in self._passes.items() if not ok}
+        elif widens(old.text, text) and self.filter.predicates:
+            # Backspace: rows the longer filter kept are kept.
+            self._passes = {rid: True for rid, ok in self._passes.items() if ok}
         else:
             self._passes = {}
         if self.is_mounted:
