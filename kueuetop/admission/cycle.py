@@ -8,7 +8,7 @@ snapshot whose usage accumulates → decisions, and the queue state for the next
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kueuetop.admission import decisions as d
@@ -43,6 +43,7 @@ from kueuetop.kueue.workload import Workload
 # requeue reasons (Kueue queue.RequeueReason)
 GENERIC, NAMESPACE_MISMATCH, FAILED_AFTER_NOMINATION, PENDING_PREEMPTION = (
     "", "NamespaceMismatch", "FailedAfterNomination", "PendingPreemption")
+PRIORITIZE_PREEMPTORS = "PrioritizePreemptorWorkloads"  # Kueue 0.20 alpha gate, off by default
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"
 OVERLAPPING = "Workload has overlapping preemption targets with another workload"
 
@@ -251,10 +252,14 @@ def _order(cc: CycleContext, noms: list[Nomination]):
     """Classical: smaller borrowing level, higher priority, FIFO. FS: the tournament."""
     cfg = cc.snapshot.config
     prio = cfg.priority_sorting_within_cohort
+    # PrioritizePreemptorWorkloads (alpha, off by default; Kueue#13662): a head that waits for
+    # its preemptions goes first, so the capacity they free is not taken by another queue's head
+    # (makeClassicalIterator / entryComparer.less).
+    first = _preemptor_first(cc)
 
     def key(n: Nomination) -> tuple:
         a = n.assignment
-        return (a.borrowing if a else 0, -n.workload.effective_priority if prio else 0,
+        return (not first(n), a.borrowing if a else 0, -n.workload.effective_priority if prio else 0,
                 queue_order_timestamp(n.workload, cfg))
 
     ordered = sorted(noms, key=key)
@@ -262,12 +267,19 @@ def _order(cc: CycleContext, noms: list[Nomination]):
         yield from ordered
         return
     entries = [TournamentEntry(cc.tree.cq(n.cluster_queue), n.usage,  # type: ignore[arg-type]
-                               n.workload.effective_priority, queue_order_timestamp(n.workload, cfg), n)
+                               n.workload.effective_priority, queue_order_timestamp(n.workload, cfg), n,
+                               first(n))
                for n in ordered if n.assignment is not None and n.mode != NO_FIT]
     rest = [n for n in ordered if n.assignment is None or n.mode == NO_FIT]
     for e in tournament_order(cc.tree, entries, prio):
         yield e.payload
     yield from rest
+
+
+def _preemptor_first(cc: CycleContext) -> Callable[[Nomination], bool]:
+    if not cc.snapshot.config.feature_gates.get(PRIORITIZE_PREEMPTORS, False):
+        return lambda n: False
+    return lambda n: cc.state.is_preemptor(n.cluster_queue, n.workload)
 
 
 def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = None) -> CycleResult:
@@ -281,6 +293,7 @@ def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = N
     minus_preempted = _MinusPreempted(cc.tree)
     blocked = _pods_ready_blocked(cc)
     granular = cfg.feature_gates.get("UnadmittedWorkloadsObservability", False)
+    preemptor_first = _preemptor_first(cc)
 
     for n in _order(cc, noms):
         if n.assignment is None or n.mode == NO_FIT:
@@ -290,8 +303,10 @@ def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = N
         cq = snapshot.cluster_queues[n.cluster_queue]
         if n.mode == PREEMPT and not n.targets:
             # Hold capacity so lower-priority heads elsewhere can't take it this cycle, unless
-            # this CQ can always reclaim it later (reclaimWithinCohort=Any).
-            if cq.preemption.reclaim_within_cohort != ANY:
+            # this CQ can always reclaim it later (reclaimWithinCohort=Any) — and, with
+            # PrioritizePreemptorWorkloads, always for a preemptor waiting for its evictions
+            # (reserveCapacityForUnreclaimablePreempt).
+            if cq.preemption.reclaim_within_cohort != ANY or preemptor_first(n):
                 reserve = _resources_to_reserve(cc, n)
                 cc.tree.add_usage(node, reserve)
                 minus_preempted.add_usage(node, reserve)
@@ -362,6 +377,7 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
 
     last: dict[WorkloadKey, LastAssignment] = dict(state.last_assignments)
     sticky = dict(state.sticky)
+    preemptors = dict(state.preemptors)
     for n in noms:
         key, cq_name = n.workload.key, n.cluster_queue
         cq = cc.snapshot.cluster_queues.get(cq_name)
@@ -379,13 +395,26 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
             sticky[cq_name] = key
         elif sticky.get(cq_name) == key:
             del sticky[cq_name]
+        # requeueIfNotPresent sets the CQ's preemptor on RequeueReasonPendingPreemption (any
+        # strategy); the queue forgets it when the workload leaves (admitted or deleted).
+        if n.preempting:
+            preemptors[cq_name] = (key, n.workload.meta.generation)
+        elif n.status == "assumed" and preemptors.get(cq_name, (None,))[0] == key:
+            del preemptors[cq_name]
     if cc.snapshot.config.feature_gates.get("SchedulingEquivalenceHashing", True):
         for n in noms:
             if _bulk_moves_equivalents(cc, n):
                 _park_equivalents(cc, n, writable(n.cluster_queue))
     _forget_not_pending(cc, last)
     return replace(state, inadmissible={k: v for k, v in inadmissible.items() if v},
-                   last_assignments=last, sticky=sticky, index=cc.index, pruned_at=cc.index.serial)
+                   last_assignments=last, sticky=sticky, preemptors=_live_preemptors(cc, preemptors),
+                   index=cc.index, pruned_at=cc.index.serial)
+
+
+def _live_preemptors(cc: CycleContext, preemptors: dict[str, tuple[WorkloadKey, int]]) -> dict:
+    """Preemptors still pending (a deleted or finished one is deleted from its queue)."""
+    entries = cc.index.entries
+    return {cq: p for cq, p in preemptors.items() if (e := entries.get(p[0])) is not None and e.key is not None}
 
 
 def _bulk_moves_equivalents(cc: CycleContext, n: Nomination) -> bool:

@@ -93,6 +93,7 @@ class TournamentEntry:
     priority: int
     timestamp: float
     payload: object  # the caller's entry
+    preemptor: bool = False  # waiting for its preemptions (gate PrioritizePreemptorWorkloads)
 
 
 def _tournament_scores(tree: QuotaTree, entries: list[TournamentEntry],
@@ -126,7 +127,7 @@ def _run(cohort: Node, pending: dict[str, int], entries: list[TournamentEntry],
 
     def rank(i: int) -> tuple:
         e = entries[i]
-        return (*scores[(i, cohort.name)], -e.priority if priority_sorting else 0, e.timestamp)
+        return (not e.preemptor, *scores[(i, cohort.name)], -e.priority if priority_sorting else 0, e.timestamp)
 
     return min(candidates, key=rank)
 

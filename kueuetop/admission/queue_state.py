@@ -6,7 +6,9 @@
 - the last flavor assignment per workload (`LastAssignment`), so the next attempt resumes after
   the flavor tried last; dropped when the CQ's quotas/flavors or the workload's shape change,
   after preemptions were issued, and after a "skipped" attempt;
-- the sticky preemptor head per BestEffortFIFO ClusterQueue.
+- the sticky preemptor head per BestEffortFIFO ClusterQueue;
+- the preemptor per ClusterQueue (any strategy) with the generation it preempted at, for the
+  PrioritizePreemptorWorkloads gate (Kueue's `preemptorWorkload`, matched strictly).
 
 The engine's per-CQ workload index rides along as a cache (not part of equality).
 """
@@ -60,6 +62,7 @@ class QueueState:
     inadmissible: Mapping[str, Mapping[WorkloadKey, int]] = field(default_factory=dict)
     last_assignments: Mapping[WorkloadKey, LastAssignment] = field(default_factory=dict)
     sticky: Mapping[str, WorkloadKey] = field(default_factory=dict)
+    preemptors: Mapping[str, tuple[WorkloadKey, int]] = field(default_factory=dict)
     index: WorkloadIndex | None = field(default=None, compare=False, repr=False)
     # index.serial when last_assignments was last pruned to pending workloads (-1: unknown)
     pruned_at: int = field(default=-1, compare=False, repr=False)
@@ -67,6 +70,11 @@ class QueueState:
     def is_inadmissible(self, cq: str, wl: Workload) -> bool:
         gen = self.inadmissible.get(cq, _EMPTY).get(wl.key)
         return gen is not None and gen == wl.meta.generation
+
+    def is_preemptor(self, cq: str, wl: Workload) -> bool:
+        """ClusterQueue.IsPreemptor: this workload, at this generation, issued the CQ's last
+        preemptions and waits for them."""
+        return self.preemptors.get(cq) == (wl.key, wl.meta.generation)
 
     def requeue_inadmissible(self, cq_names: Iterable[str]) -> QueueState:
         """Move every parked workload of these ClusterQueues back to their queues."""

@@ -40,7 +40,7 @@ from kueuetop.admission.queue_totals import Reservations, local_queue_open, work
 from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.cluster_queue import STOP_NONE
 from kueuetop.kueue.config import KueueConfig
-from kueuetop.kueue.fields import parse_time
+from kueuetop.kueue.fields import parse_time_or_none
 from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.quantity import format_quantity_for_api
 from kueuetop.kueue.quota import ResourceGroup
@@ -69,13 +69,7 @@ def fmt_time(t: float) -> str:
     return datetime.fromtimestamp(math.floor(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return parse_time(value)
-    except ValueError:
-        return None
+_time = parse_time_or_none
 
 
 def granular_reasons(config: KueueConfig | None) -> bool:

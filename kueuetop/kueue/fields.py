@@ -27,6 +27,16 @@ def parse_time(value: str) -> float:
     return dt.timestamp()
 
 
+def parse_time_or_none(value: object) -> float | None:
+    """`parse_time` for values that may be missing or malformed: None instead of an error."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
 class Fields:
     """A read-only view of one JSON object at a path inside an API object."""
 

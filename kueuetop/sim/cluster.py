@@ -30,6 +30,7 @@ _log = logging.getLogger(__name__)
 # Safety valve: controllers that keep reporting work at one instant are cut off after this many
 # rounds (and the simulation moves on) rather than spinning forever.
 MAX_SETTLE_ROUNDS = 200
+MAX_SAME_INSTANT = 5_000  # settles at one simulated instant before the run is declared stalled
 
 
 class Controller(Protocol):
@@ -246,6 +247,7 @@ class SimCluster:
                 on_step: Callable[[SimCluster], None] | None = None) -> None:
         """Advance the simulation by `seconds` of simulated time (virtual or real)."""
         end = self.clock.now() + seconds
+        same_instant = 0
         while not self._stop.is_set():
             self.settle()
             if on_step is not None:
@@ -259,10 +261,24 @@ class SimCluster:
             if self.clock.virtual:
                 if target <= self.clock.now():
                     # A controller asks to run again at this same instant: settle once more.
+                    same_instant += 1
+                    if same_instant >= MAX_SAME_INSTANT:
+                        self._stalled()
+                        break
                     continue
+                same_instant = 0
                 self.clock.advance_to(target)
             else:
                 self.clock.wait_until(target, self.wake)
+
+    def _stalled(self) -> None:
+        # Simulated evictions complete at the instant they are sent, so a preemption loop that
+        # takes seconds per turn on a real cluster (Kueue#13662) would spin here forever.
+        msg = (f"simulated time stopped at t={self.clock.now() - self.clock.start:.3f}s: the controllers "
+               f"kept working at that instant for {MAX_SAME_INSTANT} rounds (a preemption loop? "
+               "Kueue's PrioritizePreemptorWorkloads gate breaks the known one)")
+        _log.error(msg)
+        self.errors.append(msg)
 
     def run_forever(self) -> None:
         """Real-time serving loop (sim serve): runs until stop()."""

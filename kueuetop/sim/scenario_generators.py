@@ -461,8 +461,13 @@ def scale_scenario(spec: ScaleSpec) -> Scenario:
         "clusterQueues": spec.cluster_queues,
         "localQueues": spec.cluster_queues * spec.local_queues_per_cq, "workloads": spec.workloads}}
     first = ((n, at, obj) for n, (at, obj) in enumerate(objects, start=1))
-    return staged_steps_from_objects(spec.name, first, later, config={"clusterName": f"kueuetop-{spec.name}"},
-                                     meta=meta)
+    # Kueue as a platform team running many borrowing queues would configure it: with
+    # PrioritizePreemptorWorkloads (alpha in 0.20), a workload waiting for its preemptions goes
+    # first, which ends the preempt / re-admit thrash of Kueue#13662. These queues hit that loop
+    # (a reclaiming low-priority workload, a borrowing high-priority one re-admitted ahead of the
+    # preemptor), and simulated evictions complete at once, so without the gate it spins at one instant.
+    config = {"clusterName": f"kueuetop-{spec.name}", "featureGates": {"PrioritizePreemptorWorkloads": True}}
+    return staged_steps_from_objects(spec.name, first, later, config=config, meta=meta)
 
 
 def _scale_workloads(rng: random.Random, spec: ScaleSpec, cq_names: list[str],

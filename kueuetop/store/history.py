@@ -91,3 +91,6 @@ class Series(Generic[K, V]):
 
     def keys(self) -> list[K]:
         return list(self._rings)
+
+    def clear(self) -> None:
+        self._rings.clear()

@@ -295,7 +295,7 @@ class KueuetopApp(App[int]):
         self.runner.start(action, targets)
 
     def open_workload(self, key: tuple[str, str]) -> None:
-        self.push_screen(WorkloadDetailScreen(self.ctx, key))
+        self.push_screen(WorkloadDetailScreen(self.ctx, key, api=self.api))
 
     def show_yaml(self, kind: str, key: object) -> None:
         if not kind:
@@ -431,11 +431,20 @@ class KueuetopApp(App[int]):
         if (tv := self.table_view()) is not None:
             tv.sort_by_column()
 
+    def action_wide(self) -> None:
+        if (tv := self.table_view()) is not None:
+            tv.toggle_wide()
+
+    def key_label(self, action_id: str) -> str:
+        """The first key of an action, as the footer shows it (after the user's remaps)."""
+        keys = self.keymap.keys.get(action_id, ())
+        return KM.key_label(keys[0]) if keys else action_id
+
     def action_yaml(self) -> None:
         tv = self.table_view()
         row = tv.cursor_row() if tv else None
         if tv is not None and row is not None:
-            self.show_yaml(tv.raw_kind(), row.key)
+            self.show_yaml(*tv.yaml_target(row))
 
     def action_describe(self) -> None:
         tv = self.table_view()
@@ -445,4 +454,4 @@ class KueuetopApp(App[int]):
         if tv.raw_kind() == K.WORKLOADS:
             self.open_workload(row.key)  # type: ignore[arg-type]
         else:
-            self.show_yaml(tv.raw_kind(), row.key)
+            self.show_yaml(*tv.yaml_target(row))

@@ -1,14 +1,18 @@
 """Workload detail (`enter` on a workload): conditions timeline, admission checks and their
-ProvisioningRequests, the `explain` verdict with who is ahead, pods and their GPUs, YAML.
+ProvisioningRequests, the `explain` verdict with who is ahead, pods and their GPUs, the
+workload's Events, YAML.
 
 Rebuilt from the store whenever the workload, its pods or GPUs change; every string is cleaned
-and appended as plain Text.
+and appended as plain Text. Events are not in the store (nobody watches every Event of a large
+cluster): the screen fetches its workload's in a worker while it is open, as `kubectl describe`
+does, and polls again some seconds after each answer is drawn.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 import yaml
@@ -16,6 +20,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -23,6 +28,8 @@ from kueuetop.admission.explain import explain
 from kueuetop.kueue.core import Pod
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import derive_state
+from kueuetop.sources.kube_http import ApiError
+from kueuetop.sources.object_events import ObjectEvent, fetch_object_events
 from kueuetop.store import events as K
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
@@ -33,6 +40,7 @@ from kueuetop.views.safe_text import clean
 
 Key = tuple[str, str]
 SPARK_WIDTH = 32  # GPU utilization history per GPU: the newest 32 samples
+EVENTS_SHOWN = 30  # the newest; older ones are counted
 
 
 def _when(t: float | None) -> str:
@@ -68,7 +76,31 @@ def yaml_text(raw: Mapping[str, Any] | None) -> Text:
     return Text("\n".join(clean(line) for line in dumped.splitlines()))
 
 
-def detail_text(ctx: ViewContext, key: Key) -> Text:
+def events_section(t: Text, now: float, events: Sequence[ObjectEvent] | None, error: str = "") -> None:
+    """kubectl describe's Events table: type, reason, age (×count), from, message; oldest first."""
+    _head(t, "Events")
+    if error:
+        t.append(f"events unavailable: {clean(error)}" + (" (showing the last ones fetched)" if events else "") + "\n",
+                 style="dim")
+    if events is None:
+        if not error:
+            t.append("loading…\n", style="dim")
+        return
+    if not events:
+        t.append("no events\n")
+        return
+    if len(events) > EVENTS_SHOWN:
+        t.append(f"({len(events) - EVENTS_SHOWN} older not shown)\n", style="dim")
+    for e in events[-EVENTS_SHOWN:]:
+        when = age(now - e.time if e.time is not None else None)
+        if e.count > 1:
+            when += f" (x{e.count})"
+        t.append(f"{clean(e.type):<8} ", style="bold" if e.type == "Warning" else "")
+        t.append(f"{clean(e.reason):<22} {when:<12} {clean(e.source):<16} {clean(e.message)}\n")
+
+
+def detail_text(ctx: ViewContext, key: Key, events: Sequence[ObjectEvent] | None = None,
+                events_error: str = "") -> Text:
     store = ctx.store
     wl = store.get(K.WORKLOADS, key)
     t = Text()
@@ -132,6 +164,8 @@ def detail_text(ctx: ViewContext, key: Key) -> Text:
             t.append(sparkline(history, SPARK_WIDTH, glyphs=ctx.glyphs), style=ctx.state_style("admitted"))
             t.append(f"  {clean(g.model)}  {clean(g.node)}\n")
 
+    events_section(t, now, events, events_error)
+
     _head(t, "YAML")
     t.append_text(yaml_text(store.raw(K.WORKLOADS, key)))
     return t
@@ -149,20 +183,57 @@ class WorkloadDetailScreen(Screen[None]):
     WorkloadDetailScreen > VerticalScroll { padding: 0 1; }
     """
     KINDS = frozenset({K.WORKLOADS, K.PODS, K.GPUS, K.PROVISIONING_REQUESTS, K.POSITIONS})
+    EVENTS_EVERY = 5.0  # seconds between the drawing of one answer and the next request
 
-    def __init__(self, ctx: ViewContext, key: Key) -> None:
+    class EventsFetched(Message):
+        """A worker's answer: the workload's Events, or why there are none."""
+
+        def __init__(self, events: list[ObjectEvent] | None, error: str = "") -> None:
+            super().__init__()
+            self.events, self.error = events, error
+
+    def __init__(self, ctx: ViewContext, key: Key, api: Any = None) -> None:
         super().__init__()
         self.ctx = ctx
         self.key = key
+        self.api = api
+        self.events: list[ObjectEvent] | None = None
+        self.events_error = "" if api is not None else "no connection to an API server"
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Workload {clean(self.key[0])}/{clean(self.key[1])}   esc: back"), classes="page-title")
         with VerticalScroll():
-            yield Static(detail_text(self.ctx, self.key), id="detail-body")
+            yield Static(detail_text(self.ctx, self.key, self.events, self.events_error), id="detail-body")
         yield Footer(compact=True, show_command_palette=False)
 
+    def on_mount(self) -> None:
+        self._request_events()
+
+    def _request_events(self) -> None:
+        if self.api is not None and self.is_attached:
+            self.run_worker(partial(self._fetch_events, self.api), thread=True, group="events", exclusive=True,
+                            exit_on_error=False)
+
+    def _fetch_events(self, api: Any) -> None:  # worker thread
+        ns, name = self.key
+        try:
+            answer = self.EventsFetched(fetch_object_events(api, ns, "Workload", name))
+        except ApiError as e:
+            why = f"forbidden: needs 'list events' in {ns} ({e.message})" if e.status == 403 else str(e)
+            answer = self.EventsFetched(None, why)
+        except Exception as e:  # unreachable server, bad answer: said on screen, never raised
+            answer = self.EventsFetched(None, f"{type(e).__name__}: {e}")
+        self.post_message(answer)
+
+    def on_workload_detail_screen_events_fetched(self, message: EventsFetched) -> None:
+        if message.events is not None:
+            self.events = message.events
+        self.events_error = message.error  # the last events fetched stay shown after an error
+        self.refresh_view()
+        self.set_timer(self.EVENTS_EVERY, self._request_events)
+
     def refresh_view(self) -> None:
-        self.query_one("#detail-body", Static).update(detail_text(self.ctx, self.key))
+        self.query_one("#detail-body", Static).update(detail_text(self.ctx, self.key, self.events, self.events_error))
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -136,36 +136,60 @@ def sort_rows(rows: list[Row], name: str | None, reverse: bool = False,
 
 def sort_ids(rows: Mapping[str, Row], name: str | None, reverse: bool = False,
              tiebreak: str = "name") -> list[str]:
-    """Row ids in `sort_rows` order (the table model sorts ids, not copies of rows)."""
+    """Row ids in `sort_rows` order (the table model sorts ids, not copies of rows).
+
+    Keys are pulled out in one pass and sorted as tuples, so the comparisons run in C: a sort of
+    20,000 rows is a key press, not a pause (equal rows: tiebreak, then id)."""
     if not name:
         return list(rows)  # as built
-    ids = sorted(rows, key=lambda rid: _sort_value(rows[rid], tiebreak))
-    present = [rid for rid in ids if rows[rid].sort.get(name) is not None]
-    missing = [rid for rid in ids if rows[rid].sort.get(name) is None]
-    present.sort(key=lambda rid: rows[rid].sort[name], reverse=reverse)
-    return present + missing
+    present: list[tuple] = []
+    missing: list[tuple] = []
+    for rid, row in rows.items():
+        s = row.sort
+        t = s.get(tiebreak)
+        # Tiebreaks are names: strings compare fastest, and the sentinel sorts a missing one last.
+        tk = t if t.__class__ is str else _LAST if t is None else str(t)
+        v = s.get(name)
+        if v is None:
+            missing.append((tk, rid))
+        else:
+            present.append((v, tk, rid))
+    present.sort()
+    if reverse:
+        # Value descending, ties still by tiebreak ascending: reverse, then each run of equal values.
+        present.reverse()
+        i, n = 0, len(present)
+        while i < n:
+            v = present[i][0]
+            j = i + 1
+            while j < n and present[j][0] == v:
+                j += 1
+            if j - i > 1:
+                present[i:j] = present[i:j][::-1]
+            i = j
+    missing.sort()
+    return [p[2] for p in present] + [m[1] for m in missing]
+
+
+_LAST = "\U0010ffff"
 
 
 class SortCache:
-    """`sort_ids` for a table re-sorted often: the tiebreak order is kept between sorts, the
-    values are compared in C (one `list.sort` over indexes), and each (name, reverse) order is
-    kept until the rows change (`invalidate`). Same order as `sort_ids`."""
+    """`sort_ids` for a table re-sorted often: each (name, reverse) order is kept until a row
+    changes that sort value (`invalidate`), so flipping between sorts costs nothing."""
 
     def __init__(self, tiebreak: str = "name") -> None:
         self.tiebreak = tiebreak
-        self._base: list[str] | None = None  # every id in tiebreak order
         self._orders: dict[tuple[str | None, bool], list[str]] = {}
 
     def invalidate(self, names: Iterable[str] | None = None) -> None:
         """Rows came or went (`names` None), or changed these sort values."""
         if names is None:
             self._orders.clear()
-            self._base = None
             return
         for name in names:
             if name == self.tiebreak:
                 self._orders.clear()
-                self._base = None
                 return
             self._orders.pop((name, False), None)
             self._orders.pop((name, True), None)
@@ -174,23 +198,9 @@ class SortCache:
         if not name:
             return list(rows)
         cached = self._orders.get((name, reverse))
-        if cached is not None:
-            return cached
-        base = self._base
-        if base is None or len(base) != len(rows):
-            tb = self.tiebreak
-            ids = list(rows)
-            tkeys = [_sort_value(rows[rid], tb) for rid in ids]
-            idx = sorted(range(len(ids)), key=tkeys.__getitem__)
-            base = self._base = [ids[i] for i in idx]
-        vals = [rows[rid].sort.get(name) for rid in base]
-        present = [i for i, v in enumerate(vals) if v is not None]
-        present.sort(key=vals.__getitem__, reverse=reverse)
-        out = [base[i] for i in present]
-        if len(out) < len(base):
-            out += [base[i] for i, v in enumerate(vals) if v is None]
-        self._orders[(name, reverse)] = out
-        return out
+        if cached is None:
+            cached = self._orders[(name, reverse)] = sort_ids(rows, name, reverse, self.tiebreak)
+        return cached
 
 
 def labels_of(obj: object) -> Mapping[str, str]:

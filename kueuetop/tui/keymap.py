@@ -108,6 +108,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("sort.status", "Sort by status", ("S",), show=False),
     Action("sort.namespace", "Sort by namespace", ("P",), show=False),
     Action("sort.column", "Sort by selected column", ("O",), show=False),
+    Action("wide", "Wide columns", ("ctrl+w",), show=False),
     Action("yaml", "YAML", ("y",), show=False),
     Action("describe", "Describe", ("d",), show=False),
     *(Action(f"view.{v.name}", v.title, (v.key,), action=f"switch_view('{v.name}')", show=False) for v in VIEWS),
@@ -127,6 +128,7 @@ ACTIONS: tuple[Action, ...] = (
     _queue("localqueue", "localqueues", "stop", "Stop", ("s",), "stop"),
     _queue("localqueue", "localqueues", "drain", "Drain", ("ctrl+d",), "drain"),
     _queue("localqueue", "localqueues", "resume", "Resume", ("u",), "resume-queue"),
+    Action("pane.toggle", "Quota/history", ("c",), "clusterqueues"),
     # GPU heatmap
     Action("heatmap.metric", "Metric", ("m",), "gpus"),
     Action("heatmap.aggregate", "Mean/max", ("a",), "gpus"),
@@ -173,6 +175,11 @@ class Keymap:
     def textual_keymap(self) -> dict[str, str]:
         """For `App.set_keymap`: every remapped binding id → comma-joined keys."""
         return {a.id: ",".join(self.keys[a.id]) for a in ACTIONS if self.keys[a.id] != a.keys}
+
+
+def key_label(key: str) -> str:
+    """A key as the footer writes it: `ctrl+w` → `^w`."""
+    return "^" + key[len("ctrl+"):] if key.startswith("ctrl+") else key
 
 
 def to_binding(a: Action) -> Binding:

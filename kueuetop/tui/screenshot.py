@@ -7,7 +7,8 @@ scrape), runs headless with its clock pinned to that moment and the default them
 user config), and the screen is exported as plain text.
 
 `--check` exits 1 when README.md's block differs from a fresh rendering (tests run it too);
-`--write` replaces the block between the README markers.
+`--write` replaces the block between the README markers; `--svg` writes the main views at
+80×24 and 160×48 as SVG to tests/tui/snapshots, which a test compares with fresh renderings.
 """
 
 from __future__ import annotations
@@ -34,6 +35,26 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def render(scenario: str = "refarch", at: float = AT, size: tuple[int, int] = SIZE,
            views: tuple[tuple[str, str], ...] = VIEWS) -> str:
     """The console's screens (one per view) as text, from the scenario frozen at `at` seconds."""
+    return "\n\n".join(_render(scenario, at, (size,), views, svg=False))
+
+
+# The main views as SVG (tests/tui/snapshots): what layout changes do to them shows in review.
+SNAPSHOT_VIEWS = (("overview", ""), ("workloads", ""), ("clusterqueues", ""), ("cohorts", ""), ("nodes", ""),
+                  ("gpus", ""))
+SNAPSHOT_SIZES = ((80, 24), (160, 48))
+SNAPSHOTS = Path(__file__).resolve().parents[2] / "tests" / "tui" / "snapshots"
+
+
+def render_svgs(sizes: tuple[tuple[int, int], ...] = SNAPSHOT_SIZES,
+                views: tuple[tuple[str, str], ...] = SNAPSHOT_VIEWS) -> dict[str, str]:
+    """`{view}-{w}x{h}.svg` → the SVG Textual exports, from the same frozen cluster as `render`."""
+    shots = _render("refarch", AT, sizes, views, svg=True)
+    names = [f"{v}-{w}x{h}.svg" for w, h in sizes for v, _ in views]
+    return dict(zip(names, shots, strict=True))
+
+
+def _render(scenario: str, at: float, sizes: tuple[tuple[int, int], ...], views: tuple[tuple[str, str], ...],
+            svg: bool) -> list[str]:
     import tempfile
 
     clock = SimClock(EPOCH, speed=None)
@@ -45,12 +66,13 @@ def render(scenario: str = "refarch", at: float = AT, size: tuple[int, int] = SI
     try:
         with tempfile.TemporaryDirectory(prefix="kueuetop-shot-") as d:
             kubeconfig = write_kubeconfig(Path(d) / "kubeconfig", server.url)
-            return _console_text(kubeconfig, clock.now(), size, views)
+            return _console_shots(kubeconfig, clock.now(), sizes, views, svg)
     finally:
         server.stop()
 
 
-def _console_text(kubeconfig: Path, now: float, size: tuple[int, int], views: tuple[tuple[str, str], ...]) -> str:
+def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], ...],
+                   views: tuple[tuple[str, str], ...], svg: bool) -> list[str]:
     from kueuetop.connection import connect
     from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
     from kueuetop.sources.kube import KubeSources
@@ -71,11 +93,23 @@ def _console_text(kubeconfig: Path, now: float, size: tuple[int, int], views: tu
         while not sources.synced() and time.monotonic() < deadline:
             time.sleep(0.05)
         poller.poll_once()  # one GPU reading; no thread, so nothing changes while drawing
+        # Queue positions of every ClusterQueue before drawing: the views only ask for those on
+        # screen, and an answer arriving between two captures would make them differ.
+        store.set_position_focus(None)
+        while sources.visibility is not None and not sources.visibility.swept() and time.monotonic() < deadline:
+            time.sleep(0.05)
         _wait_positions(store, deadline)
-        app = KueuetopApp(store, api=None, context=conn.info.context, read_only=False, demo="refarch",
-                          themes=load_themes(user=Path("/nonexistent")), keymap=load_keymap(), clock=fixed,
-                          check_rbac=False, initial_view=views[0][0])
-        return _capture(app, size, views)  # informers stay live: the frozen cluster sends nothing new
+        # One history sample, of the complete store: samples taken while the informers were still
+        # listing depend on timing.
+        store.queue_history.clear()
+        store.record_queue_history(now)
+        shots = []
+        for size in sizes:
+            app = KueuetopApp(store, api=None, context=conn.info.context, read_only=False, demo="refarch",
+                              themes=load_themes(user=Path("/nonexistent")), keymap=load_keymap(), clock=fixed,
+                              check_rbac=False, initial_view=views[0][0])
+            shots += _capture(app, size, views, svg)  # informers stay live: the frozen cluster sends nothing new
+        return shots
     finally:
         sources.stop(timeout=2.0)
         conn.close()
@@ -92,7 +126,7 @@ def _wait_positions(store: object, deadline: float) -> None:
         time.sleep(1.0)
 
 
-def _capture(app: object, size: tuple[int, int], views: tuple[tuple[str, str], ...]) -> str:
+def _capture(app: object, size: tuple[int, int], views: tuple[tuple[str, str], ...], svg: bool) -> list[str]:
     import asyncio
 
     from kueuetop.tui.app import KueuetopApp
@@ -106,10 +140,11 @@ def _capture(app: object, size: tuple[int, int], views: tuple[tuple[str, str], .
                 app.jump_to(view, filter_text)
                 app.refresh_all()
                 app._focus_view()  # the table's key hints in the footer, as after a real switch
-                shots.append(await _settled(pilot, app))
+                text = await _settled(pilot, app)
+                shots.append(app.export_screenshot() if svg else text)
 
     asyncio.run(main())
-    return "\n\n".join(shots)
+    return shots
 
 
 async def _settled(pilot: object, app: object, timeout: float = 20.0) -> str:
@@ -146,7 +181,13 @@ def main(argv: list[str] | None = None) -> int:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--write", action="store_true", help="replace the README block")
     g.add_argument("--check", action="store_true", help="exit 1 if the README block is stale")
+    g.add_argument("--svg", action="store_true", help=f"write the main views' SVG snapshots to {SNAPSHOTS}")
     args = p.parse_args(argv)
+    if args.svg:
+        SNAPSHOTS.mkdir(parents=True, exist_ok=True)
+        for name, svg in render_svgs().items():
+            (SNAPSHOTS / name).write_text(svg, encoding="utf-8")
+        return 0
     block = readme_block(render())
     if not (args.write or args.check):
         print(block)

@@ -6,7 +6,10 @@ for 100,000; a change to a few rows costs as much as those rows (`set_order(...,
 
 - Column headers stay on line 0; rows scroll under them. Columns are as wide as the widest cell
   seen on screen (never narrower, up to `max_column_width`); longer cells end in an ellipsis
-  (`~` with `--ascii`). Wider than the screen → horizontal scroll.
+  (`~` with `--ascii`).
+- Columns have priorities (0: always shown). When they don't all fit the width, the least
+  important ones are left out — as k9s keeps NAME and STATUS on an 80-column terminal — until
+  `wide` is set (k9s' ctrl-w), which shows every column with horizontal scroll.
 - The cursor follows its row id across re-sorts, filters and updates; when that row goes away it
   stays at the same position. `RowHighlighted` / `RowSelected` mirror DataTable's messages.
 - An optional first column shows marks (`*`) from a set the owner shares with the table.
@@ -94,6 +97,17 @@ class VirtualTable(ScrollView, can_focus=True):
         def control(self) -> VirtualTable:
             return self.table
 
+    class ColumnsHidden(Message):
+        """The columns left out to fit the width changed (empty: all are shown)."""
+
+        def __init__(self, table: VirtualTable, hidden: tuple[str, ...]) -> None:
+            super().__init__()
+            self.table, self.hidden = table, hidden
+
+        @property
+        def control(self) -> VirtualTable:
+            return self.table
+
     class RowSelected(Message):
         """`enter` (or a double click) on a row."""
 
@@ -107,10 +121,16 @@ class VirtualTable(ScrollView, can_focus=True):
 
     def __init__(self, columns: Sequence[str], cells_of: CellsOf, *, marks: set[str] | None = None,
                  ellipsis: str = "…", empty_text: str = "no rows", zebra_stripes: bool = True,
-                 max_column_width: int = 48, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+                 max_column_width: int = 48, priorities: Sequence[int] | None = None,
+                 name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.columns = tuple(columns)
+        self.priorities = tuple(priorities) if priorities is not None else (0,) * len(self.columns)
+        if len(self.priorities) != len(self.columns):
+            raise ValueError("one priority per column")
+        self._wide = False
+        self._shown = list(range(len(self.columns)))  # indices of the columns drawn, left to right
+        self._hidden: tuple[str, ...] = ()
         self._cells_of = cells_of
         self.marks = marks  # None: no mark column
         self.ellipsis = ellipsis
@@ -161,7 +181,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._announce()
 
     def get_row_at(self, index: int) -> tuple[Text, ...]:
-        """Cells of the row at `index` as drawn (the mark first when there is a mark column)."""
+        """Cells of the row at `index`, every column shown or not (the mark first when there is a mark column)."""
         rid = self._order[index]
         cells = tuple(self._cells_of(rid) or ())
         if self.marks is None:
@@ -179,6 +199,24 @@ class VirtualTable(ScrollView, can_focus=True):
         self._widths = [len(c) for c in self.columns]
         self._strips.clear()
         self.refresh()
+
+    @property
+    def wide(self) -> bool:
+        return self._wide
+
+    @wide.setter
+    def wide(self, value: bool) -> None:
+        self._wide = value
+        self._strips.clear()
+        self.refresh()
+
+    @property
+    def shown_columns(self) -> tuple[str, ...]:
+        return tuple(self.columns[i] for i in self._shown)
+
+    @property
+    def hidden_columns(self) -> tuple[str, ...]:
+        return self._hidden
 
     # ------------------------------------------------------------ cursor
     @property
@@ -243,8 +281,11 @@ class VirtualTable(ScrollView, can_focus=True):
         self._move_column(1)
 
     def _move_column(self, step: int) -> None:
-        self.cursor_column = max(0, min(self.cursor_column + step, len(self.columns) - 1))
-        start = self._column_offset(self.cursor_column)
+        shown = self._shown
+        pos = shown.index(self.cursor_column) if self.cursor_column in shown else 0
+        pos = max(0, min(pos + step, len(shown) - 1))
+        self.cursor_column = shown[pos]
+        start = self._column_offset(pos)
         end = start + self._widths[self.cursor_column] + 2 * PAD
         width = self.scrollable_content_region.width
         if start < self.scroll_x:
@@ -271,12 +312,42 @@ class VirtualTable(ScrollView, can_focus=True):
     def _mark_width(self) -> int:
         return 0 if self.marks is None else MARK_WIDTH + 2 * PAD
 
-    def _column_offset(self, col: int) -> int:
-        return self._mark_width() + sum(w + 2 * PAD for w in self._widths[:col])
+    def _column_offset(self, pos: int) -> int:
+        """Where the `pos`-th shown column starts."""
+        return self._mark_width() + sum(self._widths[i] + 2 * PAD for i in self._shown[:pos])
 
     def _update_virtual_size(self) -> None:
-        width = self._column_offset(len(self.columns))
+        width = self._column_offset(len(self._shown))
         self.virtual_size = Size(width, len(self._order) + 1)
+
+    def _choose_columns(self, width: int) -> None:
+        """Columns by priority (then position) while they fit `width`; priority 0 always."""
+        if self._wide or width <= 0:
+            shown = list(range(len(self.columns)))
+        else:
+            used = self._mark_width()
+            keep = set()
+            for i in sorted(range(len(self.columns)), key=lambda i: (self.priorities[i], i)):
+                w = self._widths[i] + 2 * PAD
+                # A column that doesn't fit is skipped, not the end: a narrower, less important
+                # one after it may still fit.
+                if self.priorities[i] == 0 or used + w <= width:
+                    keep.add(i)
+                    used += w
+            shown = sorted(keep)
+        if shown != self._shown:
+            self._shown = shown
+            self._strips.clear()
+            self._update_virtual_size()
+        hidden = tuple(c for i, c in enumerate(self.columns) if i not in shown)
+        if hidden != self._hidden:
+            self._hidden = hidden
+            # Not posted from here: drawing runs in the screen's context, and a message whose
+            # sender is the parent stops bubbling there.
+            self.call_later(self._announce_hidden)
+
+    def _announce_hidden(self) -> None:
+        self.post_message(self.ColumnsHidden(self, self._hidden))
 
     def _fit_widths(self, top: int, height: int) -> bool:
         """Widen columns for the rows about to be drawn (widths only grow, so rows don't jump)."""
@@ -293,7 +364,10 @@ class VirtualTable(ScrollView, can_focus=True):
         return False
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        if self._fit_widths(int(self.scroll_y), self.scrollable_content_region.height):
+        shown = self._shown
+        widened = self._fit_widths(int(self.scroll_y), self.scrollable_content_region.height)
+        self._choose_columns(self.scrollable_content_region.width)
+        if widened or shown != self._shown:
             crop = Region(0, 0, self.size.width, self.size.height)  # every line moves, not just these
         # Styles and geometry once per frame, not per line (resolving a rich style walks the DOM).
         base = self.rich_style
@@ -338,7 +412,8 @@ class VirtualTable(ScrollView, can_focus=True):
         style = self.get_component_rich_style("vtable--header")
         cursor = self.get_component_rich_style("vtable--header-cursor")
         line = Text(" " * self._mark_width(), style=style, no_wrap=True, end="")
-        for i, (label, w) in enumerate(zip(self.columns, self._widths, strict=True)):
+        for i in self._shown:
+            label, w = self.columns[i], self._widths[i]
             cell = fit(Text(label), w, self.ellipsis)
             line.append(" " * PAD + cell.plain.ljust(w) + " " * PAD,
                         cursor if i == self.cursor_column and self.has_focus else style)
@@ -352,7 +427,11 @@ class VirtualTable(ScrollView, can_focus=True):
         line = Text(no_wrap=True, end="")
         if self.marks is not None:
             line.append(" " * PAD + ("*" if marked else " ") + " " * PAD, Style(bold=True))
-        for c, w in zip(self._cells_of(rid) or (), self._widths, strict=False):
+        cells = self._cells_of(rid) or ()
+        for i in self._shown:
+            if i >= len(cells):
+                break
+            c, w = cells[i], self._widths[i]
             cell = fit(c, w, self.ellipsis)
             line.append(" " * PAD)
             line.append_text(cell)

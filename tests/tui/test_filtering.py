@@ -72,3 +72,28 @@ def test_typing_on_narrows_only_plain_words() -> None:
     assert {rid for rid, ok in one.passes({str(r.key): r for r in ROWS}, [str(r.key) for r in ROWS]).items() if ok} \
         == {str(r.key) for r in ROWS if r.key[1].startswith("train")}  # type: ignore[index]
     assert parse_filter("!train").search is None and parse_filter("a b").search is None
+
+
+def test_sort_ids_matches_a_plain_sort_for_every_column_and_direction() -> None:
+    import random
+
+    from kueuetop.tui.filtering import sort_ids
+
+    rng = random.Random(7)
+    rows = {}
+    for i in range(3000):
+        name = f"wl-{rng.randint(0, 500):04d}"  # repeated names: ties on the tiebreak too
+        sort = {"name": name, "priority": rng.choice([None, -100, 0, -1000]), "age": -rng.random(),
+                "status": rng.choice(["Pending", "Admitted"]), "position": rng.choice([None, 1, 2, 3])}
+        rows[f"id-{i:05d}"] = Row(f"id-{i:05d}", (cell(name),), sort=sort)
+    for column in ("name", "priority", "age", "status", "position"):
+        for reverse in (False, True):
+            got = sort_ids(rows, column, reverse)
+            assert sorted(got) == sorted(rows)  # a permutation: nothing lost or doubled
+            present = [r for r in rows if rows[r].sort[column] is not None]
+            missing = [r for r in rows if rows[r].sort[column] is None]
+            # The reference: value (descending when reversed), then name, then id; missing values last.
+            present.sort(key=lambda r: (rows[r].sort["name"], r))
+            present.sort(key=lambda r: rows[r].sort[column], reverse=reverse)
+            missing.sort(key=lambda r: (rows[r].sort["name"], r))
+            assert got == present + missing, (column, reverse)

@@ -20,3 +20,26 @@ def test_readme_screenshot_matches_a_fresh_rendering() -> None:
     # And it is a screenshot of the console, not of an error page.
     for text in ("Overview", "GPUs by model and node pool", "Workloads (12/48)", "DEMO", "kube:live", "? Help"):
         assert text in block, text
+
+
+def test_svg_snapshots_of_the_main_views_match_fresh_renderings(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Overview, workloads, ClusterQueues, cohorts, nodes and GPUs at 80×24 and 160×48, from the
+    frozen cluster: a layout change shows up here (and in review) as a changed SVG."""
+    fresh = screenshot.render_svgs()
+    assert len(fresh) == len(screenshot.SNAPSHOT_VIEWS) * len(screenshot.SNAPSHOT_SIZES)
+    stale = []
+    for name, svg in fresh.items():
+        assert svg.startswith("<svg"), name
+        stored = screenshot.SNAPSHOTS / name
+        if not stored.exists() or stored.read_text(encoding="utf-8") != svg:
+            (tmp_path / name).write_text(svg, encoding="utf-8")
+            stale.append(name)
+    assert not stale, (f"SVG snapshots differ: {stale} (fresh ones in {tmp_path}); if the change is intended, "
+                       "run python -m kueuetop.tui.screenshot --svg")
+    # Each is the view it is named after, drawn from the scenario's objects.
+    for name, words in {"overview-80x24.svg": ("Overview", "NVIDIA-L4"), "workloads-160x48.svg": ("STATE", "team-a"),
+                        "clusterqueues-160x48.svg": ("cq-team-a-hp", "quota"),
+                        "cohorts-160x48.svg": ("team-a-b", "pooled"), "nodes-160x48.svg": ("reserved-np", "spot"),
+                        "gpus-160x48.svg": ("GPU", "util")}.items():
+        for w in words:
+            assert w in fresh[name], (name, w)

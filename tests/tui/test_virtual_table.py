@@ -296,3 +296,71 @@ def test_keyed_updates_keep_sort_and_filter_equal_to_a_full_recompute() -> None:
         await pilot.pause()
 
     run(app, body, size=(60, 20))
+
+
+class PriorityApp(App[None]):
+    """Four columns: NAME and STATE always shown, NOTE (wide) gives way first, then GROUP."""
+
+    COLUMNS = ("NAME", "GROUP", "NOTE", "STATE")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells = {f"r{i}": (Text(f"row-{i:03d}"), Text("group-x"), Text("n" * 30), Text("Pending"))
+                      for i in range(20)}
+        self.hidden: list[tuple[str, ...]] = []
+
+    def compose(self) -> ComposeResult:
+        yield VirtualTable(self.COLUMNS, self.cells.get, priorities=(0, 1, 2, 0))
+
+    def on_virtual_table_columns_hidden(self, event: VirtualTable.ColumnsHidden) -> None:
+        self.hidden.append(event.hidden)
+
+
+def test_columns_give_way_by_priority_and_wide_shows_them_all() -> None:
+    app = PriorityApp()
+
+    async def body(pilot: Pilot[Any]) -> None:
+        t = app.query_one(VirtualTable)
+        t.set_order(sorted(app.cells))
+        await pilot.pause()
+        header = screen_text(app).splitlines()[0]
+        # 40 columns: NAME (9+2), STATE (7+2) and GROUP (7+2) fit; the 30-wide NOTE does not.
+        assert header.split() == ["NAME", "GROUP", "STATE"], header
+        await pilot.pause()  # the message posted while drawing
+        assert t.hidden_columns == ("NOTE",) and app.hidden[-1] == ("NOTE",)
+        assert "Pending" in screen_text(app).splitlines()[1]
+        # The column cursor walks over shown columns only.
+        t.focus()
+        for _ in range(3):
+            await pilot.press("right")
+        assert t.cursor_column == 3  # STATE, skipping the hidden NOTE
+        t.wide = True
+        await pilot.pause()
+        await pilot.pause()
+        assert screen_text(app).splitlines()[0].split()[:3] == ["NAME", "GROUP", "NOTE"]
+        assert t.hidden_columns == () and app.hidden[-1] == ()
+        t.wide = False
+        await pilot.pause()
+        assert t.hidden_columns == ("NOTE",)
+
+    run(app, body, size=(40, 10))
+
+
+def test_columns_of_priority_zero_stay_however_narrow() -> None:
+    app = PriorityApp()
+
+    async def body(pilot: Pilot[Any]) -> None:
+        t = app.query_one(VirtualTable)
+        t.set_order(sorted(app.cells))
+        await pilot.pause()
+        assert t.shown_columns == ("NAME", "STATE") and set(t.hidden_columns) == {"GROUP", "NOTE"}
+        assert screen_text(app).splitlines()[0].split() == ["NAME", "STATE"]
+
+    run(app, body, size=(22, 10))
+
+
+def test_one_priority_per_column() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="one priority per column"):
+        VirtualTable(("A", "B"), {}.get, priorities=(0,))

@@ -78,6 +78,8 @@ class View(Vertical):
 
 class TableView(View):
     COLUMNS: ClassVar[tuple[str, ...]] = ()
+    # Per column, how early it gives way on a narrow terminal (0: never; empty: none ever does).
+    PRIORITIES: ClassVar[tuple[int, ...]] = ()
     MARKS: ClassVar[bool] = False
     DEFAULT_SORT: ClassVar[str | None] = "name"
     DEFAULT_CSS = """
@@ -104,7 +106,7 @@ class TableView(View):
     def compose(self) -> ComposeResult:
         yield Static(self.TITLE, classes="view-title")
         yield VirtualTable(self.COLUMNS, self._cells_of, marks=self.marks if self.MARKS else None,
-                           ellipsis=self.ctx.glyphs.ellipsis)
+                           ellipsis=self.ctx.glyphs.ellipsis, priorities=self.PRIORITIES or None)
 
     @property
     def _column_keys(self) -> list[str]:
@@ -247,8 +249,23 @@ class TableView(View):
             parts.append(f"sort: {self.sort_name}{'↓' if self.sort_reverse else '↑'}")
         if self.marks:
             parts.append(f"marked: {len(self.marks)}")
+        parts.extend(self.title_extra())
+        if hidden := self.table.hidden_columns:
+            parts.append(f"+{len(hidden)} columns ({self.kapp.key_label('wide')}: wide)")
         # Filter text is the user's own input but still untrusted-looking: plain Text, no markup.
         self.query_one(".view-title", Static).update(Text("  ".join(parts)))
+
+    def title_extra(self) -> list[str]:
+        """More words for the title line (views with a setting worth showing)."""
+        return []
+
+    def on_virtual_table_columns_hidden(self, event: VirtualTable.ColumnsHidden) -> None:
+        event.stop()
+        self._update_title()
+
+    def toggle_wide(self) -> None:
+        """k9s' ctrl-w: every column, scrolling sideways, or only those that fit."""
+        self.table.wide = not self.table.wide
 
     # ------------------------------------------------------------ selection
     def cursor_id(self) -> str | None:
@@ -329,10 +346,14 @@ class TableView(View):
 
     def drill(self, row: Row) -> None:
         """`enter` on a row; default: show its YAML."""
-        self.kapp.show_yaml(self.raw_kind(), row.key)
+        self.kapp.show_yaml(*self.yaml_target(row))
 
     def raw_kind(self) -> str:
         return ""
+
+    def yaml_target(self, row: Row) -> tuple[str, Hashable]:
+        """(store kind, key) of the object behind a row, for `y` and `d`."""
+        return self.raw_kind(), row.key
 
 
 def scope_bindings(scope: str) -> list[Any]:

@@ -1,6 +1,8 @@
 """ClusterQueues: cohort, strategy, pending/reserving/admitted, active or stopped, quota bars.
 
-Under the table, the highlighted queue's quota: one bar per flavor × resource.
+Under the table, the highlighted queue's quota (one bar per flavor × resource) and its pending
+and admitted workloads over time. Side by side from 120 columns; narrower, `c` switches the pane
+between the two.
 """
 
 from __future__ import annotations
@@ -9,11 +11,13 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.containers import Horizontal
 from textual.widgets import Static
 
 from kueuetop.actions.plan import Target
 from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.store import events as K
+from kueuetop.tui.charts import queue_workloads
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.rows import Row, cell
 from kueuetop.tui.views.base import TableView, scope_bindings
@@ -49,15 +53,24 @@ class ClusterQueuesView(TableView):
     TITLE = "ClusterQueues"
     KINDS = frozenset({K.CLUSTER_QUEUES})
     COLUMNS = ("NAME", "COHORT", "STRATEGY", "PENDING", "RESERVING", "ADMITTED", "STATUS", "RESOURCE", "QUOTA")
+    PRIORITIES = (0, 2, 4, 0, 3, 1, 0, 4, 2)
     MARKS = True
     BINDINGS: ClassVar = scope_bindings("clusterqueues")
     DEFAULT_CSS = """
-    ClusterQueuesView > #cq-quota { height: auto; max-height: 12; border-top: solid $panel; padding: 0 1; }
+    ClusterQueuesView > #cq-detail { height: 10; border-top: solid $panel; }
+    ClusterQueuesView > #cq-detail > Static { width: 1fr; height: 1fr; padding: 0 1; }
     """
+    SIDE_BY_SIDE = 120  # columns from which quota and history both fit
+
+    def __init__(self, ctx: ViewContext, **kw: object) -> None:
+        super().__init__(ctx, **kw)
+        self.pane = "quota"  # what a narrow terminal shows under the table: "quota" or "history"
 
     def compose(self) -> ComposeResult:
         yield from super().compose()
-        yield Static("", id="cq-quota")
+        with Horizontal(id="cq-detail"):
+            yield Static("", id="cq-quota")
+            yield Static("", id="cq-history")
 
     def build_rows(self) -> list[Row]:
         return cluster_queue_rows(self.ctx)
@@ -68,13 +81,28 @@ class ClusterQueuesView(TableView):
     def after_refresh(self) -> None:
         row = self.cursor_row()
         cq = self.ctx.store.get(K.CLUSTER_QUEUES, ("", str(row.key))) if row else None
-        pane = self.query_one("#cq-quota", Static)
+        quota, history = self.query_one("#cq-quota", Static), self.query_one("#cq-history", Static)
+        both = self.size.width >= self.SIDE_BY_SIDE
+        quota.display = both or self.pane == "quota"
+        history.display = both or self.pane == "history"
         if not isinstance(cq, ClusterQueue):
-            pane.update("")
+            quota.update("")
+            history.update("")
             return
-        lines = quota_lines(self.ctx, cq, max(20, self.size.width - 4))
-        head = Text(f"{cq.name} quota", style="bold")
-        pane.update(Text("\n").join([head, *lines]) if lines else head)
+        width = (self.size.width // 2 if both else self.size.width) - 4
+        if quota.display:
+            lines = quota_lines(self.ctx, cq, max(20, width))
+            head = Text(f"{cq.name} quota", style="bold")
+            quota.update(Text("\n").join([head, *lines]) if lines else head)
+        if history.display:
+            points = self.ctx.store.queue_history.get(cq.name)
+            history.update(queue_workloads(
+                [(t, c.pending) for t, c in points], [(t, c.admitted) for t, c in points], cq.name,
+                max(0, width), max(0, history.size.height or 9), theme=self.ctx.theme, glyphs=self.ctx.glyphs))
+
+    def action_pane_toggle(self) -> None:
+        self.pane = "history" if self.pane == "quota" else "quota"
+        self.after_refresh()
 
     def on_virtual_table_row_highlighted(self, event: VirtualTable.RowHighlighted) -> None:
         self.after_refresh()

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kueuetop.kueue.core import Node, Pod
+from kueuetop.kueue.flavor import ResourceFlavor
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 
@@ -27,6 +28,38 @@ def pool_of(node: Node) -> str:
 def model_of(node: Node) -> str:
     labels = node.meta.labels
     return next((labels[k] for k in MODEL_LABELS if labels.get(k)), "-")
+
+
+# Spot as other GPU tools normalise it across clouds (GKE, EKS managed groups, Karpenter, AKS).
+_SPOT = (("cloud.google.com/gke-spot", "true"), ("cloud.google.com/gke-preemptible", "true"),
+         ("cloud.google.com/gke-provisioning", "spot"), ("karpenter.sh/capacity-type", "spot"),
+         ("eks.amazonaws.com/capacityType", "SPOT"), ("kubernetes.azure.com/scalesetpriority", "spot"),
+         ("node.kubernetes.io/lifecycle", "spot"))
+_RESERVED = (("karpenter.sh/capacity-type", "reserved"), ("eks.amazonaws.com/capacityType", "CAPACITY_BLOCK"))
+
+
+def capacity_type(node: Node) -> str:
+    """spot / reserved / queued (DWS) / flex-start / on-demand, from the provider's node labels."""
+    labels = node.meta.labels
+    if any(labels.get(k) == v for k, v in _SPOT):
+        return "spot"
+    # GKE: nodes of a specific reservation carry its name (it is also their nodeSelector).
+    if labels.get("cloud.google.com/reservation-name") or any(labels.get(k) == v for k, v in _RESERVED):
+        return "reserved"
+    if labels.get("cloud.google.com/gke-queued") == "true":
+        return "queued"
+    if labels.get("cloud.google.com/gke-flex-start") == "true":
+        return "flex-start"
+    return "on-demand"
+
+
+def node_flavors(node: Node, flavors: list[ResourceFlavor]) -> list[str]:
+    """ResourceFlavors whose nodeLabels the node carries; a flavor without nodeLabels matches any
+    node, so it is named only when no more specific flavor matches."""
+    labels = node.meta.labels
+    matching = [f for f in flavors if all(labels.get(k) == v for k, v in f.node_labels.items())]
+    specific = [f.name for f in matching if f.node_labels]
+    return specific or [f.name for f in matching]
 
 
 @dataclass(slots=True)

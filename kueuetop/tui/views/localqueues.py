@@ -32,6 +32,7 @@ class LocalQueuesView(TableView):
     TITLE = "LocalQueues"
     KINDS = frozenset({K.LOCAL_QUEUES})
     COLUMNS = ("NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "RESERVING", "ADMITTED", "STATUS")
+    PRIORITIES = (1, 0, 2, 0, 3, 1, 0)
     MARKS = True
     BINDINGS: ClassVar = scope_bindings("localqueues")
 

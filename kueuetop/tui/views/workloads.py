@@ -119,6 +119,8 @@ class WorkloadsView(TableView):
     KINDS = frozenset({K.WORKLOADS, K.LOCAL_QUEUES, K.POSITIONS, K.GPUS, K.PODS})
     COLUMNS = ("NAMESPACE", "NAME", "LQ", "CQ", "PRIO", "STATE", "REASON", "POS", "FLAVORS", "WAIT",
                "GPU%", "EVICT")
+    # At 80 columns NAME, STATE and Kueue's reason stay; queue names and flavors go first.
+    PRIORITIES = (1, 0, 5, 3, 4, 0, 1, 2, 5, 2, 3, 4)
     MARKS = True
     BINDINGS: ClassVar = scope_bindings("workloads")
 

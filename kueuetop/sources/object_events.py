@@ -1,0 +1,66 @@
+"""The Events of one object, fetched when asked (as `kubectl describe` does), not watched.
+
+Watching every Event of a cluster with 20,000 Workloads would cost more memory than the rest of
+the console; a detail screen asks for its object's Events with a field selector on
+`involvedObject` and polls again while it is open. Both Event shapes the core/v1 API returns are
+read: `lastTimestamp`/`count` (legacy recorders) and `eventTime`/`series` (events.k8s.io
+recorders, which Kueue's controller-runtime uses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kueuetop.kueue.fields import parse_time_or_none
+from kueuetop.sources.kube_http import request
+
+MAX_EVENTS = 200  # per object; a workload stuck pending for days collects many "Pending" events
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectEvent:
+    time: float | None  # the last time it happened
+    type: str  # Normal / Warning
+    reason: str
+    message: str
+    count: int
+    source: str  # reporting component
+
+
+_when = parse_time_or_none
+
+
+def _int(raw: Any, default: int) -> int:
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return default
+
+
+def parse_event(item: Mapping[str, Any]) -> ObjectEvent:
+    series = item.get("series") if isinstance(item.get("series"), Mapping) else {}
+    when = (_when(series.get("lastObservedTime")) or _when(item.get("lastTimestamp"))
+            or _when(item.get("eventTime")) or _when(item.get("firstTimestamp"))
+            or _when((item.get("metadata") or {}).get("creationTimestamp")))
+    count = _int(series.get("count"), 0) or _int(item.get("count"), 1) or 1
+    source = item.get("reportingComponent") or (item.get("source") or {}).get("component") or ""
+    return ObjectEvent(when, str(item.get("type") or ""), str(item.get("reason") or ""),
+                       str(item.get("message") or ""), count, str(source))
+
+
+def parse_events(items: Iterable[Any]) -> list[ObjectEvent]:
+    """Events oldest first (no time: first); items that are not objects are skipped."""
+    out = [parse_event(i) for i in items if isinstance(i, Mapping)]
+    out.sort(key=lambda e: e.time or 0.0)
+    return out[-MAX_EVENTS:]
+
+
+def fetch_object_events(api: Any, namespace: str, kind: str, name: str, timeout: float = 10.0) -> list[ObjectEvent]:
+    """GET the namespace's Events about `kind`/`name`; raises ApiError / transport errors."""
+    path = f"/api/v1/namespaces/{namespace}/events"
+    query = {"fieldSelector": f"involvedObject.kind={kind},involvedObject.name={name}"}
+    body = request(api, path, query, timeout=timeout)
+    items = body.get("items") if isinstance(body, Mapping) else None
+    return parse_events(items if isinstance(items, list) else [])
