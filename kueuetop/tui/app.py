@@ -103,7 +103,8 @@ class KueuetopApp(App[int]):
         self._last_action = ""
         self._last_ok: bool | None = None
         self._ticks = 0
-        self._heap = HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES)))
+        self._heap = HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES)),
+                                 churn=lambda: self.bridge.changed_objects)
         self.refresh_count = 0  # redraws driven by store changes (tests and benchmarks read it)
 
     def get_driver_class(self) -> type[Any]:

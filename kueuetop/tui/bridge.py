@@ -28,6 +28,7 @@ class StoreBridge:
         self._pending: set[str] = set()
         self._posted = False
         self._unsubscribe: Callable[[], None] | None = None
+        self.changed_objects = 0  # running total of changed keys (the heap freezer reads it)
 
     def start(self) -> None:
         self._unsubscribe = self.store.subscribe(self._on_changes)
@@ -42,6 +43,7 @@ class StoreBridge:
         if not kinds:
             return
         with self._lock:
+            self.changed_objects += sum(len(v) for v in changes.keys.values())
             self._pending |= kinds
             if self._posted:
                 return

@@ -26,7 +26,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Region, Size
+from textual.geometry import Offset, Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -143,6 +143,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self.cursor_row = 0
         self.cursor_column = 0
         self._highlighted: str | None = None
+        self._frame: tuple[Style, Style, Style, Offset, int] | None = None  # set while a frame renders
         self.lines_rendered = 0  # render_line calls for rows (tests check that only visible ones are drawn)
 
     # ------------------------------------------------------------ model
@@ -225,10 +226,20 @@ class VirtualTable(ScrollView, can_focus=True):
     def move_cursor(self, row: int) -> None:
         if not self._order:
             return
+        before, scrolled = self.cursor_row, self.scroll_offset
         self.cursor_row = max(0, min(row, len(self._order) - 1))
         self._scroll_cursor_visible()
-        self.refresh()
+        if self.scroll_offset == scrolled and self.is_mounted:
+            self._refresh_row(before)  # only the two rows whose cursor style changed
+            self._refresh_row(self.cursor_row)
+        else:
+            self.refresh()
         self._announce()
+
+    def _refresh_row(self, index: int) -> None:
+        y = index - int(self.scroll_y) + 1  # line 0 is the header
+        if 1 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
 
     def _announce(self) -> None:
         key = self.cursor_key
@@ -338,7 +349,7 @@ class VirtualTable(ScrollView, can_focus=True):
     def _announce_hidden(self) -> None:
         self.post_message(self.ColumnsHidden(self, self._hidden))
 
-    def _fit_widths(self, top: int, height: int) -> None:
+    def _fit_widths(self, top: int, height: int) -> bool:
         """Widen columns for the rows about to be drawn (widths only grow, so rows don't jump)."""
         widths = list(self._widths)
         for rid in self._order[top: top + height]:
@@ -349,17 +360,34 @@ class VirtualTable(ScrollView, can_focus=True):
             self._widths = widths
             self._strips.clear()
             self._update_virtual_size()
+            return True
+        return False
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._fit_widths(int(self.scroll_y), self.scrollable_content_region.height)
+        shown = self._shown
+        widened = self._fit_widths(int(self.scroll_y), self.scrollable_content_region.height)
         self._choose_columns(self.scrollable_content_region.width)
-        return super().render_lines(crop)
+        if widened or shown != self._shown:
+            crop = Region(0, 0, self.size.width, self.size.height)  # every line moves, not just these
+        # Styles and geometry once per frame, not per line (resolving a rich style walks the DOM).
+        base = self.rich_style
+        self._frame = (base, base + self.get_component_rich_style("vtable--cursor"),
+                       base + self.get_component_rich_style("vtable--even-row"),
+                       self.scroll_offset, self.scrollable_content_region.width)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
 
     # ------------------------------------------------------------ drawing
     def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        width = self.scrollable_content_region.width
-        base = self.rich_style
+        frame = self._frame
+        if frame is None:
+            base = self.rich_style
+            frame = (base, base + self.get_component_rich_style("vtable--cursor"),
+                     base + self.get_component_rich_style("vtable--even-row"),
+                     self.scroll_offset, self.scrollable_content_region.width)
+        base, cursor_style, even_style, (scroll_x, scroll_y), width = frame
         if y == 0:
             return self._header().crop_extend(scroll_x, scroll_x + width, base)
         index = scroll_y + y - 1
@@ -375,9 +403,9 @@ class VirtualTable(ScrollView, can_focus=True):
         rid = self._order[index]
         style = base
         if index == self.cursor_row:
-            style = base + self.get_component_rich_style("vtable--cursor")
+            style = cursor_style
         elif self.zebra_stripes and index % 2:
-            style = base + self.get_component_rich_style("vtable--even-row")
+            style = even_style
         return self._row_strip(rid).apply_style(style).crop_extend(scroll_x, scroll_x + width, style)
 
     def _header(self) -> Strip:

@@ -16,6 +16,8 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 def clean(value: object, limit: int = 4096) -> str:
     """Printable text: escape sequences removed, other controls shown as U+FFFD, tabs → space."""
     s = value if isinstance(value, str) else str(value)
+    if s.isprintable() and len(s) <= limit:  # the common case: nothing to remove (no regex pass)
+        return s
     if len(s) > limit:
         s = s[:limit] + "…"
     s = _ESCAPES.sub("", s)

@@ -44,6 +44,36 @@ def test_cells_are_clean_plain_text() -> None:
     assert age(59) == "59s" and age(3700) == "1h1m" and age(None) == "-"
 
 
+def test_sort_cache_orders_as_sort_ids_and_forgets_changed_names() -> None:
+    import random
+
+    from kueuetop.tui.filtering import SortCache, sort_ids
+    rnd = random.Random(3)
+    rows = {f"r{i}": Row(f"r{i}", (cell(i),), sort={"name": f"n{rnd.randrange(50)}", "size": rnd.choice([None, 1, 2, 3]),
+                                                     "prio": rnd.randrange(5)}) for i in range(300)}
+    cache = SortCache()
+    for name in ("size", "prio", "name", None):
+        for reverse in (False, True):
+            assert cache.sorted_ids(rows, name, reverse) == sort_ids(rows, name, reverse)
+    rows["r1"] = Row("r1", (cell(1),), sort={"name": "n0", "size": 9, "prio": 0})
+    cache.invalidate(["size"])
+    assert cache.sorted_ids(rows, "size", True) == sort_ids(rows, "size", True)
+    cache.invalidate(["name"])  # the tiebreak moved: every order goes
+    assert cache.sorted_ids(rows, "prio") == sort_ids(rows, "prio")
+
+
+def test_typing_on_narrows_only_plain_words() -> None:
+    from kueuetop.tui.filtering import narrows, widens
+    assert narrows("trai", "train") and widens("train", "trai") and narrows("", "t") is False
+    assert not narrows("tr", "tr|x") and not narrows("a", "a*") and not narrows("-l", "-la")
+    assert not narrows("state", "state:p") and not narrows("tr", "tr ain")
+    one = parse_filter("TRAIN")
+    assert one.search is not None and names(one.apply(ROWS)) == ["train-a", "train-b"]
+    assert {rid for rid, ok in one.passes({str(r.key): r for r in ROWS}, [str(r.key) for r in ROWS]).items() if ok} \
+        == {str(r.key) for r in ROWS if r.key[1].startswith("train")}  # type: ignore[index]
+    assert parse_filter("!train").search is None and parse_filter("a b").search is None
+
+
 def test_sort_ids_matches_a_plain_sort_for_every_column_and_direction() -> None:
     import random
 

@@ -24,7 +24,7 @@ from textual.widgets import Static
 from kueuetop.store import Changes
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.filtering import RowFilter, parse_filter, sort_ids
+from kueuetop.tui.filtering import RowFilter, SortCache, narrows, parse_filter, widens
 from kueuetop.tui.rows import Row, same
 from kueuetop.tui.virtual_table import VirtualTable
 
@@ -96,6 +96,7 @@ class TableView(View):
         self._order: list[str] = []  # ids shown, top to bottom
         self._sorted: list[str] | None = None  # every id in sort order; None: sort again
         self._passes: dict[str, bool] = {}  # row id → passes the current filter
+        self._sorts = SortCache()  # orders by sort name, kept until a sort value changes
         self.total = 0
         self._lock = threading.Lock()
         self._dirty: dict[str, set[Any]] = {}  # store kind → keys changed since the last refresh
@@ -182,6 +183,7 @@ class TableView(View):
                 pass
         self._rows = {row_id(r.key): r for r in self.build_rows()}
         self._passes = {}
+        self._sorts.invalidate()
         return None, True
 
     def _rebuild(self, keys: set[Hashable], check_sort: bool) -> tuple[set[str], bool]:
@@ -195,16 +197,22 @@ class TableView(View):
                 if old is not None:
                     del self._rows[rid]
                     self._passes.pop(rid, None)
+                    self._sorts.invalidate()
                     changed.add(rid)
                     resort = True  # removals keep the order, but `_show` handles them as a re-sort
                 continue
             self._rows[rid] = row
             if old is None:
                 resort = True
-            elif same(old.cells, row.cells) and old.sort == row.sort:
-                continue
-            elif check_sort and self.sort_name and old.sort.get(self.sort_name) != row.sort.get(self.sort_name):
-                resort = True
+                self._sorts.invalidate()
+            elif old.sort == row.sort:
+                if same(old.cells, row.cells):
+                    continue
+            else:
+                self._sorts.invalidate(k for k in old.sort.keys() | row.sort.keys()
+                                       if old.sort.get(k) != row.sort.get(k))
+                if check_sort and self.sort_name and old.sort.get(self.sort_name) != row.sort.get(self.sort_name):
+                    resort = True
             changed.add(rid)
             self._passes.pop(rid, None)
         return changed, resort
@@ -217,12 +225,12 @@ class TableView(View):
     def _show(self, changed: set[str] | None = None, resort: bool = False) -> None:
         """Sort (when needed), filter and hand the ids to the table; the cursor keeps its row."""
         if resort or self._sorted is None or changed is None:
-            self._sorted = sort_ids(self._rows, self.sort_name, self.sort_reverse)
+            self._sorted = self._sorts.sorted_ids(self._rows, self.sort_name, self.sort_reverse)
         if self.filter.predicates:
             passes = self._passes
-            for rid in self._sorted:
-                if rid not in passes:
-                    passes[rid] = self.filter(self._rows[rid])
+            missing = [rid for rid in self._sorted if rid not in passes]
+            if missing:
+                passes.update(self.filter.passes(self._rows, missing))
             self._order = [rid for rid in self._sorted if passes[rid]]
         else:
             self._order = self._sorted
@@ -299,8 +307,16 @@ class TableView(View):
             self.refresh_view()
 
     def set_filter(self, text: str) -> None:
+        old = self.filter
         self.filter = parse_filter(text)
-        self._passes = {}
+        if narrows(old.text, text) and old.predicates:
+            # Typing on: rows the shorter filter dropped stay dropped; test only the others.
+            self._passes = {rid: False for rid, ok in self._passes.items() if not ok}
+        elif widens(old.text, text) and self.filter.predicates:
+            # Backspace: rows the longer filter kept are kept.
+            self._passes = {rid: True for rid, ok in self._passes.items() if ok}
+        else:
+            self._passes = {}
         if self.is_mounted:
             self.table.reset_widths()
             self.table.empty_text = "no rows match the filter" if self.filter.predicates else "no rows"
