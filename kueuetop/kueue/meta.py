@@ -97,6 +97,26 @@ _CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime"
 
 
 def parse_conditions(f: Fields, key: str = "conditions") -> tuple[Condition, ...]:
+    # Fast path: every condition already cached, read straight from the raw list (no Fields
+    # views, no paths). Anything else, malformed data included, takes the checked path below.
+    raw_list = f.raw(key)
+    if type(raw_list) is list:
+        hit = []
+        get = _CONDITION_CACHE.get
+        for raw in raw_list:
+            if type(raw) is not dict:
+                break
+            try:
+                g = raw.get("observedGeneration")
+                cond = get((raw.get("type"), raw.get("status"), raw.get("reason"), raw.get("message"),
+                            raw.get("lastTransitionTime"), g, type(g)))
+            except TypeError:
+                break
+            if cond is None:
+                break
+            hit.append(cond)
+        else:
+            return tuple(hit)
     out = []
     for c in f.items(key):
         raw = c.raw_data()
