@@ -348,6 +348,15 @@ class ObjectStore:
                     break
             return out, next_key, rv
 
+    def count_after(self, group: str, plural: str, namespace: str | None, after: ObjKey) -> int:
+        """How many objects (of a namespace, or all) sort after key `after`."""
+        with self._lock:
+            b = self._bucket(group, plural)
+            keys = b.keys_sorted()
+            ns = (namespace or None) if b.kind.namespaced else None
+            hi = bisect.bisect_left(keys, (ns + "\x00", "")) if ns is not None else len(keys)
+            return max(0, hi - bisect.bisect_right(keys, after))
+
     def index_keys(self, group: str, plural: str, field_path: str, value: Any) -> set[ObjKey] | None:
         """Keys whose indexed field equals value, or None when the field is not indexed."""
         with self._lock:

@@ -103,15 +103,24 @@ def test_pagination_with_continue(custom: client.CustomObjectsApi, store: Object
     names: list[str] = []
     token = None
     pages = 0
+    remaining = []
     while True:
         page = custom.list_cluster_custom_object(KUEUE, V2, "workloads", limit=10, _continue=token)
         pages += 1
         names += [w["metadata"]["name"] for w in page["items"]]
         token = page["metadata"].get("continue")
+        remaining.append(page["metadata"].get("remainingItemCount"))
         if not token:
             break
     assert pages == 3
     assert sorted(names) == [f"w{i:02d}" for i in range(25)] and len(set(names)) == 25
+    assert remaining == [15, 5, None]  # as kube-apiserver: what follows the page; none on the last
+    # Per namespace, and not at all with a selector (the server would have to filter to know).
+    page = custom.list_namespaced_custom_object(KUEUE, V2, "team-a", "workloads", limit=5)
+    assert page["metadata"]["remainingItemCount"] == 7
+    page = custom.list_namespaced_custom_object(KUEUE, V2, "team-a", "workloads", limit=5,
+                                                field_selector="metadata.name!=w00")
+    assert "continue" in page["metadata"] and "remainingItemCount" not in page["metadata"]
 
 
 def test_label_and_field_selectors(custom: client.CustomObjectsApi, core: client.CoreV1Api,

@@ -145,6 +145,11 @@ class Resources:
         cont = codec.encode_continue(rv, next_key) if next_key else ""
         if cont:
             meta["continue"] = cont
+            if pred is None and candidates is None and next_key is not None:
+                # As kube-apiserver: how many items follow this page, only for lists without
+                # label or field selectors (with them the server can't know without filtering).
+                meta["remainingItemCount"] = self.store.count_after(kind.group, kind.plural,
+                                                                    r.namespace or None, next_key)
         out_items = [codec.to_version(kind, r.version, o) for o in items]
         headers = self._warnings(ctx, kind)
         if ctx.accept.table:
