@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -28,7 +29,7 @@ from kueuetop.tui.bridge import StoreBridge, StoreChanged
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.detail import WorkloadDetailScreen, yaml_text
 from kueuetop.tui.glyphs import glyphs
-from kueuetop.tui.heap import HeapFreezer
+from kueuetop.tui.heap import HeapFreezer, IdleCollector
 from kueuetop.tui.palette import KueuetopCommands
 from kueuetop.tui.screens import HelpScreen, TextScreen
 from kueuetop.tui.statusbar import StatusBar
@@ -105,6 +106,7 @@ class KueuetopApp(App[int]):
         self._ticks = 0
         self._heap = HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES)),
                                  churn=lambda: self.bridge.changed_objects)
+        self._idle_gc = IdleCollector()
         self.refresh_count = 0  # redraws driven by store changes (tests and benchmarks read it)
 
     def get_driver_class(self) -> type[Any]:
@@ -140,11 +142,19 @@ class KueuetopApp(App[int]):
         self.refresh_all()
         self._focus_view()
         self.set_interval(2.0, self._tick)
+        self._idle_gc.start()
+        self.set_interval(0.5, self._idle_gc.poll)
         if self._check_rbac:
             self.run_worker(self._rbac_check, thread=True, group="rbac", exit_on_error=False)
 
     def on_unmount(self) -> None:
+        self._idle_gc.stop()
         self.bridge.stop()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self._idle_gc.activity()  # full collections wait until the keys stop
+        await super().on_event(event)
 
     # ------------------------------------------------------------ views
     @property

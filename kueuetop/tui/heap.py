@@ -49,3 +49,59 @@ class HeapFreezer:
         self._freeze()
         self.frozen_at, self.churn_at = n, churn
         return True
+
+
+FULL_THRESHOLD_OFF = 1_000_000  # gen-2 threshold that keeps Python from starting full collections
+
+
+class IdleCollector:
+    """Full collections when nobody is typing, instead of whenever Python decides.
+
+    What the freeze leaves (rows redrawn, workloads re-parsed on every change) still adds up to
+    a full collection every few seconds on a busy cluster, 20-400 ms each, and Python starts it
+    on whichever allocation tips the count: often a key press. While the console runs, Python's
+    own full collections are switched off; `poll` (from the console's timer) runs one once as
+    many younger collections have passed as Python would have waited for, when no key came for
+    `quiet` seconds — or after `longest` seconds whatever, so memory stays bounded.
+    """
+
+    def __init__(self, *, quiet: float = 1.0, longest: float = 30.0, clock: Callable[[], float] | None = None,
+                 collect: Callable[[int], object] = gc.collect,
+                 get_count: Callable[[], tuple[int, int, int]] = gc.get_count) -> None:
+        import time
+
+        self.quiet, self.longest = quiet, longest
+        self._clock = clock or time.monotonic
+        self._collect, self._get_count = collect, get_count
+        self._saved: tuple[int, ...] | None = None
+        self._active_at = self._collected_at = self._clock()
+        self.collections = 0
+
+    @property
+    def due_after(self) -> int:
+        return self._saved[2] if self._saved else 10
+
+    def start(self) -> None:
+        if self._saved is None:
+            self._saved = gc.get_threshold()
+            gc.set_threshold(self._saved[0], self._saved[1], FULL_THRESHOLD_OFF)
+
+    def stop(self) -> None:
+        if self._saved is not None:
+            gc.set_threshold(*self._saved)
+            self._saved = None
+
+    def activity(self) -> None:
+        self._active_at = self._clock()
+
+    def poll(self) -> bool:
+        """Collect now if due and quiet (or overdue); True if it did."""
+        if self._get_count()[2] < self.due_after:
+            return False
+        now = self._clock()
+        if now - self._active_at < self.quiet and now - self._collected_at < self.longest:
+            return False
+        self._collect(2)
+        self._collected_at = now
+        self.collections += 1
+        return True

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from kueuetop.tui.heap import MIN_OBJECTS, HeapFreezer
+import gc
+
+from kueuetop.tui.heap import FULL_THRESHOLD_OFF, MIN_OBJECTS, HeapFreezer, IdleCollector
 
 
 def test_freezes_once_big_then_only_after_growing_by_half() -> None:
@@ -32,3 +34,32 @@ def test_freezes_again_once_a_quarter_of_the_store_was_replaced() -> None:
     assert heap.maybe_freeze() and freezes == [0, MIN_OBJECTS]
     assert collected == [1, 2]  # after a full collection, so replaced garbage is not frozen
     assert not heap.maybe_freeze()
+
+
+def test_full_collections_wait_for_a_quiet_moment_but_not_for_ever() -> None:
+    now = [0.0]
+    count = [(0, 0, 0)]
+    collected: list[int] = []
+    idle = IdleCollector(quiet=1.0, longest=30.0, clock=lambda: now[0], collect=collected.append,
+                         get_count=lambda: count[0])
+    before = gc.get_threshold()
+    idle.start()
+    try:
+        assert gc.get_threshold() == (before[0], before[1], FULL_THRESHOLD_OFF)  # Python's own are off
+        now[0] = 5.0
+        assert not idle.poll()  # quiet, but too few younger collections for a full one to be due
+        count[0] = (0, 0, idle.due_after)
+        idle.activity()  # a key press just now
+        now[0] = 5.5
+        assert not idle.poll() and collected == []
+        now[0] = 6.2  # no key for 1.2 s
+        assert idle.poll() and collected == [2]
+        # Typing for ever still gets a collection once `longest` has passed.
+        for t in range(7, 40):
+            now[0] = float(t)
+            idle.activity()
+            idle.poll()
+        assert collected == [2, 2] and idle.collections == 2
+    finally:
+        idle.stop()
+    assert gc.get_threshold() == before  # restored when the console ends
