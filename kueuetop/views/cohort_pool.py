@@ -4,7 +4,7 @@ Kueue pools quota over a cohort's subtree: every member ClusterQueue's nominal q
 Cohort object's own `resourceGroups`, and (hierarchical cohorts) the subtrees of child cohorts.
 A ClusterQueue using more than its nominal quota of a flavor × resource borrows the difference
 from that pool (Kueue writes it as `status.flavorsUsage[].resources[].borrowed`); what it can
-lend is its unused nominal quota, capped by `lendingLimit` (KEP-1714).
+lend is its unused nominal quota, capped by `lendingLimit` (KEP-1224).
 
 Kueue does not record which queue's quota a borrower uses: the pool is shared. "From whom" is
 therefore the members that have unused, lendable quota of the same flavor and resource — the
