@@ -6,8 +6,6 @@ Every run is watched for instants that never end (a preemption loop spins at one
 instant, as evictions complete at once in the simulator).
 """
 
-
-
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
 from kueuetop.sim.scenario import load_scenario
@@ -42,7 +40,7 @@ class InstantWatch:
             f"simulated clock stuck at t={now - cluster.clock.start:.3f}s for {spent} cycles")
 
 
-def run_to_completion(name: str, duration: float = 24 * 3600.0, until_idle: bool = True):
+def run_to_completion(name: str, duration: float = 24 * 3600.0):
     scenario = load_scenario(name)
     clock = SimClock(VIRTUAL_EPOCH)
     parts = build_cluster(scenario, clock, record_events=False)
@@ -55,9 +53,8 @@ def run_to_completion(name: str, duration: float = 24 * 3600.0, until_idle: bool
         if steps[0] % SAMPLE_EVERY == 0:
             check_invariants(parts)
 
-    parts.cluster.run_for(duration, until_idle=until_idle, on_step=on_step)
+    parts.cluster.run_for(duration, until_idle=True, on_step=on_step)
     check_invariants(parts)
-    parts.extra["watch"] = watch
     return scenario, parts
 
 

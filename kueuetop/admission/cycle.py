@@ -248,14 +248,14 @@ def _pods_ready_blocked(cc: CycleContext) -> bool:
     return False
 
 
-def _order(cc: CycleContext, noms: list[Nomination]):
-    """Classical: smaller borrowing level, higher priority, FIFO. FS: the tournament."""
+def _order(cc: CycleContext, noms: list[Nomination], first: Callable[[Nomination], bool]):
+    """Classical: smaller borrowing level, higher priority, FIFO. FS: the tournament.
+
+    PrioritizePreemptorWorkloads (alpha, off by default; Kueue#13662): a head that waits for its
+    preemptions (`first`) goes before all, so the capacity they free is not taken by another
+    queue's head (makeClassicalIterator / entryComparer.less)."""
     cfg = cc.snapshot.config
     prio = cfg.priority_sorting_within_cohort
-    # PrioritizePreemptorWorkloads (alpha, off by default; Kueue#13662): a head that waits for
-    # its preemptions goes first, so the capacity they free is not taken by another queue's head
-    # (makeClassicalIterator / entryComparer.less).
-    first = _preemptor_first(cc)
 
     def key(n: Nomination) -> tuple:
         a = n.assignment
@@ -295,7 +295,7 @@ def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = N
     granular = cfg.feature_gates.get("UnadmittedWorkloadsObservability", False)
     preemptor_first = _preemptor_first(cc)
 
-    for n in _order(cc, noms):
+    for n in _order(cc, noms, preemptor_first):
         if n.assignment is None or n.mode == NO_FIT:
             continue
         node = cc.tree.cq(n.cluster_queue)

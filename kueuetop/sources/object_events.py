@@ -29,9 +29,6 @@ class ObjectEvent:
     source: str  # reporting component
 
 
-_when = parse_time_or_none
-
-
 def _int(raw: Any, default: int) -> int:
     try:
         return int(raw)
@@ -41,9 +38,9 @@ def _int(raw: Any, default: int) -> int:
 
 def parse_event(item: Mapping[str, Any]) -> ObjectEvent:
     series = item.get("series") if isinstance(item.get("series"), Mapping) else {}
-    when = (_when(series.get("lastObservedTime")) or _when(item.get("lastTimestamp"))
-            or _when(item.get("eventTime")) or _when(item.get("firstTimestamp"))
-            or _when((item.get("metadata") or {}).get("creationTimestamp")))
+    when = (parse_time_or_none(series.get("lastObservedTime")) or parse_time_or_none(item.get("lastTimestamp"))
+            or parse_time_or_none(item.get("eventTime")) or parse_time_or_none(item.get("firstTimestamp"))
+            or parse_time_or_none((item.get("metadata") or {}).get("creationTimestamp")))
     count = _int(series.get("count"), 0) or _int(item.get("count"), 1) or 1
     source = item.get("reportingComponent") or (item.get("source") or {}).get("component") or ""
     return ObjectEvent(when, str(item.get("type") or ""), str(item.get("reason") or ""),

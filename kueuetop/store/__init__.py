@@ -6,5 +6,4 @@ from kueuetop.store.sources import SourceState, SourceStatus
 from kueuetop.store.state import Store
 
 __all__ = ["Changes", "Entry", "Key", "Op", "QueueCounts", "QueuePosition", "Ring", "Series", "SourceState",
-           "SourceStatus", "Store", "StoreEvent",
-           "UtilFrame", "util_buckets"]
+           "SourceStatus", "Store", "StoreEvent", "UtilFrame", "util_buckets"]

@@ -5,12 +5,14 @@ that is a 0.5 s pause, and it lands on whichever key press allocated last (`benc
 measured three of them in 177 presses). The store's objects live for the whole session, so once
 loaded they are moved to the permanent generation (`gc.freeze`), which collections skip.
 Garbage among them is still freed by reference counting; only reference cycles created before a
-freeze wait, and freezes happen only when the store has grown by half, so that stays bounded.
+freeze wait, and freezes happen only when the store has grown by half or a quarter of it was
+replaced, so that stays bounded.
 """
 
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Callable
 
 MIN_OBJECTS = 5_000  # below this a full collection is quick: leave the collector alone
@@ -68,8 +70,6 @@ class IdleCollector:
     def __init__(self, *, quiet: float = 1.0, longest: float = 30.0, clock: Callable[[], float] | None = None,
                  collect: Callable[[int], object] = gc.collect,
                  get_count: Callable[[], tuple[int, int, int]] = gc.get_count) -> None:
-        import time
-
         self.quiet, self.longest = quiet, longest
         self._clock = clock or time.monotonic
         self._collect, self._get_count = collect, get_count

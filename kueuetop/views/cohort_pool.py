@@ -31,6 +31,21 @@ class QuotaLine:
     borrowed: int = 0
     lendable: int = 0  # unused nominal quota others may borrow (capped by lendingLimit)
 
+    def add(self, other: QuotaLine) -> None:
+        self.nominal += other.nominal
+        self.usage += other.usage
+        self.borrowed += other.borrowed
+        self.lendable += other.lendable
+
+
+def total_of(lines: Mapping[FlavorResource, QuotaLine], resource: str) -> QuotaLine:
+    """All flavors of one resource added up."""
+    out = QuotaLine()
+    for (_, res), q in lines.items():
+        if res == resource:
+            out.add(q)
+    return out
+
 
 @dataclass(frozen=True, slots=True)
 class Loan:
@@ -52,14 +67,7 @@ class CohortPool:
 
     def total(self, resource: str) -> QuotaLine:
         """All flavors of one resource added up."""
-        out = QuotaLine()
-        for (_, res), q in self.lines.items():
-            if res == resource:
-                out.nominal += q.nominal
-                out.usage += q.usage
-                out.borrowed += q.borrowed
-                out.lendable += q.lendable
-        return out
+        return total_of(self.lines, resource)
 
 
 def queue_lines(cq: ClusterQueue) -> dict[FlavorResource, QuotaLine]:
@@ -125,11 +133,7 @@ def cohort_pools(cluster_queues: Iterable[ClusterQueue], cohorts: Mapping[str, C
                                           for fr, q in sub.lines.items()}))
         for _, lines in contributions:
             for fr, q in lines.items():
-                acc = pool.lines.setdefault(fr, QuotaLine())
-                acc.nominal += q.nominal
-                acc.usage += q.usage
-                acc.borrowed += q.borrowed
-                acc.lendable += q.lendable
+                pool.lines.setdefault(fr, QuotaLine()).add(q)
         for who, lines in contributions:
             for (flavor, res), q in lines.items():
                 if q.borrowed <= 0:

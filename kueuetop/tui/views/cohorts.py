@@ -25,7 +25,7 @@ from kueuetop.tui.rows import Row, cell
 from kueuetop.tui.views.base import TableView
 from kueuetop.tui.views.queues_common import _fmt, _scale
 from kueuetop.tui.virtual_table import VirtualTable
-from kueuetop.views.cohort_pool import CohortPool, Loan, QuotaLine, cohort_pools, queue_lines
+from kueuetop.views.cohort_pool import CohortPool, Loan, QuotaLine, cohort_pools, queue_lines, total_of
 from kueuetop.views.safe_text import clean
 
 
@@ -51,8 +51,9 @@ def _quota_cells(ctx: ViewContext, q: QuotaLine, resource: str) -> tuple[Text, .
             cell(_amount(resource, q.lendable) if q.lendable else "-"))
 
 
-def cohort_rows(ctx: ViewContext) -> tuple[list[Row], str]:
-    """The tree's rows and the resource their quota columns show."""
+def cohort_rows(ctx: ViewContext) -> tuple[list[Row], str, list[ClusterQueue], dict[str, CohortPool]]:
+    """The tree's rows, the resource their quota columns show, and the queues and pools they
+    were built from (the pane under the table draws from the same)."""
     cqs, cohorts = _inputs(ctx)
     pools = cohort_pools(cqs, cohorts)
     res = main_resource(pools)
@@ -78,13 +79,7 @@ def cohort_rows(ctx: ViewContext) -> tuple[list[Row], str]:
         for child in sorted(children.get(name, [])):
             walk(child, depth + 1)
         for cq in sorted((by_name[m] for m in pool.members if by_name[m].cohort == name), key=lambda c: c.name):
-            total = QuotaLine()
-            for (_, r), q in queue_lines(cq).items():
-                if r == res:
-                    total.nominal += q.nominal
-                    total.usage += q.usage
-                    total.borrowed += q.borrowed
-                    total.lendable += q.lendable
+            total = total_of(queue_lines(cq), res)
             out.append(Row(("cq", cq.name), (
                 cell(("  " * (depth + 1)) + cq.name), cell("cq"), cell(name), cell("-"),
                 *_quota_cells(ctx, total, res), cell(cq.pending_workloads), cell(cq.admitted_workloads),
@@ -92,7 +87,7 @@ def cohort_rows(ctx: ViewContext) -> tuple[list[Row], str]:
 
     for root in sorted(children.get("", [])):
         walk(root, 0)
-    return out, res
+    return out, res, cqs, pools
 
 
 def loan_line(loan: Loan) -> Text:
@@ -136,10 +131,14 @@ class CohortsView(TableView):
         yield from super().compose()
         yield Static("", id="cohort-pool")
 
-    _resource = GPU_RESOURCE
+    def __init__(self, ctx: ViewContext, **kw: Any) -> None:
+        super().__init__(ctx, **kw)
+        self._resource = GPU_RESOURCE
+        self._cqs: list[ClusterQueue] = []
+        self._pools: dict[str, CohortPool] = {}
 
     def build_rows(self) -> list[Row]:
-        rows, self._resource = cohort_rows(self.ctx)
+        rows, self._resource, self._cqs, self._pools = cohort_rows(self.ctx)
         return rows
 
     def raw_kind(self) -> str:
@@ -166,8 +165,7 @@ class CohortsView(TableView):
             pane.update("")
             return
         kind, name = row.key  # type: ignore[misc]
-        cqs, cohorts = _inputs(self.ctx)
-        pools = cohort_pools(cqs, cohorts)
+        cqs, pools = self._cqs, self._pools  # as the rows were built: a cursor move recomputes nothing
         width = max(20, self.size.width - 4)
         if kind == "cohort" and name in pools:
             pool = pools[name]
