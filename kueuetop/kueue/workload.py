@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from kueuetop.kueue.api_versions import V1BETA2 as V1BETA2_API
 from kueuetop.kueue.api_versions import to_v1beta2
 from kueuetop.kueue.fields import Fields, object_fields
 from kueuetop.kueue.meta import Condition, Meta, condition_true, find_condition, parse_conditions, parse_meta
@@ -243,15 +244,15 @@ def _parse_admission(status: Fields) -> Admission | None:
     return Admission(cluster_queue=a.str("clusterQueue", required=True), pod_set_assignments=tuple(psas))
 
 
-def parse_workload(data: Mapping) -> Workload:
-    f, _, _ = object_fields(to_v1beta2(data), "Workload")
-    spec = f.sub("spec")
-    status = f.sub("status")
-    pod_sets = parse_pod_sets(spec)
-    ref = spec.sub("priorityClassRef")
+def _parse_requeue_state(status: Fields) -> RequeueState | None:
+    if not status.has("requeueState"):
+        return None
     rq = status.sub("requeueState")
-    requeue = RequeueState(rq.int("count"), rq.time("requeueAt")) if status.has("requeueState") else None
-    checks = tuple(
+    return RequeueState(rq.int("count"), rq.time("requeueAt"))
+
+
+def _parse_checks(status: Fields) -> tuple[CheckState, ...]:
+    return tuple(
         CheckState(
             name=c.str("name", required=True),
             state=c.enum("state", CHECK_STATES, "Pending"),
@@ -262,11 +263,22 @@ def parse_workload(data: Mapping) -> Workload:
         )
         for c in status.items("admissionChecks")
     )
-    reclaimable = {r.str("name", required=True): r.int("count", minimum=0) for r in status.items("reclaimablePods")}
-    evictions = tuple(
+
+
+def _parse_evictions(status: Fields) -> tuple[EvictionCount, ...]:
+    return tuple(
         EvictionCount(e.str("reason"), e.str("underlyingCause"), e.int("count"))
         for e in status.sub("schedulingStats").items("evictions")
     )
+
+
+def parse_workload(data: Mapping) -> Workload:
+    f, _, _ = object_fields(to_v1beta2(data), "Workload")
+    spec = f.sub("spec")
+    status = f.sub("status")
+    pod_sets = parse_pod_sets(spec)
+    ref = spec.sub("priorityClassRef")
+    reclaimable = {r.str("name", required=True): r.int("count", minimum=0) for r in status.items("reclaimablePods")}
     return Workload(
         meta=parse_meta(f),
         queue_name=spec.str("queueName"),
@@ -278,9 +290,56 @@ def parse_workload(data: Mapping) -> Workload:
         maximum_execution_time_seconds=spec.opt_int("maximumExecutionTimeSeconds", minimum=1),
         conditions=parse_conditions(status),
         admission=_parse_admission(status),
-        requeue_state=requeue,
-        admission_checks=checks,
+        requeue_state=_parse_requeue_state(status),
+        admission_checks=_parse_checks(status),
         reclaimable_pods=reclaimable,
         accumulated_execution_seconds=status.int("accumulatedPastExecutionTimeSeconds"),
-        evictions=evictions,
+        evictions=_parse_evictions(status),
+    )
+
+
+_SHARED_STATUS_PARTS = ("admission", "admissionChecks", "schedulingStats", "requeueState", "reclaimablePods")
+
+
+def reparse_workload(prev: Workload, prev_data: Mapping, data: Mapping) -> Workload:
+    """parse_workload(data) for a new version of `prev_data` (which parsed into `prev`).
+
+    Stored API objects are never mutated and a new version shares the parts it did not change
+    with the old one (a status write keeps .spec, a decision keeps .status.admission...). A part
+    that is the very same object as before parses to the same value, so it is taken from `prev`;
+    everything else is parsed as parse_workload does, with the same checks and errors. Most
+    writes to a Workload are status writes: this skips the spec and pod sets, most of the cost.
+    """
+    if (type(data) is not dict or type(prev_data) is not dict
+            or data.get("apiVersion") != prev_data.get("apiVersion") or data.get("apiVersion") != V1BETA2_API
+            or data.get("spec") is not prev_data.get("spec") or data.get("kind") != "Workload"):
+        return parse_workload(data)
+    meta, prev_meta = data.get("metadata"), prev_data.get("metadata")
+    if type(meta) is not dict or type(prev_meta) is not dict or meta.keys() != prev_meta.keys():
+        return parse_workload(data)
+    for k, v in meta.items():
+        if k != "resourceVersion" and v is not prev_meta[k]:
+            return parse_workload(data)
+    f, _, _ = object_fields(data, "Workload")
+    rv = f.sub("metadata").str("resourceVersion")
+    status = f.sub("status")
+    raw_status = data.get("status")
+    prev_status = prev_data.get("status")
+    same = {k: False for k in _SHARED_STATUS_PARTS}
+    if type(raw_status) is dict and type(prev_status) is dict:
+        for k in _SHARED_STATUS_PARTS:
+            v = raw_status.get(k)
+            same[k] = v is not None and v is prev_status.get(k)
+    reclaimable = (prev.reclaimable_pods if same["reclaimablePods"] else
+                   {r.str("name", required=True): r.int("count", minimum=0) for r in status.items("reclaimablePods")})
+    return replace(
+        prev,
+        meta=prev.meta if rv == prev.meta.resource_version else replace(prev.meta, resource_version=rv),
+        conditions=parse_conditions(status),
+        admission=prev.admission if same["admission"] else _parse_admission(status),
+        requeue_state=prev.requeue_state if same["requeueState"] else _parse_requeue_state(status),
+        admission_checks=prev.admission_checks if same["admissionChecks"] else _parse_checks(status),
+        reclaimable_pods=reclaimable,
+        accumulated_execution_seconds=status.int("accumulatedPastExecutionTimeSeconds"),
+        evictions=prev.evictions if same["schedulingStats"] else _parse_evictions(status),
     )

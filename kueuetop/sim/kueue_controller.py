@@ -14,6 +14,7 @@ import dataclasses
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from kueuetop.admission import status_updates as su
@@ -27,7 +28,7 @@ from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.parse import parse_object
-from kueuetop.kueue.workload import Workload
+from kueuetop.kueue.workload import Workload, reparse_workload
 from kueuetop.sim.kueue_metrics import KueueCounters
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent
 
@@ -56,6 +57,9 @@ class KueueController:
         self.record_events = record_events
         self.state = QueueState()
         self._workloads: dict[WorkloadKey, Workload] = {}
+        # The stored object each entry of _workloads was parsed from (stored objects are never
+        # mutated), so the next version reparses only what changed.
+        self._parsed_from: dict[WorkloadKey, dict] = {}
         self._dirty_wl: set[WorkloadKey] = set()
         self._base_dirty = True
         self._base = ClusterSnapshot(config=self.config)
@@ -113,7 +117,7 @@ class KueueController:
         for key in self._dirty_wl:
             obj = self.store.try_get(KUEUE, "workloads", key[0], key[1], copy=False)
             old = self._workloads.get(key)
-            wl = self._parse(obj) if obj is not None else None
+            wl = self._parse_workload(key, old, obj) if obj is not None else None
             if isinstance(old, Workload):
                 self._mark_status(key)
             if isinstance(wl, Workload):
@@ -123,6 +127,7 @@ class KueueController:
                 self._mark_status(key)
             else:
                 self._workloads.pop(key, None)
+                self._parsed_from.pop(key, None)
                 self._to_reconcile.discard(key)
                 self._wake.pop(key, None)
                 self._unindex(key)
@@ -163,9 +168,21 @@ class KueueController:
         if lq is not None:
             self._status_dirty_lq.add(lq)
 
-    def _parse(self, obj: dict) -> Any:
+    def _parse_workload(self, key: WorkloadKey, old: Workload | None, obj: dict) -> Any:
+        prev = self._parsed_from.get(key)
+        if old is None or prev is None:
+            wl = self._parse(obj)
+        else:
+            wl = self._parse(obj, lambda o: reparse_workload(old, prev, o))
+        if isinstance(wl, Workload):
+            self._parsed_from[key] = obj
+        else:
+            self._parsed_from.pop(key, None)
+        return wl
+
+    def _parse(self, obj: dict, parser: Callable[[dict], Any] = parse_object) -> Any:
         try:
-            return parse_object(obj)
+            return parser(obj)
         except KueueParseError as exc:
             meta = obj.get("metadata") or {}
             ident = f"{obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}".replace(" /", " ")
@@ -192,8 +209,7 @@ class KueueController:
                 wrote = True
             if new.get("status") != cur.get("status"):
                 status = new.get("status") or {}
-                self.store.patch(KUEUE, "workloads", key[0], key[1], lambda o: {**o, "status": status}, status=True,
-                                 copy=False)
+                self.store.replace_status(KUEUE, "workloads", key[0], key[1], status)
                 wrote = True
         except StoreError as exc:
             _log.warning("writing %s for %s/%s failed: %s", type(decision).__name__, key[0], key[1], exc)
@@ -277,8 +293,7 @@ class KueueController:
         if cur.get("status") == status:
             return False
         try:
-            self.store.patch(KUEUE, plural, ns, name, lambda o: {**o, "status": status}, status=True,
-                             copy=False)
+            self.store.replace_status(KUEUE, plural, ns, name, status)
             return True
         except StoreError as exc:
             _log.warning("status of %s %s failed: %s", plural, name, exc)

@@ -502,6 +502,27 @@ class ObjectStore:
         self._dispatch()
         return clone(result) if copy else result
 
+    def replace_status(self, group: str, plural: str, namespace: str | None, name: str, status: Obj,
+                       *, copy: bool = False) -> Obj:
+        """Store `status` as the object's .status (PUT .../status on the current version).
+
+        `status` is stored as given, not copied: the caller hands it over and must not change
+        it afterwards (it may share parts with the stored object, which are read-only anyway).
+        That is what a controller writing a freshly computed status wants, without the copy of
+        the old status that `patch` would make for a function to edit."""
+        with self._lock:
+            b = self._bucket(group, plural)
+            cur = b.objects.get(self._key(b.kind, namespace, name))
+            if cur is None:
+                raise self._not_found(b.kind, name)
+            cmeta = cur["metadata"]
+            candidate = {"metadata": {"name": cmeta.get("name"), "namespace": cmeta.get("namespace"),
+                                      "resourceVersion": cmeta["resourceVersion"]},
+                         "status": status}
+            result = self._update_locked(b, candidate, status=True, dry_run=False)
+        self._dispatch()
+        return clone(result) if copy else result
+
     def _update(self, group: str, plural: str, obj: Obj, *, status: bool, dry_run: bool, copy: bool) -> Obj:
         with self._lock:
             b = self._bucket(group, plural)
