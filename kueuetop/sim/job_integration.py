@@ -42,10 +42,10 @@ from kueuetop.sim.sim_events import (
     EventWriter,
     NullEvents,
     condition_is,
-    conditions_of,
     find_condition,
     patch_status,
     set_condition,
+    write_condition,
 )
 
 _log = logging.getLogger(__name__)
@@ -282,8 +282,8 @@ def set_pods_ready(store: ObjectStore, wl: Obj, ready: bool, now: float) -> bool
         return False
     m = meta_of(wl)
     gen = m.get("generation") if isinstance(m.get("generation"), int) else None
-    return patch_status(store, KUEUE_GROUP, "workloads", m.get("namespace"), m.get("name", ""),
-                        lambda st: set_condition(conditions_of(st), "PodsReady", *want, now, gen)) is not None
+    return write_condition(store, KUEUE_GROUP, "workloads", m.get("namespace"), m.get("name", ""),
+                           "PodsReady", *want, now, gen) is not None
 
 
 def finish_workload(store: ObjectStore, wl: Obj, reason: str, message: str, now: float) -> bool:
@@ -292,9 +292,8 @@ def finish_workload(store: ObjectStore, wl: Obj, reason: str, message: str, now:
         return False
     m = meta_of(wl)
     gen = m.get("generation") if isinstance(m.get("generation"), int) else None
-    return patch_status(store, KUEUE_GROUP, "workloads", m.get("namespace"), m.get("name", ""),
-                        lambda st: set_condition(conditions_of(st), "Finished", "True", reason, message,
-                                                 now, gen)) is not None
+    return write_condition(store, KUEUE_GROUP, "workloads", m.get("namespace"), m.get("name", ""),
+                           "Finished", "True", reason, message, now, gen) is not None
 
 
 def release_quota(store: ObjectStore, wl: Obj, now: float) -> bool:
@@ -316,6 +315,45 @@ def release_quota(store: ObjectStore, wl: Obj, now: float) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
+
+
+# The conditions an owner-less Workload's reconcile reads (directly or via needs_quota_release).
+_INPUT_CONDITIONS = frozenset(("Admitted", "Evicted", "Finished", "PodsReady", "QuotaReserved"))
+
+
+def _workload_inputs(wl: Obj | None) -> tuple:
+    """What _reconcile_workload reads from the Workload itself (its pods come as pod events and
+    flavors as ResourceFlavor events). A write that leaves these alone, like most status writes
+    (Kueue's own, or this controller's PodsReady once written), cannot change its outcome:
+    about two reconciles in three are skipped this way."""
+    if not isinstance(wl, dict):
+        return (None,)
+    m = meta_of(wl)
+    status = wl.get("status")
+    status = status if isinstance(status, dict) else {}
+    conds = status.get("conditions")
+    # Only which of them are true, and PodsReady as a whole (it is rewritten when its reason or
+    # message would change); Kueue's Pending messages change every cycle and matter not here.
+    true, pods_ready = set(), None
+    for c in conds if isinstance(conds, list) else ():
+        if isinstance(c, dict) and c.get("type") in _INPUT_CONDITIONS:
+            if c.get("status") == "True":
+                true.add(c.get("type"))
+            if c.get("type") == "PodsReady":
+                pods_ready = (c.get("status"), c.get("reason"), c.get("message"))
+    relevant = (frozenset(true), pods_ready)
+    return (wl.get("spec"), m.get("ownerReferences"), m.get("generation"), status.get("admission"), relevant)
+
+
+def _pod_inputs(pod: Obj | None) -> tuple:
+    """What owners' reconciles read from a pod: phase, readiness, deletion, pod set, owner."""
+    if not isinstance(pod, dict):
+        return (None,)
+    m = meta_of(pod)
+    status = pod.get("status")
+    phase = status.get("phase") if isinstance(status, dict) else None
+    return (phase, condition_is(pod, "Ready"), m.get("deletionTimestamp"),
+            (m.get("labels") or {}).get(PODSET_LABEL), controller_ref(pod))
 
 
 class JobIntegration:
@@ -356,7 +394,8 @@ class JobIntegration:
         elif key == (KUEUE_GROUP, "workloads"):
             ref = controller_ref(obj)
             if ref is None:
-                if not meta_of(obj).get("ownerReferences"):
+                if not meta_of(obj).get("ownerReferences") and (
+                        event.type != "MODIFIED" or _workload_inputs(event.old) != _workload_inputs(obj)):
                     self._dirty_wls[(ns, name)] = None
                 return
             if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
@@ -378,6 +417,8 @@ class JobIntegration:
                 target = self._dirty_wls
             else:
                 return
+            if event.type == "MODIFIED" and _pod_inputs(event.old) == _pod_inputs(obj):
+                return  # e.g. the scheduler's binding: nothing an owner counts has changed
             pods = self._pods_of_owner.setdefault(uid, set())
             if event.type == "DELETED":
                 pods.discard((ns, name))

@@ -105,6 +105,30 @@ def patch_status(store: ObjectStore, group: str, plural: str, namespace: str | N
         return None
 
 
+def write_condition(store: ObjectStore, group: str, plural: str, namespace: str | None, name: str,
+                    type_: str, status: str, reason: str, message: str, now: float,
+                    observed_generation: int | None = None) -> Obj | None:
+    """set_condition on the stored object's status, written through the status subresource.
+
+    Copy-on-write: only the status dict, its conditions list and the condition that changes
+    are new; the rest (admission, checks...) is shared with the previous version. Returns the
+    stored object (read-only), or None when it is gone or the write was refused."""
+    def edit(cur: Any) -> Obj:
+        st = dict(cur) if isinstance(cur, dict) else {}
+        conds = st.get("conditions")
+        st["conditions"] = [dict(c) if isinstance(c, dict) else c for c in conds] if isinstance(conds, list) else []
+        set_condition(st["conditions"], type_, status, reason, message, now, observed_generation)
+        return st
+
+    try:
+        return store.rewrite_status(group, plural, namespace, name, edit)
+    except NotFound:
+        return None
+    except StoreError as exc:
+        _log.warning("status write to %s %s/%s refused: %s", plural, namespace, name, exc.message)
+        return None
+
+
 class EventWriter:
     """Records v1 Events for the simulated controllers (see the module docstring)."""
 

@@ -226,3 +226,32 @@ def test_create_many_refuses_nameless_and_unknown_kinds(store: ObjectStore) -> N
                                  (KUEUE, "clusterqueues", cluster_queue("fine"))])
     assert [type(r).__name__ if r else None for r in results] == ["Invalid", "NotFound", "Invalid", None]
     assert [c["metadata"]["name"] for c in store.list(KUEUE, "clusterqueues")[0]] == ["fine"]
+
+
+def test_status_rewrites_share_what_they_keep_and_skip_no_ops(store: ObjectStore) -> None:
+    from kueuetop.sim.sim_events import write_condition
+
+    wl = store.create(KUEUE, "workloads", workload("w1", "team-a"))
+    admission = {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "flavors": {"cpu": "f"}}]}
+    v1 = store.replace_status(KUEUE, "workloads", "team-a", "w1", {"admission": admission})
+    assert v1["status"]["admission"] is admission  # handed over, not copied
+    assert v1["spec"] is store.get(KUEUE, "workloads", "team-a", "w1", copy=False)["spec"]
+    assert int(v1["metadata"]["resourceVersion"]) > int(wl["metadata"]["resourceVersion"])
+
+    v2 = write_condition(store, KUEUE, "workloads", "team-a", "w1", "PodsReady", "True", "Started", "ok", 5.0, 1)
+    assert v2 is not None
+    assert v2["status"]["admission"] is admission  # copy-on-write: untouched parts are shared
+    assert [c["type"] for c in v2["status"]["conditions"]] == ["PodsReady"]
+    assert v1["status"].get("conditions") is None  # the previous version is not edited
+    # The same condition again is a no-op: no new resourceVersion, no event.
+    seen: list[WatchEvent] = []
+    store.subscribe(seen.append)
+    v3 = write_condition(store, KUEUE, "workloads", "team-a", "w1", "PodsReady", "True", "Started", "ok", 9.0, 1)
+    assert v3 is not None and v3["metadata"]["resourceVersion"] == v2["metadata"]["resourceVersion"]
+    assert seen == []
+    v4 = write_condition(store, KUEUE, "workloads", "team-a", "w1", "PodsReady", "False", "WaitForStart", "no",
+                         9.0, 1)
+    assert v4 is not None and v4["status"]["conditions"][0]["status"] == "False"
+    assert v2["status"]["conditions"][0]["status"] == "True"
+    assert [e.type for e in seen] == ["MODIFIED"]
+    assert write_condition(store, KUEUE, "workloads", "team-a", "gone", "PodsReady", "True", "", "", 1.0) is None
