@@ -492,11 +492,11 @@ class Kubelet:
 
     def _bind(self, key: PodKey, pod: Obj, node: str, now: float, shape: PodShape | None = None) -> bool:
         def bind(cur: Obj) -> Obj:
-            cur.setdefault("spec", {})["nodeName"] = node
-            return cur
+            spec = cur.get("spec")
+            return {**cur, "spec": {**(spec if isinstance(spec, dict) else {}), "nodeName": node}}
 
         try:
-            bound = self.store.patch("", "pods", key[0], key[1], bind, copy=False)
+            bound = self.store.rewrite("", "pods", key[0], key[1], bind)
         except StoreError as exc:
             _log.info("kubelet: binding %s/%s failed: %s", key[0], key[1], exc.message)
             return False

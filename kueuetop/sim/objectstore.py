@@ -502,6 +502,27 @@ class ObjectStore:
         self._dispatch()
         return clone(result) if copy else result
 
+    def rewrite(self, group: str, plural: str, namespace: str | None, name: str,
+                fn: Callable[[Obj], Obj], *, copy: bool = False) -> Obj:
+        """Atomically store fn(current object) (an update, PUT).
+
+        fn gets the stored object (read-only) and returns a new one that may share the parts it
+        keeps (copy-on-write: `{**cur, "spec": {**cur["spec"], "nodeName": n}}`), cheaper than
+        `patch`'s deep copy when a writer changes one field of a large object. The top level and
+        metadata of the result are copied here, as the update fills them in."""
+        with self._lock:
+            b = self._bucket(group, plural)
+            cur = b.objects.get(self._key(b.kind, namespace, name))
+            if cur is None:
+                raise self._not_found(b.kind, name)
+            candidate = dict(fn(cur))
+            meta = dict(candidate.get("metadata") or {})
+            meta.setdefault("resourceVersion", cur["metadata"]["resourceVersion"])
+            candidate["metadata"] = meta
+            result = self._update_locked(b, candidate, status=False, dry_run=False)
+        self._dispatch()
+        return clone(result) if copy else result
+
     def replace_status(self, group: str, plural: str, namespace: str | None, name: str, status: Obj,
                        *, copy: bool = False) -> Obj:
         """Store `status` as the object's .status (PUT .../status on the current version).

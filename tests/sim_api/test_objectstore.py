@@ -255,3 +255,21 @@ def test_status_rewrites_share_what_they_keep_and_skip_no_ops(store: ObjectStore
     assert v2["status"]["conditions"][0]["status"] == "True"
     assert [e.type for e in seen] == ["MODIFIED"]
     assert write_condition(store, KUEUE, "workloads", "team-a", "gone", "PodsReady", "True", "", "", 1.0) is None
+
+
+def test_rewrite_shares_what_it_keeps_and_keeps_update_rules(store: ObjectStore) -> None:
+    wl = store.create(KUEUE, "workloads", workload("w1", "team-a"))
+    stored = store.get(KUEUE, "workloads", "team-a", "w1", copy=False)
+    v2 = store.rewrite(KUEUE, "workloads", "team-a", "w1",
+                       lambda cur: {**cur, "spec": {**cur["spec"], "active": False},
+                                    "metadata": {**cur["metadata"], "uid": cur["metadata"]["uid"],
+                                                 "labels": {"x": "y"}}})
+    assert v2["spec"]["active"] is False
+    assert v2["spec"]["podSets"] is stored["spec"]["podSets"]  # kept parts are shared
+    assert stored["spec"].get("active") is not False  # the previous version is not edited
+    assert v2["metadata"]["generation"] == wl["metadata"]["generation"] + 1  # a spec change
+    assert v2["metadata"]["labels"] == {"x": "y"}
+    same = store.rewrite(KUEUE, "workloads", "team-a", "w1", lambda cur: cur)
+    assert same["metadata"]["resourceVersion"] == v2["metadata"]["resourceVersion"]  # no-op
+    with pytest.raises(NotFound):
+        store.rewrite(KUEUE, "workloads", "team-a", "gone", lambda cur: cur)
