@@ -252,6 +252,8 @@ def _parse_requeue_state(status: Fields) -> RequeueState | None:
 
 
 def _parse_checks(status: Fields) -> tuple[CheckState, ...]:
+    if status.raw("admissionChecks", []) == []:
+        return ()  # the usual case: none
     return tuple(
         CheckState(
             name=c.str("name", required=True),
@@ -266,6 +268,9 @@ def _parse_checks(status: Fields) -> tuple[CheckState, ...]:
 
 
 def _parse_evictions(status: Fields) -> tuple[EvictionCount, ...]:
+    stats = status.raw("schedulingStats")
+    if type(stats) is dict and stats.get("evictions", []) in (None, []):
+        return ()
     return tuple(
         EvictionCount(e.str("reason"), e.str("underlyingCause"), e.int("count"))
         for e in status.sub("schedulingStats").items("evictions")
@@ -330,6 +335,11 @@ def reparse_workload(prev: Workload, prev_data: Mapping, data: Mapping) -> Workl
         for k in _SHARED_STATUS_PARTS:
             v = raw_status.get(k)
             same[k] = v is not None and v is prev_status.get(k)
+        if not same["schedulingStats"]:  # a new stats object often keeps its evictions list
+            stats, prev_stats = raw_status.get("schedulingStats"), prev_status.get("schedulingStats")
+            same["schedulingStats"] = (type(stats) is dict and type(prev_stats) is dict
+                                       and stats.keys() == prev_stats.keys()
+                                       and all(v is prev_stats[k] for k, v in stats.items()))
     reclaimable = (prev.reclaimable_pods if same["reclaimablePods"] else
                    {r.str("name", required=True): r.int("count", minimum=0) for r in status.items("reclaimablePods")})
     return replace(
