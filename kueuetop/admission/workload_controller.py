@@ -36,6 +36,8 @@ from kueuetop.kueue.cluster_queue import HOLD_AND_DRAIN, STOP_NONE
 from kueuetop.kueue.config import WaitForPodsReady
 from kueuetop.kueue.workload import CheckState, Workload
 
+WorkloadKey = tuple[str, str]  # (namespace, name)
+
 WAIT_FOR_START = "WaitForStart"
 WAIT_FOR_RECOVERY = "WaitForRecovery"
 
@@ -293,6 +295,21 @@ def _run(snapshot: ClusterSnapshot, now: float) -> _Result:
 def reconcile(snapshot: ClusterSnapshot, now: float) -> tuple[Decision, ...]:
     """What Kueue's workload controller writes at `now`, workload by workload (sorted by key)."""
     return tuple(_run(snapshot, now).decisions)
+
+
+def reconcile_keys(snapshot: ClusterSnapshot, keys: Iterable[WorkloadKey], now: float,
+                   ) -> tuple[tuple[Decision, ...], dict[WorkloadKey, float | None]]:
+    """reconcile() restricted to `keys`, and each one's next_event_at, in one pass: a
+    workload's rules read only itself and its queues, never the other workloads."""
+    decisions: list[Decision] = []
+    wakes: dict[WorkloadKey, float | None] = {}
+    wls = snapshot.workloads
+    for key in sorted(k for k in keys if k in wls):
+        out = _Result()
+        _reconcile_one(snapshot, wls[key], now, out)
+        decisions.extend(out.decisions)
+        wakes[key] = min(out.wake) if out.wake else None
+    return tuple(decisions), wakes
 
 
 def next_event_at(snapshot: ClusterSnapshot, now: float) -> float | None:

@@ -23,7 +23,7 @@ from kueuetop.admission.decisions import Admit, Decision, Evict, MarkAdmitted, P
 from kueuetop.admission.queue_state import QueueState, changed_cluster_queues
 from kueuetop.admission.queue_totals import QueueTotals
 from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadDelta
-from kueuetop.admission.workload_controller import next_event_at, reconcile
+from kueuetop.admission.workload_controller import reconcile_keys
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.json_copy import clone
@@ -306,12 +306,9 @@ class KueueController:
         self._to_reconcile = set()
         if not keys:
             return ()
-        wls = snap.workloads
-        sub = dataclasses.replace(snap, workloads={k: wls[k] for k in keys if k in wls})
-        decisions = reconcile(sub, now)
+        decisions, wakes = reconcile_keys(snap, keys, now)
         for k in keys:
-            wl = wls.get(k)
-            t = next_event_at(dataclasses.replace(snap, workloads={k: wl}), now) if wl is not None else None
+            t = wakes.get(k)
             if t is None:
                 self._wake.pop(k, None)
             else:

@@ -6,6 +6,8 @@ decisions expected; timer cases also pin `next_event_at`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kueuetop.admission.decisions import (
@@ -17,7 +19,7 @@ from kueuetop.admission.decisions import (
     Requeue,
     ResetRequeueState,
 )
-from kueuetop.admission.workload_controller import next_event_at, reconcile, requeue_backoff
+from kueuetop.admission.workload_controller import next_event_at, reconcile, reconcile_keys, requeue_backoff
 from kueuetop.kueue.config import KueueConfig, WaitForPodsReady
 from tests.admission_ctl.helpers import (
     NS,
@@ -192,6 +194,15 @@ def test_reconcile(rule: str, case: dict, expected: tuple) -> None:
     assert reconcile(snap, NOW) == expected
     if "wake" in case:
         assert next_event_at(snap, NOW) == case["wake"]
+
+
+@pytest.mark.parametrize(("rule", "case", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_reconcile_keys_is_reconcile_and_next_event_per_workload(rule: str, case: dict, expected: tuple) -> None:
+    snap = world(*case["wls"], cq_obj=case.get("cq"), lq_obj=case.get("lq"), config=case.get("config"))
+    keys = [*snap.workloads, ("elsewhere", "gone")]
+    decisions, wakes = reconcile_keys(snap, keys, NOW)
+    assert decisions == expected == reconcile(snap, NOW)
+    assert wakes == {k: next_event_at(replace(snap, workloads={k: wl}), NOW) for k, wl in snap.workloads.items()}
 
 
 def test_backoff_formula() -> None:
