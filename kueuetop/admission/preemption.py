@@ -101,8 +101,7 @@ def _priority_allows(ctx: PreemptionContext, e: Entry, policy: str) -> bool:
 
 
 def _classify(ctx: PreemptionContext, e: Entry, advantage: bool) -> int:
-    if not _uses(e, ctx.frs):
-        return V_NEVER
+    """The candidate variant of e, which uses some of ctx.frs (_using_entries)."""
     same = e.cq == ctx.cq.name
     pol = ctx.cq.preemption
     if not _priority_allows(ctx, e, pol.within_cluster_queue if same else pol.reclaim_within_cohort):
@@ -122,31 +121,95 @@ def _classify(ctx: PreemptionContext, e: Entry, advantage: bool) -> int:
 
 @dataclass(slots=True)
 class _Candidate:
+    # Shared between searches (memoized lists): never changed once built.
     entry: Entry
     variant: int
     lca: Node | None
+    key: tuple  # candidate_order_key without its "same ClusterQueue" part, constant in a group
+
+
+def _base_order_key(e: Entry, now: float) -> tuple:
+    return (not e.wl.is_evicted, e.wl.effective_priority, -_quota_reserved_time(e.wl, now), e.wl.uid)
+
+
+def _index_memo(ctx: PreemptionContext) -> dict:
+    """Answers that depend on the workload index (not on quota usage): kept for one index
+    state and one instant."""
+    tag = (ctx.index.serial, ctx.now)
+    memo = ctx.index.memo
+    if memo.get("tag") != tag:
+        memo.clear()
+        memo["tag"] = tag
+    return memo
+
+
+def _using_entries(ctx: PreemptionContext, cq_name: str, frs: frozenset[FR]) -> list[tuple[Entry, tuple]]:
+    """The CQ's quota-holding entries that use any of `frs`, with their base order keys."""
+    memo = _index_memo(ctx)
+    k = ("using", cq_name, frs)
+    found = memo.get(k)
+    if found is None:
+        found = memo[k] = [(e, _base_order_key(e, ctx.now))
+                           for e in ctx.index.reserving_in(cq_name).values() if _uses(e, frs)]
+    return found
 
 
 def _from_cq(ctx: PreemptionContext, cq_name: str, lca: Node | None, advantage: bool) -> list[_Candidate]:
-    out = []
-    for e in ctx.index.reserving_in(cq_name).values():
-        v = _classify(ctx, e, advantage)
-        if v != V_NEVER:
-            out.append(_Candidate(e, v, lca))
+    """The CQ's candidates as classified for this preemptor (a shared, read-only list).
+
+    A preemptor's classification of another workload depends only on the preemptor's CQ and
+    its policy, priority (and queue-order time for LowerOrNewerEqualPriority) and on
+    `advantage`: every head of a cohort with those equal gets the same list, so the list is
+    kept for the cycle's index instead of being rebuilt for each of them."""
+    frs = frozenset(ctx.frs)
+    pol = ctx.cq.preemption
+    same = cq_name == ctx.cq.name
+    policy = pol.within_cluster_queue if same else pol.reclaim_within_cohort
+    p_in = ctx.preemptor.effective_priority
+    ts_in = queue_order_timestamp(ctx.preemptor, ctx.config) if policy == LOWER_OR_NEWER_EQUAL else None
+    memo = _index_memo(ctx)
+    k = ("cands", cq_name, frs, same, advantage, lca, pol, p_in, ts_in)
+    found = memo.get(k)
+    if found is None:
+        found = []
+        for e, key in _using_entries(ctx, cq_name, frs):
+            v = _classify(ctx, e, advantage)
+            if v != V_NEVER:
+                found.append(_Candidate(e, v, lca, key))
+        memo[k] = found
+    return found
+
+
+def _above_nominal_cqs(tree: QuotaTree, current: Node, frs: frozenset[FR]) -> list[tuple[Node, Node]]:
+    """The ClusterQueues under `current` reached through cohorts that are above nominal on
+    `frs` and themselves above nominal, in collectCandidatesForHierarchicalReclaim's walk order,
+    each with the child of `current` it lies under. Kept while the tree's usage is unchanged."""
+    k = ("above", current, frs)
+    hit = tree.memo.get(k)
+    if hit is not None and hit[0] == tree.version:
+        return hit[1]
+    out: list[tuple[Node, Node]] = []
+
+    def walk(node: Node, top: Node | None) -> None:
+        for child in node.child_cohorts:
+            if not tree.within_nominal(child, frs):
+                walk(child, top or child)
+        for child in node.child_cqs:
+            if not tree.within_nominal(child, frs):
+                out.append((child, top or child))
+
+    walk(current, None)
+    tree.memo[k] = (tree.version, out)
     return out
 
 
-def _collect_in_subtree(ctx: PreemptionContext, current: Node, subtree_root: Node, skip: Node | None,
+def _collect_in_subtree(ctx: PreemptionContext, current: Node, skip: Node | None,
                         advantage: bool, result: list[_Candidate]) -> None:
-    tree = ctx.tree
-    for child in current.child_cohorts:
-        if child is skip or tree.within_nominal(child, ctx.frs):
-            continue  # already visited, or not above its quota
-        _collect_in_subtree(ctx, child, subtree_root, skip, advantage, result)
-    for child in current.child_cqs:
-        if child is ctx.node or tree.within_nominal(child, ctx.frs):
+    # The preemptor's own CQ is a direct child of the first `current`, then under `skip`.
+    for cq_node, top in _above_nominal_cqs(ctx.tree, current, frozenset(ctx.frs)):
+        if top is skip or cq_node is ctx.node:
             continue
-        result.extend(_from_cq(ctx, child.name, subtree_root, advantage))
+        result.extend(_from_cq(ctx, cq_node.name, current, advantage))
 
 
 def _hierarchical_candidates(ctx: PreemptionContext) -> tuple[list[_Candidate], list[_Candidate]]:
@@ -158,8 +221,7 @@ def _hierarchical_candidates(ctx: PreemptionContext) -> tuple[list[_Candidate], 
     advantage, remaining = ctx.tree.quantities_fit_in_quota(ctx.node, ctx.usage)
     previous: Node | None = None
     for current in ctx.node.path_to_root():
-        _collect_in_subtree(ctx, current, current, previous, advantage,
-                            hierarchy if advantage else priority)
+        _collect_in_subtree(ctx, current, previous, advantage, hierarchy if advantage else priority)
         fits, remaining = ctx.tree.quantities_fit_in_quota(current, remaining)
         advantage = advantage or fits
         previous = current
@@ -245,15 +307,20 @@ def _cannot_cover(ctx: PreemptionContext, candidates: list[_Candidate]) -> bool:
     return False
 
 
+def _key_of(c: _Candidate) -> tuple:
+    return c.key
+
+
 def classical_targets(ctx: PreemptionContext) -> list[Target]:
     same: list[_Candidate] = []
     if ctx.cq.preemption.within_cluster_queue != NEVER:
         same = _from_cq(ctx, ctx.cq.name, None, False)
     hierarchy, priority = _hierarchical_candidates(ctx)
-    cq_name, now = ctx.cq.name, ctx.now
 
     def ordered(lst: list[_Candidate]) -> list[_Candidate]:
-        return sorted(lst, key=lambda c: candidate_order_key(c.entry, cq_name, now))
+        # CandidatesOrdering: within a group "same ClusterQueue" is the same for every candidate
+        # (the own CQ's group, or only other CQs'), so the base key orders them alike.
+        return sorted(lst, key=_key_of)
 
     groups = [ordered(hierarchy), ordered(priority), ordered(same)]
     everything = ([c for g in groups for c in g if c.entry.wl.is_evicted]
@@ -390,9 +457,16 @@ def fair_targets(ctx: PreemptionContext) -> list[Target]:
 
 def get_targets(ctx: PreemptionContext) -> list[Target]:
     """The workloads to evict so the preemptor fits, [] when there is no way."""
-    if ctx.config.fair_sharing is not None:
-        return fair_targets(ctx)
-    return classical_targets(ctx)
+    # The search removes and restores usage, leaving the tree as it found it (usage depends
+    # only on what is added, not on the order): its version goes back too, so what was
+    # memoized on the tree stays valid for the next head.
+    version = ctx.tree.version
+    try:
+        if ctx.config.fair_sharing is not None:
+            return fair_targets(ctx)
+        return classical_targets(ctx)
+    finally:
+        ctx.tree.version = version
 
 
 TargetMemo = dict[tuple[frozenset, frozenset], list[Target]]
@@ -422,11 +496,13 @@ def make_oracle(ctx: PreemptionContext, memo: TargetMemo | None = None):
         targets = memo_targets(sub, memo)
         if not targets:
             return "NoCandidates", ctx.tree.lowest_fitting_subtree(ctx.node, fr, quantity)[0]
+        version = ctx.tree.version
         for t in targets:
             ctx.tree.remove_usage(_node(ctx, t.cluster_queue), t.usage)
         borrow = ctx.tree.lowest_fitting_subtree(ctx.node, fr, quantity)[0]
         for t in targets:
             ctx.tree.add_usage(_node(ctx, t.cluster_queue), t.usage)
+        ctx.tree.version = version  # restored (see get_targets)
         if any(t.cluster_queue == ctx.cq.name for t in targets):
             return "Preempt", borrow
         return "Reclaim", borrow

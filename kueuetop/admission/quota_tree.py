@@ -11,6 +11,7 @@ cheap to copy, so one scheduling cycle can accumulate usage on its own copy.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -165,14 +166,22 @@ class QuotaStructure:
         return [n.name for n in node.root().subtree_cqs()]
 
 
+_VERSIONS = itertools.count(1)
+
+
 class QuotaTree:
     """Usage on top of a QuotaStructure: available / potentialAvailable / borrowing."""
 
-    __slots__ = ("structure", "usage")
+    __slots__ = ("memo", "structure", "usage", "version")
 
     def __init__(self, structure: QuotaStructure, usage: dict[str, dict[FR, int]] | None = None):
         self.structure = structure
         self.usage: dict[str, dict[FR, int]] = usage if usage is not None else {}
+        # A new number for every usage change (never reused, so a state once left never
+        # matches again), so answers computed from the usage can be kept until it changes
+        # (`memo`); code that undoes its own trial changes may put the old number back.
+        self.version = next(_VERSIONS)
+        self.memo: dict = {}
 
     # construction ------------------------------------------------------------
     @staticmethod
@@ -275,6 +284,7 @@ class QuotaTree:
 
     # mutation (addUsage / removeUsage) ----------------------------------------
     def add(self, node: Node, fr: FR, val: int) -> None:
+        self.version = next(_VERSIONS)
         while True:
             local_avail = self.local_available(node, fr)
             u = self.usage.setdefault(node.key, {})
@@ -285,6 +295,7 @@ class QuotaTree:
             node = node.parent
 
     def remove(self, node: Node, fr: FR, val: int) -> None:
+        self.version = next(_VERSIONS)
         while True:
             u = self.usage.setdefault(node.key, {})
             stored_in_parent = u.get(fr, 0) - node.local_quota(fr)

@@ -100,6 +100,7 @@ class WorkloadIndex:
         # What the latest update() changed, so per-cycle bookkeeping that depends on which
         # workloads are pending (QueueState.last_assignments) can look at those keys only.
         self.serial = 0  # update() calls so far
+        self.memo: dict = {}  # answers derived from the entries, tagged with (serial, instant)
         self.touched: set[WorkloadKey] = set()  # keys added or dropped by the latest update()
         self.rebuilt = True  # the latest update() started from scratch (touched is incomplete)
         # Per CQ: bumped whenever its pending list changes, so a head found by a scan can be

@@ -3,7 +3,9 @@
 - §6.2 fits(): the cycle keeps earlier preemptions removed on a copy of the tree instead of
   removing every preempted workload again for each preempting head;
 - §6.5 a preemption search is skipped when the candidates' total usage can't cover the shortfall;
-- §6.3/§6.5 the flavor assigner's preemption oracle and the nomination share one target search.
+- §6.3/§6.5 the flavor assigner's preemption oracle and the nomination share one target search;
+- §6.5 candidate lists are kept per ClusterQueue and preemptor class for the cycle, and the
+  ClusterQueues above nominal per cohort while the tree's usage is unchanged.
 
 Random cohorts and workloads (some admitted, so that heads preempt) are scheduled for several
 cycles both ways; decisions and queue state must be identical.
@@ -57,6 +59,14 @@ def _plain():
     plain_memo = lambda ctx, memo: preemption.get_targets(ctx)  # noqa: E731
     stack.enter_context(mock.patch.object(preemption, "memo_targets", plain_memo))
     stack.enter_context(mock.patch.object(cycle, "memo_targets", plain_memo))
+    stack.enter_context(mock.patch.object(preemption, "_index_memo", lambda ctx: {}))
+    walk = preemption._above_nominal_cqs
+
+    def unmemoized_walk(tree, current, frs):
+        tree.memo.clear()
+        return walk(tree, current, frs)
+
+    stack.enter_context(mock.patch.object(preemption, "_above_nominal_cqs", unmemoized_walk))
     return stack
 
 
