@@ -1,0 +1,106 @@
+"""A built-in scenario run to completion in virtual time, headless: does it finish, and at what cost.
+
+Builds the scenario's simulated cluster (`kueuetop.sim.runner.build_cluster`, no event
+recording) and runs it until nothing is scheduled any more (`run_for(..., until_idle=True)`),
+watching for instants the clock never leaves. Prints one JSON document:
+
+- wallSeconds / cpuSeconds for the run (the scenario's generation and loading excluded);
+- simulatedSeconds: when the cluster went idle;
+- workloads: total, finished, inactive (created with spec.active=false: `large` and `xl` hold
+  1 % that way, and they never run), and any other unfinished ones with their states, which a
+  completed run must not have;
+- cycles, admissions, evictions, the most evictions of one workload, the most scheduling
+  cycles spent at one simulated instant;
+- errors the cluster reported (a stuck instant, a malformed object).
+
+Exit status 0 when the run completed: idle, no errors, every active workload finished.
+
+Usage (repository root, project virtualenv):
+
+    python benchmarks/scale_completion.py large        # 20,000 workloads; ~10-20 CPU-minutes
+    python benchmarks/scale_completion.py kueue-perf-baseline
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+from kueuetop.sim.clock import SimClock
+from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
+from kueuetop.sim.scenario import load_scenario
+
+KUEUE = "kueue.x-k8s.io"
+HORIZON = 30 * 24 * 3600.0  # a bound on simulated time only; runs end when the cluster is idle
+
+
+def _true(obj: dict, type_: str) -> bool:
+    conds = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == type_ and c.get("status") == "True" for c in conds if isinstance(c, dict))
+
+
+def _state(obj: dict) -> str:
+    for t in ("Finished", "Admitted", "QuotaReserved", "Evicted"):
+        if _true(obj, t):
+            return t
+    return "Pending"
+
+
+def run(name: str) -> dict[str, Any]:
+    scenario = load_scenario(name)
+    clock = SimClock(VIRTUAL_EPOCH)
+    parts = build_cluster(scenario, clock, record_events=False)
+    cluster = parts.cluster
+    instant = [None, 0, 0]  # instant, cycles when it began, most cycles at one instant
+
+    def on_step(c: Any) -> None:
+        now, cycles = c.clock.now(), parts.kueue.cycles
+        if now != instant[0]:
+            instant[0], instant[1] = now, cycles
+        instant[2] = max(instant[2], cycles - instant[1])
+
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    cluster.run_for(HORIZON, until_idle=True, on_step=on_step)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    wls, _ = cluster.store.list(KUEUE, "workloads", copy=False)
+    inactive = [w for w in wls if (w.get("spec") or {}).get("active") is False and not _true(w, "Finished")]
+    finished = sum(1 for w in wls if _true(w, "Finished"))
+    others = Counter(_state(w) for w in wls
+                     if not _true(w, "Finished") and (w.get("spec") or {}).get("active") is not False)
+    evictions = [sum(int(e.get("count", 0)) for e in ((w.get("status") or {}).get("schedulingStats") or {})
+                     .get("evictions") or []) for w in wls]
+    idle = cluster.idle()
+    errors = list(cluster.errors) + [f"malformed {k}: {v}" for k, v in parts.kueue.broken.items()]
+    return {
+        "scenario": name,
+        "completed": idle and not errors and not others,
+        "wallSeconds": round(wall, 1),
+        "cpuSeconds": round(cpu, 1),
+        "simulatedSeconds": round(clock.now() - clock.start, 1),
+        "idle": idle,
+        "workloads": {"total": len(wls), "finished": finished, "inactive": len(inactive),
+                      "unfinishedActive": dict(others)},
+        "cycles": parts.kueue.cycles,
+        "evictions": sum(evictions),
+        "mostEvictionsOfOneWorkload": max(evictions, default=0),
+        "mostCyclesAtOneInstant": instant[2],
+        "errors": errors,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("scenario", help="a built-in scenario name or a scenario file")
+    args = ap.parse_args(argv)
+    result = run(args.scenario)
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0 if result["completed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
