@@ -445,12 +445,12 @@ def _park_equivalents(cc: CycleContext, n: Nomination, parked: dict[WorkloadKey,
     sticky = cc.state.sticky.get(n.cluster_queue) == n.workload.key  # popped out of order
     lo = bisect.bisect_left(pending, (head.key, n.workload.key) if head.key is not None and not sticky
                             else ((-shape[0],),))
-    for i in range(lo, len(pending)):
-        sk, key = pending[i]
-        if sk[0] != -shape[0]:
-            break
+    # The band ends where the next (lower) priority starts: ((-p + 1,),) sorts before all of it.
+    hi = bisect.bisect_left(pending, ((-shape[0] + 1,),), lo)
+    # Most of a long band was parked by earlier cycles: drop those in one pass first.
+    for key in [key for _, key in pending[lo:hi] if key not in parked]:
         e = entries[key]
-        if key in parked or e.parked_until > cc.now:  # only the active heap moves
+        if e.parked_until > cc.now:  # only the active heap moves
             continue
         wl = e.wl
         # Identical pod sets are usually one shared object (parse cache): test identity first.
