@@ -208,13 +208,25 @@ def _pm_to_mode(pm: int) -> str:
     return FIT if pm == PM_FIT else NO_FIT if pm == PM_NO_FIT else PREEMPT
 
 
+# (id(group), id(flavors)) → (group, flavors, keys): every head of a ClusterQueue asks again
+# with the same objects (snapshots are never changed); the objects are kept to check identity.
+_LABEL_KEYS: dict[tuple[int, int], tuple[ResourceGroup, Mapping[str, ResourceFlavor], frozenset[str]]] = {}
+
+
 def group_label_keys(group: ResourceGroup, flavors: Mapping[str, ResourceFlavor]) -> frozenset[str]:
+    hit = _LABEL_KEYS.get((id(group), id(flavors)))
+    if hit is not None and hit[0] is group and hit[1] is flavors:
+        return hit[2]
     keys: set[str] = set()
     for fq in group.flavors:
         rf = flavors.get(fq.name)
         if rf is not None:
             keys.update(rf.node_labels)
-    return frozenset(keys)
+    found = frozenset(keys)
+    if len(_LABEL_KEYS) >= 4096:
+        _LABEL_KEYS.clear()
+    _LABEL_KEYS[(id(group), id(flavors))] = (group, flavors, found)
+    return found
 
 
 def eligibility(rf: ResourceFlavor | None, name: str, ps: PodSet, label_keys: frozenset[str]) -> str:
