@@ -65,6 +65,7 @@ class Store:
         # console sets it from the visible view, so the visibility API is asked only for those.
         self.position_focus: frozenset[str] | None = None
         self._version = 0
+        self._writing = 0  # batches being applied (readers may avoid pausing the process meanwhile)
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
         self.queue_history: Series[str, QueueCounts] = Series(history_size)
         self.gpu_history: Series[GpuKey, float | None] = Series(history_size)
@@ -84,19 +85,31 @@ class Store:
         changed: dict[str, set[Any]] = {}
         now = self._clock()
         with self._lock:
-            for ev in batch:
-                try:
-                    self._apply_one(ev, now, changed)
-                except Exception:  # a bug in one event must not lose the rest of the batch
-                    _log.exception("store: could not apply %s %s from %s", ev.op, ev.kind, ev.source)
-                st = self._sources.get(ev.source)
-                at = ev.at if ev.at is not None else now
-                if st is not None and (st.last_ok is None or at > st.last_ok):
-                    self._sources[ev.source] = replace(st, last_ok=at)
-            if any(changed.values()):
-                self._version += 1
-                self._record_history(now, changed)
+            self._writing += 1
+            try:
+                self._apply_all(batch, now, changed)
+            finally:
+                self._writing -= 1
         return self._notify(changed)
+
+    @property
+    def writing(self) -> bool:
+        """A batch is being applied right now (the console holds full garbage collections back)."""
+        return self._writing > 0
+
+    def _apply_all(self, batch: Iterable[StoreEvent], now: float, changed: dict[str, set[Any]]) -> None:
+        for ev in batch:
+            try:
+                self._apply_one(ev, now, changed)
+            except Exception:  # a bug in one event must not lose the rest of the batch
+                _log.exception("store: could not apply %s %s from %s", ev.op, ev.kind, ev.source)
+            st = self._sources.get(ev.source)
+            at = ev.at if ev.at is not None else now
+            if st is not None and (st.last_ok is None or at > st.last_ok):
+                self._sources[ev.source] = replace(st, last_ok=at)
+        if any(changed.values()):
+            self._version += 1
+            self._record_history(now, changed)
 
     def _apply_one(self, ev: StoreEvent, now: float, changed: dict[str, set[Any]]) -> None:
         if ev.op is Op.POSITIONS:

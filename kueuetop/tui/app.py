@@ -57,6 +57,9 @@ for _a in KM.ACTIONS:
 # Actions that need a target kind per view (queue actions share verbs).
 _QUEUE_IDS = {("clusterqueues", a): f"clusterqueue.{v}" for a, v in (("stop", "stop"), ("drain", "drain"),
                                                                      ("resume-queue", "resume"))}
+# After a store-driven refresh, its frame is still to be drawn for about this long.
+_FRAME_AFTER_REFRESH = 0.1
+
 _QUEUE_IDS.update({("localqueues", a): f"localqueue.{v}" for a, v in (("stop", "stop"), ("drain", "drain"),
                                                                        ("resume-queue", "resume"))})
 
@@ -106,7 +109,7 @@ class KueuetopApp(App[int]):
         self._ticks = 0
         self._heap = HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES)),
                                  churn=lambda: self.bridge.changed_objects)
-        self._idle_gc = IdleCollector()
+        self._idle_gc = IdleCollector(busy=self._change_in_flight)
         self.refresh_count = 0  # redraws driven by store changes (tests and benchmarks read it)
 
     def get_driver_class(self) -> type[Any]:
@@ -143,7 +146,7 @@ class KueuetopApp(App[int]):
         self._focus_view()
         self.set_interval(2.0, self._tick)
         self._idle_gc.start()
-        self.set_interval(0.5, self._idle_gc.poll)
+        self.set_interval(0.5, self._collect_garbage)
         if self._check_rbac:
             self.run_worker(self._rbac_check, thread=True, group="rbac", exit_on_error=False)
 
@@ -199,7 +202,18 @@ class KueuetopApp(App[int]):
             tv.set_filter(filter_text)
 
     # ------------------------------------------------------------ store → UI
+    def _change_in_flight(self) -> bool:
+        """A store write is under way or not yet on screen: no full collection now."""
+        return (self.ctx.store.writing or self.bridge.pending or self._refresh_timer is not None
+                or time.monotonic() - self._last_refresh < _FRAME_AFTER_REFRESH)
+
+    def _collect_garbage(self) -> None:
+        collected = self._idle_gc.poll()
+        if not self._change_in_flight():
+            self._heap.maybe_freeze(quiet=collected or self._idle_gc.is_quiet(), collected=collected)
+
     def on_store_changed(self, _: StoreChanged) -> None:
+        self._idle_gc.activity()  # full collections wait until the changes stop too
         if self._refresh_timer is not None:
             return  # a coalesced refresh is already scheduled; it will take these kinds too
         wait = self._last_refresh + self._min_interval - time.monotonic()
@@ -248,7 +262,6 @@ class KueuetopApp(App[int]):
         if not self._live:
             return
         self._update_status()
-        self._heap.maybe_freeze()
         self._ticks += 1
         if self._ticks % 5 == 0 and len(self.screen_stack) == 1:
             self.current_view().refresh_view()

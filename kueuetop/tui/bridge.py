@@ -50,6 +50,11 @@ class StoreBridge:
             self._posted = True
         self._post(StoreChanged())  # Textual's post_message is thread-safe
 
+    @property
+    def pending(self) -> bool:
+        """Changes were announced and the UI has not taken them yet."""
+        return self._posted
+
     def take(self) -> frozenset[str]:
         """The kinds changed since the last take; re-arms posting."""
         with self._lock:
