@@ -364,3 +364,49 @@ def test_one_priority_per_column() -> None:
 
     with pytest.raises(ValueError, match="one priority per column"):
         VirtualTable(("A", "B"), {}.get, priorities=(0,))
+
+
+def _styled_chars(segments: Any) -> list[tuple[str, Any]]:
+    """Each cell of a line with its style (segments cut differently compare equal)."""
+    from rich.style import Style
+
+    return [(ch, seg.style or Style.null()) for seg in segments for ch in seg.text]
+
+
+def test_rows_drawn_as_segments_look_as_rich_would_draw_them() -> None:
+    """Plain, styled, wide, cut and spanned cells, with and without marks: the same characters
+    in the same styles as assembling the line as one Text and rendering it."""
+    from rich.style import Style
+
+    from kueuetop.tui.virtual_table import PAD
+
+    spanned = Text("ab")
+    spanned.stylize("bold", 0, 1)
+    cells: Cells = {
+        "a": (cell("plain"), cell("Pending", "red"), cell("数据中心"), cell("x" * 60, "bold #ff0000"), spanned),
+        "b": (cell(""), cell("Admitted", "green on black"), cell("-"), cell("y"), Text("z")),
+    }
+    for marks in (None, {"a"}):
+        app = TableApp({}, marks=marks)
+
+        async def body(pilot: Pilot[Any], marks: set[str] | None = marks, app: TableApp = app) -> None:
+            t = app.table
+            t.columns = ("A", "B", "C", "D", "E")
+            t.priorities = (0,) * 5
+            t._shown = list(range(5))
+            t._widths = [6, 8, 8, 20, 3]
+            t._cells_of = cells.get
+            for rid in cells:
+                marked = marks is not None and rid in marks
+                line = Text(no_wrap=True, end="")
+                if marks is not None:
+                    line.append(" " * PAD + ("*" if marked else " ") + " " * PAD, Style(bold=True))
+                for c, w in zip(cells[rid], t._widths, strict=True):
+                    cut = fit(c, w, t.ellipsis)
+                    line.append(" " * PAD)
+                    line.append_text(cut)
+                    line.append(" " * (w - cut.cell_len + PAD))
+                want = _styled_chars(line.render(app.console))
+                assert _styled_chars(t._row_segments(rid, marked)) == want, (rid, marks)
+
+        run(app, body)
