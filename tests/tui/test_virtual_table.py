@@ -410,3 +410,43 @@ def test_rows_drawn_as_segments_look_as_rich_would_draw_them() -> None:
                 assert _styled_chars(t._row_segments(rid, marked)) == want, (rid, marks)
 
         run(app, body)
+
+
+def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() -> None:
+    """More changed rows than a refresh builds at once: the rows on screen are rebuilt for the
+    next frame, the others right after it; then every row, the order and the filter are as a
+    full recompute says, and the cursor kept its row."""
+    from kueuetop.tui.views.base import _LATER_OVER
+
+    rnd = random.Random(3)
+    Things.data.clear()
+    Things.data.update({f"b{i:04d}": rnd.randrange(50) for i in range(2000)})
+    ctx = ViewContext(Store(), load_themes().themes["dark"], ASCII)
+    app = ViewApp(ctx)
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Things)
+        v.refresh_view()
+        v.sort_by("size")
+        v.set_filter("b1")
+        v.table.move_cursor(3)
+        await pilot.pause()
+        cursor = v.cursor_id()
+        changed = rnd.sample(sorted(Things.data), _LATER_OVER * 3)
+        for name in changed:
+            Things.data[name] = rnd.randrange(50)
+        Things.built.clear()
+        top = int(v.table.scroll_y)
+        shown = {v._rows[rid].key for rid in v._order[top:top + v.table.size.height]}
+        v._on_store_changes(Changes({"things": frozenset(changed)}))
+        v.refresh_view()
+        assert len(Things.built) <= v.table.size.height + 1  # only what is on screen, so far
+        assert all(v._rows[str(k)].sort["size"] == Things.data[str(k)] for k in shown)
+        assert v._later
+        await pilot.pause()
+        await pilot.pause()
+        assert set(changed) <= set(Things.built) and not v._later
+        assert names(v) == _expected(Things.data, "size", False, "b1")
+        assert v.cursor_id() == cursor
+
+    run(app, body, size=(60, 20))

@@ -39,6 +39,8 @@ _MAX_DIRTY = 50_000
 # Orders are computed ahead this long after a refresh left some missing (not on every refresh of
 # a busy cluster: each costs a sort of every row, off the UI thread but not off the interpreter).
 _AHEAD_DELAY = 0.5
+# More changed rows than this in one refresh: those on screen first, the rest after the frame.
+_LATER_OVER = 200
 # Filter results kept for the last few filter texts: backspace, or typing a filter again, finds
 # them instead of testing every row.
 _FILTER_MEMO = 8
@@ -118,6 +120,7 @@ class TableView(View):
         self._memo: dict[str, dict[str, bool]] = {}  # earlier filter texts → their `_passes`
         self._sorts = SortCache()  # orders by sort name, following row changes
         self._ahead_timer: Timer | None = None
+        self._later: set[Hashable] = set()  # changed keys whose rows are built after the next frame
         self._ahead_running = False
         self.total = 0
         self._lock = threading.Lock()
@@ -193,21 +196,42 @@ class TableView(View):
         self.after_refresh()
 
     def _update_rows(self) -> tuple[set[str] | None, bool]:
-        """Bring `_rows` up to date; (ids whose rows changed or None for all, whether to re-sort)."""
+        """Bring `_rows` up to date; (ids whose rows changed or None for all, whether to re-sort).
+
+        Many changed rows: those on screen now, the others right after the frame that shows
+        them (`_catch_up`), so a burst of changes reaches the screen at the cost of a screenful."""
         full, dirty = self._take_dirty()
         keys = None if full else self.row_keys_for(dirty) if dirty else set()
         if keys is not None:
+            keys |= self._later
+            self._later = set()
             try:
+                on_screen = self._keys_on_screen()
+                if len(keys) > _LATER_OVER:
+                    self._later = keys - on_screen
+                    keys = keys & on_screen
+                    self.call_after_refresh(self._catch_up)
                 changed, resort = self._rebuild(keys, check_sort=True)
-                visible, _ = self._rebuild(self._keys_on_screen() - keys, check_sort=False)
+                visible, _ = self._rebuild(on_screen - keys, check_sort=False)
                 return changed | visible, resort
             except NotImplementedError:
                 pass
+        self._later = set()
         self._rows = {row_id(r.key): r for r in self.build_rows()}
         self._passes = {}
         self._memo.clear()
         self._sorts.invalidate()
         return None, True
+
+    def _catch_up(self) -> None:
+        """The changed rows left for after the frame (unless a refresh took them meanwhile)."""
+        if not self._later or not self.is_mounted:
+            return
+        keys, self._later = self._later, set()
+        changed, resort = self._rebuild(keys, check_sort=True)
+        if changed or resort:
+            self._show(changed, resort)
+            self.after_refresh()
 
     def _rebuild(self, keys: set[Hashable], check_sort: bool) -> tuple[set[str], bool]:
         """Build these rows again; (ids whose rows changed, whether some order moved).
