@@ -2,7 +2,8 @@
 
 Layout (no header, to give rows the space): the current view, the `:` command and `/` filter
 inputs (hidden until used), the status bar, the footer. Store changes reach the UI through
-`StoreBridge` (≤ `max_refresh_rate` redraws a second, visible view only); a slow 2 s tick
+`StoreBridge` (≤ `max_refresh_rate` redraws a second on average, two at once after a pause,
+visible view only); a slow 2 s tick
 keeps the data ages in the status bar honest.
 """
 
@@ -57,6 +58,8 @@ for _a in KM.ACTIONS:
 # Actions that need a target kind per view (queue actions share verbs).
 _QUEUE_IDS = {("clusterqueues", a): f"clusterqueue.{v}" for a, v in (("stop", "stop"), ("drain", "drain"),
                                                                      ("resume-queue", "resume"))}
+# Store-driven refreshes that may follow each other at once (then `max_refresh_rate` a second).
+_REFRESH_BURST = 2
 # After a store-driven refresh, its frame is still to be drawn for about this long.
 _FRAME_AFTER_REFRESH = 0.1
 
@@ -102,6 +105,7 @@ class KueuetopApp(App[int]):
         self._check_rbac = check_rbac and api is not None and not read_only
         self._min_interval = 1.0 / max_refresh_rate
         self._last_refresh = 0.0
+        self._tokens, self._tokens_at = float(_REFRESH_BURST), time.monotonic()
         self._refresh_timer: Timer | None = None
         self._initial_view = initial_view
         self._last_action = ""
@@ -212,18 +216,29 @@ class KueuetopApp(App[int]):
         if not self._change_in_flight():
             self._heap.maybe_freeze(quiet=collected or self._idle_gc.is_quiet(), collected=collected)
 
+    def _refill(self) -> float:
+        """Refresh tokens now: `max_refresh_rate` a second, at most `_REFRESH_BURST` saved up."""
+        now = time.monotonic()
+        self._tokens = min(_REFRESH_BURST, self._tokens + (now - self._tokens_at) / self._min_interval)
+        self._tokens_at = now
+        return self._tokens
+
     def on_store_changed(self, _: StoreChanged) -> None:
         self._idle_gc.activity()  # full collections wait until the changes stop too
         if self._refresh_timer is not None:
             return  # a coalesced refresh is already scheduled; it will take these kinds too
-        wait = self._last_refresh + self._min_interval - time.monotonic()
-        if wait > 0:
-            self._refresh_timer = self.set_timer(wait, self._coalesced_refresh)
+        # A token bucket rather than a fixed gap: a change right after an unrelated small one
+        # (a queue-position poll) is shown at once; a steady stream still gets the rate.
+        tokens = self._refill()
+        if tokens < 1:
+            self._refresh_timer = self.set_timer((1 - tokens) * self._min_interval, self._coalesced_refresh)
         else:
             self._coalesced_refresh()
 
     def _coalesced_refresh(self) -> None:
         self._refresh_timer = None
+        self._refill()
+        self._tokens -= 1
         self._last_refresh = time.monotonic()
         kinds = self.bridge.take()
         if kinds:
