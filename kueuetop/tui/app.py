@@ -58,6 +58,8 @@ for _a in KM.ACTIONS:
 # Actions that need a target kind per view (queue actions share verbs).
 _QUEUE_IDS = {("clusterqueues", a): f"clusterqueue.{v}" for a, v in (("stop", "stop"), ("drain", "drain"),
                                                                      ("resume-queue", "resume"))}
+# Store kinds the status bar shows (and views that list them in KINDS).
+_STATUS_ONLY = frozenset({K.SOURCES})
 # Store-driven refreshes that may follow each other at once (then `max_refresh_rate` a second).
 _REFRESH_BURST = 2
 # After a store-driven refresh, its frame is still to be drawn for about this long.
@@ -227,6 +229,12 @@ class KueuetopApp(App[int]):
         self._idle_gc.activity()  # full collections wait until the changes stop too
         if self._refresh_timer is not None:
             return  # a coalesced refresh is already scheduled; it will take these kinds too
+        if self._live and self.bridge.take_if(_STATUS_ONLY - self.current_view().KINDS) is not None:
+            # A source's state or freshness (each poll stamps it): the status bar only, at once,
+            # without using up a refresh a change to the view may need next (hidden views catch
+            # up when shown: switching refreshes them).
+            self._update_status()
+            return
         # A token bucket rather than a fixed gap: a change right after an unrelated small one
         # (a queue-position poll) is shown at once; a steady stream still gets the rate.
         tokens = self._refill()
