@@ -60,7 +60,7 @@ class Store:
         self._gone_nodes: dict[str, None] = {}
         self._sources: dict[str, SourceStatus] = {}
         self._synced: set[str] = set()  # sources whose first full list has been applied
-        self._subscribers: list[Subscriber] = []
+        self._subscribers: list[tuple[int, Subscriber]] = []  # (stage, callback) in call order
         # ClusterQueues whose queue positions someone is looking at (None: all of them). The
         # console sets it from the visible view, so the visibility API is asked only for those.
         self.position_focus: frozenset[str] | None = None
@@ -299,15 +299,25 @@ class Store:
     def set_position_focus(self, cluster_queues: set[str] | frozenset[str] | None) -> None:
         self.position_focus = None if cluster_queues is None else frozenset(cluster_queues)
 
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Call `callback(changes)` after every batch that changed something; returns unsubscribe."""
+    def subscribe(self, callback: Subscriber, *, stage: int = 0) -> Callable[[], None]:
+        """Call `callback(changes)` after every batch that changed something; returns unsubscribe.
+
+        Subscribers of a lower `stage` are called first (in subscription order within a stage):
+        a view records which rows changed (stage -1) before the console is told to redraw (0),
+        and bookkeeping nobody waits for comes after (1)."""
+        entry = (stage, callback)
         with self._lock:
-            self._subscribers.append(callback)
+            at = len(self._subscribers)
+            while at and self._subscribers[at - 1][0] > stage:
+                at -= 1
+            self._subscribers.insert(at, entry)
 
         def unsubscribe() -> None:
             with self._lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
+                for i, e in enumerate(self._subscribers):
+                    if e is entry:
+                        del self._subscribers[i]
+                        break
         return unsubscribe
 
     def _notify(self, changed: Mapping[str, set[Any]]) -> Changes:
@@ -315,7 +325,7 @@ class Store:
         if not changes:
             return changes
         with self._lock:
-            subs = list(self._subscribers)
+            subs = [cb for _, cb in self._subscribers]
         for cb in subs:
             try:
                 cb(changes)

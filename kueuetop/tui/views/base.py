@@ -190,7 +190,8 @@ class TableView(View):
         if not self.is_mounted:
             return
         if self._unsubscribe is None:  # subscribe before the first full build: nothing is missed
-            self._unsubscribe = self.ctx.store.subscribe(self._on_store_changes)
+            # Before the console's bridge: when it asks for a redraw, the changed keys are here.
+            self._unsubscribe = self.ctx.store.subscribe(self._on_store_changes, stage=-1)
         changed, resort = self._update_rows()
         self._show(changed, resort)
         self.after_refresh()
@@ -402,6 +403,9 @@ class TableView(View):
 
     def set_filter(self, text: str) -> None:
         old = self.filter
+        if text == old.text:  # the prompt opening with the filter as it is: nothing to test or re-fit
+            self._reshow()
+            return
         self.filter = parse_filter(text)
         if old.predicates and old.text != text:
             self._memo.pop(old.text, None)
