@@ -116,7 +116,6 @@ class KueuetopApp(App[int]):
         self._heap = HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES)),
                                  churn=lambda: self.bridge.changed_objects)
         self._idle_gc = IdleCollector(busy=self._change_in_flight)
-        self.last_key_at = 0.0  # time.monotonic() of the last key press
         self.refresh_count = 0  # redraws driven by store changes (tests and benchmarks read it)
 
     def get_driver_class(self) -> type[Any]:
@@ -163,7 +162,6 @@ class KueuetopApp(App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
-            self.last_key_at = time.monotonic()  # views defer background work while keys come
             self._idle_gc.activity()  # full collections wait until the keys stop
         await super().on_event(event)
 

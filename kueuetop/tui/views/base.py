@@ -13,7 +13,6 @@ changed rows only. The rows on screen are rebuilt on every refresh, so their age
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -310,11 +309,6 @@ class TableView(View):
         self._ahead_timer = None
         wanted = self._sorts.missing(self.SORT_KEYS)
         if not wanted or not self._rows or self._ahead_running or not self.is_mounted:
-            return
-        if time.monotonic() - getattr(self.app, "last_key_at", 0.0) < _AHEAD_DELAY:
-            # Someone is typing: a sort on the worker would still hold the interpreter for a few
-            # milliseconds at a time, in the middle of their keys. Later.
-            self._ahead_timer = self.set_timer(_AHEAD_DELAY, self._start_ahead)
             return
         self._ahead_running = True
         rows, generation = dict(self._rows), self._sorts.generation  # rows are immutable: a copy of the dict will do
