@@ -5,9 +5,11 @@ order, and the ids that pass the filter; the `VirtualTable` draws only the rows 
 
 Work per refresh follows what changed, not the table's size: the view subscribes to the store
 and collects the keys that changed; views that can build one row (`build_row` and
-`row_keys_for`) rebuild only those rows, others rebuild all (small tables). Rows are re-sorted
-only when the sort, the set of rows or a changed row's sort value moves; the filter runs over
-changed rows only. The rows on screen are rebuilt on every refresh, so their ages move.
+`row_keys_for`) rebuild only those rows, others rebuild all (small tables). Kept sort orders
+follow changed rows by bisection (`SortCache.moved`) rather than a re-sort, and the orders of
+the sort keys are computed ahead on a worker; the filter runs over changed rows only, and
+earlier filter texts keep their results. The rows on screen are rebuilt on every refresh, so
+their ages move; a burst of changes reaches them first, the other rows right after that frame.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ class TableView(View):
         def __init__(self, generation: int, orders: dict[tuple[str, bool], list[str]]) -> None:
             super().__init__()
             self.generation, self.orders = generation, orders
+
     DEFAULT_CSS = """
     TableView > VirtualTable { height: 1fr; }
     """
