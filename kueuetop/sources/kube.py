@@ -165,7 +165,8 @@ class VisibilityPoller:
         self._dirty: set[str] = set()
         self._order_sig: dict[tuple[str, str], tuple[str | None, bool, int]] = {}
         self._dirty_lock = threading.Lock()
-        self._unsubscribe = store.subscribe(self._on_changes)
+        # After the console is told of a change: this only marks queues to poll next cycle.
+        self._unsubscribe = store.subscribe(self._on_changes, stage=1)
         self._thread = threading.Thread(target=self._run, name="kueuetop-visibility", daemon=True)
 
     def start(self) -> VisibilityPoller:

@@ -60,11 +60,12 @@ class Store:
         self._gone_nodes: dict[str, None] = {}
         self._sources: dict[str, SourceStatus] = {}
         self._synced: set[str] = set()  # sources whose first full list has been applied
-        self._subscribers: list[Subscriber] = []
+        self._subscribers: list[tuple[int, Subscriber]] = []  # (stage, callback) in call order
         # ClusterQueues whose queue positions someone is looking at (None: all of them). The
         # console sets it from the visible view, so the visibility API is asked only for those.
         self.position_focus: frozenset[str] | None = None
         self._version = 0
+        self._writing = 0  # batches being applied (readers may avoid pausing the process meanwhile)
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
         self.queue_history: Series[str, QueueCounts] = Series(history_size)
         self.gpu_history: Series[GpuKey, float | None] = Series(history_size)
@@ -84,19 +85,31 @@ class Store:
         changed: dict[str, set[Any]] = {}
         now = self._clock()
         with self._lock:
-            for ev in batch:
-                try:
-                    self._apply_one(ev, now, changed)
-                except Exception:  # a bug in one event must not lose the rest of the batch
-                    _log.exception("store: could not apply %s %s from %s", ev.op, ev.kind, ev.source)
-                st = self._sources.get(ev.source)
-                at = ev.at if ev.at is not None else now
-                if st is not None and (st.last_ok is None or at > st.last_ok):
-                    self._sources[ev.source] = replace(st, last_ok=at)
-            if any(changed.values()):
-                self._version += 1
-                self._record_history(now, changed)
+            self._writing += 1
+            try:
+                self._apply_all(batch, now, changed)
+            finally:
+                self._writing -= 1
         return self._notify(changed)
+
+    @property
+    def writing(self) -> bool:
+        """A batch is being applied right now (the console holds full garbage collections back)."""
+        return self._writing > 0
+
+    def _apply_all(self, batch: Iterable[StoreEvent], now: float, changed: dict[str, set[Any]]) -> None:
+        for ev in batch:
+            try:
+                self._apply_one(ev, now, changed)
+            except Exception:  # a bug in one event must not lose the rest of the batch
+                _log.exception("store: could not apply %s %s from %s", ev.op, ev.kind, ev.source)
+            st = self._sources.get(ev.source)
+            at = ev.at if ev.at is not None else now
+            if st is not None and (st.last_ok is None or at > st.last_ok):
+                self._sources[ev.source] = replace(st, last_ok=at)
+        if any(changed.values()):
+            self._version += 1
+            self._record_history(now, changed)
 
     def _apply_one(self, ev: StoreEvent, now: float, changed: dict[str, set[Any]]) -> None:
         if ev.op is Op.POSITIONS:
@@ -286,15 +299,25 @@ class Store:
     def set_position_focus(self, cluster_queues: set[str] | frozenset[str] | None) -> None:
         self.position_focus = None if cluster_queues is None else frozenset(cluster_queues)
 
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """Call `callback(changes)` after every batch that changed something; returns unsubscribe."""
+    def subscribe(self, callback: Subscriber, *, stage: int = 0) -> Callable[[], None]:
+        """Call `callback(changes)` after every batch that changed something; returns unsubscribe.
+
+        Subscribers of a lower `stage` are called first (in subscription order within a stage):
+        a view records which rows changed (stage -1) before the console is told to redraw (0),
+        and bookkeeping nobody waits for comes after (1)."""
+        entry = (stage, callback)
         with self._lock:
-            self._subscribers.append(callback)
+            at = len(self._subscribers)
+            while at and self._subscribers[at - 1][0] > stage:
+                at -= 1
+            self._subscribers.insert(at, entry)
 
         def unsubscribe() -> None:
             with self._lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
+                for i, e in enumerate(self._subscribers):
+                    if e is entry:
+                        del self._subscribers[i]
+                        break
         return unsubscribe
 
     def _notify(self, changed: Mapping[str, set[Any]]) -> Changes:
@@ -302,7 +325,7 @@ class Store:
         if not changes:
             return changes
         with self._lock:
-            subs = list(self._subscribers)
+            subs = [cb for _, cb in self._subscribers]
         for cb in subs:
             try:
                 cb(changes)

@@ -2,7 +2,8 @@
 
 Layout (no header, to give rows the space): the current view, the `:` command and `/` filter
 inputs (hidden until used), the status bar, the footer. Store changes reach the UI through
-`StoreBridge` (≤ `max_refresh_rate` redraws a second, visible view only); a slow 2 s tick
+`StoreBridge` (≤ `max_refresh_rate` redraws a second on average, two at once after a pause,
+visible view only); a slow 2 s tick
 keeps the data ages in the status bar honest.
 """
 
@@ -57,6 +58,13 @@ for _a in KM.ACTIONS:
 # Actions that need a target kind per view (queue actions share verbs).
 _QUEUE_IDS = {("clusterqueues", a): f"clusterqueue.{v}" for a, v in (("stop", "stop"), ("drain", "drain"),
                                                                      ("resume-queue", "resume"))}
+# Store kinds the status bar shows (and views that list them in KINDS).
+_STATUS_ONLY = frozenset({K.SOURCES})
+# Store-driven refreshes that may follow each other at once (then `max_refresh_rate` a second).
+_REFRESH_BURST = 2
+# After a store-driven refresh, its frame is still to be drawn for about this long.
+_FRAME_AFTER_REFRESH = 0.1
+
 _QUEUE_IDS.update({("localqueues", a): f"localqueue.{v}" for a, v in (("stop", "stop"), ("drain", "drain"),
                                                                        ("resume-queue", "resume"))})
 
@@ -99,6 +107,7 @@ class KueuetopApp(App[int]):
         self._check_rbac = check_rbac and api is not None and not read_only
         self._min_interval = 1.0 / max_refresh_rate
         self._last_refresh = 0.0
+        self._tokens, self._tokens_at = float(_REFRESH_BURST), time.monotonic()
         self._refresh_timer: Timer | None = None
         self._initial_view = initial_view
         self._last_action = ""
@@ -106,7 +115,7 @@ class KueuetopApp(App[int]):
         self._ticks = 0
         self._heap = HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES)),
                                  churn=lambda: self.bridge.changed_objects)
-        self._idle_gc = IdleCollector()
+        self._idle_gc = IdleCollector(busy=self._change_in_flight)
         self.refresh_count = 0  # redraws driven by store changes (tests and benchmarks read it)
 
     def get_driver_class(self) -> type[Any]:
@@ -143,7 +152,7 @@ class KueuetopApp(App[int]):
         self._focus_view()
         self.set_interval(2.0, self._tick)
         self._idle_gc.start()
-        self.set_interval(0.5, self._idle_gc.poll)
+        self.set_interval(0.5, self._collect_garbage)
         if self._check_rbac:
             self.run_worker(self._rbac_check, thread=True, group="rbac", exit_on_error=False)
 
@@ -199,17 +208,45 @@ class KueuetopApp(App[int]):
             tv.set_filter(filter_text)
 
     # ------------------------------------------------------------ store → UI
+    def _change_in_flight(self) -> bool:
+        """A store write is under way or not yet on screen: no full collection now."""
+        return (self.ctx.store.writing or self.bridge.pending or self._refresh_timer is not None
+                or time.monotonic() - self._last_refresh < _FRAME_AFTER_REFRESH)
+
+    def _collect_garbage(self) -> None:
+        collected = self._idle_gc.poll()
+        if not self._change_in_flight():
+            self._heap.maybe_freeze(quiet=collected or self._idle_gc.is_quiet(), collected=collected)
+
+    def _refill(self) -> float:
+        """Refresh tokens now: `max_refresh_rate` a second, at most `_REFRESH_BURST` saved up."""
+        now = time.monotonic()
+        self._tokens = min(_REFRESH_BURST, self._tokens + (now - self._tokens_at) / self._min_interval)
+        self._tokens_at = now
+        return self._tokens
+
     def on_store_changed(self, _: StoreChanged) -> None:
+        self._idle_gc.activity()  # full collections wait until the changes stop too
         if self._refresh_timer is not None:
             return  # a coalesced refresh is already scheduled; it will take these kinds too
-        wait = self._last_refresh + self._min_interval - time.monotonic()
-        if wait > 0:
-            self._refresh_timer = self.set_timer(wait, self._coalesced_refresh)
+        if self._live and self.bridge.take_if(_STATUS_ONLY - self.current_view().KINDS) is not None:
+            # A source's state or freshness (each poll stamps it): the status bar only, at once,
+            # without using up a refresh a change to the view may need next (hidden views catch
+            # up when shown: switching refreshes them).
+            self._update_status()
+            return
+        # A token bucket rather than a fixed gap: a change right after an unrelated small one
+        # (a queue-position poll) is shown at once; a steady stream still gets the rate.
+        tokens = self._refill()
+        if tokens < 1:
+            self._refresh_timer = self.set_timer((1 - tokens) * self._min_interval, self._coalesced_refresh)
         else:
             self._coalesced_refresh()
 
     def _coalesced_refresh(self) -> None:
         self._refresh_timer = None
+        self._refill()
+        self._tokens -= 1
         self._last_refresh = time.monotonic()
         kinds = self.bridge.take()
         if kinds:
@@ -248,7 +285,6 @@ class KueuetopApp(App[int]):
         if not self._live:
             return
         self._update_status()
-        self._heap.maybe_freeze()
         self._ticks += 1
         if self._ticks % 5 == 0 and len(self.screen_stack) == 1:
             self.current_view().refresh_view()

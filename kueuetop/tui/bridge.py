@@ -50,6 +50,19 @@ class StoreBridge:
             self._posted = True
         self._post(StoreChanged())  # Textual's post_message is thread-safe
 
+    @property
+    def pending(self) -> bool:
+        """Changes were announced and the UI has not taken them yet."""
+        return self._posted
+
+    def take_if(self, only: frozenset[str]) -> frozenset[str] | None:
+        """`take`, but only when every kind changed since is one of `only` (else None)."""
+        with self._lock:
+            if not self._pending or not self._pending <= only:
+                return None
+            kinds, self._pending, self._posted = frozenset(self._pending), set(), False
+        return kinds
+
     def take(self) -> frozenset[str]:
         """The kinds changed since the last take; re-arms posting."""
         with self._lock:

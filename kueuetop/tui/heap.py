@@ -35,9 +35,13 @@ class HeapFreezer:
         self.frozen_at = 0  # store size at the last freeze
         self.churn_at = 0  # churn total at the last freeze
 
-    def maybe_freeze(self) -> bool:
+    def maybe_freeze(self, *, quiet: bool = True, collected: bool = False) -> bool:
         """Freeze when the store is big and has grown, or had a quarter of it replaced, since the
-        last freeze; True if it did."""
+        last freeze; True if it did.
+
+        `quiet`: nobody is typing and no change is on its way to the screen, so a full
+        collection may run now (a store that only had objects replaced waits for such a moment);
+        `collected`: a full collection just ran, so none is needed first."""
         n, churn = self._count(), self._churn()
         if n < MIN_OBJECTS:
             return False
@@ -45,9 +49,13 @@ class HeapFreezer:
         replaced = self.frozen_at and churn - self.churn_at >= self.frozen_at * CHURN
         if not (grown or replaced):
             return False
+        full = bool(replaced and not grown)
+        if full and not (quiet or collected):
+            return False
         # Garbage out first, so it is not frozen with the store: young garbage only at the first
         # freeze; a full collection (of what is not frozen yet) when objects were replaced.
-        self._collect(2 if replaced and not grown else 1)
+        if not (full and collected):
+            self._collect(2 if full else 1)
         self._freeze()
         self.frozen_at, self.churn_at = n, churn
         return True
@@ -65,14 +73,20 @@ class IdleCollector:
     own full collections are switched off; `poll` (from the console's timer) runs one once as
     many younger collections have passed as Python would have waited for, when no key came for
     `quiet` seconds — or after `longest` seconds whatever, so memory stays bounded.
+
+    Store changes count as activity too (a change shown late is as bad as a key answered late),
+    and `busy` (a change on its way to the screen) holds every collection back, overdue or not:
+    a full collection never lands between a store write and the frame that shows it.
     """
 
     def __init__(self, *, quiet: float = 1.0, longest: float = 30.0, clock: Callable[[], float] | None = None,
                  collect: Callable[[int], object] = gc.collect,
-                 get_count: Callable[[], tuple[int, int, int]] = gc.get_count) -> None:
+                 get_count: Callable[[], tuple[int, int, int]] = gc.get_count,
+                 busy: Callable[[], bool] = lambda: False) -> None:
         self.quiet, self.longest = quiet, longest
         self._clock = clock or time.monotonic
         self._collect, self._get_count = collect, get_count
+        self._busy = busy
         self._saved: tuple[int, ...] | None = None
         self._active_at = self._collected_at = self._clock()
         self.collections = 0
@@ -94,9 +108,13 @@ class IdleCollector:
     def activity(self) -> None:
         self._active_at = self._clock()
 
+    def is_quiet(self) -> bool:
+        """No key or change for `quiet` seconds, and nothing on its way to the screen."""
+        return self._clock() - self._active_at >= self.quiet and not self._busy()
+
     def poll(self) -> bool:
-        """Collect now if due and quiet (or overdue); True if it did."""
-        if self._get_count()[2] < self.due_after:
+        """Collect now if due and quiet (or overdue), never while busy; True if it did."""
+        if self._get_count()[2] < self.due_after or self._busy():
             return False
         now = self._clock()
         if now - self._active_at < self.quiet and now - self._collected_at < self.longest:

@@ -34,16 +34,38 @@ class Row:
         return self._text  # type: ignore[return-value]
 
 
+# Cells by (type, value, style): most cells repeat (namespaces, queues, states, reasons, ages), and
+# a rebuilt row keeps most of its values, so building a row mostly looks cells up instead of
+# cleaning strings and making Text objects; the rows of a big table also share them (memory, and
+# fewer objects for the garbage collector to walk). Cells are therefore shared: never mutate one
+# (`VirtualTable.fit` copies before cutting). Bounded: when full it starts over.
+_CELLS: dict[tuple[type, object, object], Text] = {}
+CELL_CACHE_MAX = 200_000
+
+
 def cell(value: object, style: str = "") -> Text:
-    """A table cell from untrusted data: cleaned, plain (no markup), one line."""
+    """A table cell from untrusted data: cleaned, plain (no markup), one line (shared: read only)."""
     if value is None:
         value = "?"
+    key = (value.__class__, value, style)
+    try:
+        found = _CELLS.get(key)
+    except TypeError:  # an unhashable value: not cached
+        return _make_cell(value, style)
+    if found is None:
+        if len(_CELLS) >= CELL_CACHE_MAX:
+            _CELLS.clear()
+        found = _CELLS[key] = _make_cell(value, style)
+    return found
+
+
+def _make_cell(value: object, style: str) -> Text:
     return Text(clean(value, 512).replace("\n", " "), style=style, no_wrap=True, overflow="ellipsis")
 
 
 def same(a: tuple[Text, ...], b: tuple[Text, ...]) -> bool:
     """Cells equal as drawn (Text.__eq__ ignores the base style)."""
-    return len(a) == len(b) and all(x.plain == y.plain and x.style == y.style and x.spans == y.spans
+    return len(a) == len(b) and all(x is y or (x.plain == y.plain and x.style == y.style and x.spans == y.spans)
                                     for x, y in zip(a, b, strict=True))
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from typing import ClassVar
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -35,6 +36,8 @@ CellsOf = Callable[[str], Sequence[Text] | None]
 PAD = 1  # spaces either side of a cell, as DataTable's default cell_padding
 MARK_WIDTH = 1
 STRIP_CACHE = 2000  # rows kept drawn; a few screens' worth, bounded whatever the table's size
+_NULL = Style.null()
+_BOLD = Style(bold=True)
 
 
 def fit(cell: Text, width: int, ellipsis: str) -> Text:
@@ -140,6 +143,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._order: list[str] = []
         self._widths = [len(c) for c in self.columns]
         self._strips: dict[str, tuple[bool, Strip]] = {}  # row id → (marked, line as drawn)
+        self._styles: dict[str, Style] = {}  # cell style string → parsed
         self.cursor_row = 0
         self.cursor_column = 0
         self._highlighted: str | None = None
@@ -424,20 +428,59 @@ class VirtualTable(ScrollView, can_focus=True):
         cached = self._strips.get(rid)
         if cached is not None and cached[0] == marked:
             return cached[1]
-        line = Text(no_wrap=True, end="")
+        strip = Strip(self._row_segments(rid, marked))
+        if len(self._strips) > STRIP_CACHE:  # scrolled through a long table: start over
+            self._strips.clear()
+        self._strips[rid] = (marked, strip)
+        return strip
+
+    def _row_segments(self, rid: str, marked: bool) -> list[Segment]:
+        """A row as segments: padding runs unstyled, each cell in its own style.
+
+        Built directly rather than by assembling a Text and rendering it (rich's span pass):
+        a screenful of new rows (a sort, a filter, a page) is most of a key's frame otherwise.
+        Cells with spans of their own still go through rich."""
+        out: list[Segment] = []
+        pad = ""  # unstyled text waiting to be emitted (padding, unstyled cells)
         if self.marks is not None:
-            line.append(" " * PAD + ("*" if marked else " ") + " " * PAD, Style(bold=True))
+            out.append(Segment(" " * PAD + ("*" if marked else " ") + " " * PAD, _BOLD))
         cells = self._cells_of(rid) or ()
         for i in self._shown:
             if i >= len(cells):
                 break
             c, w = cells[i], self._widths[i]
             cell = fit(c, w, self.ellipsis)
-            line.append(" " * PAD)
-            line.append_text(cell)
-            line.append(" " * (w - cell.cell_len + PAD))
-        strip = Strip(list(line.render(self.app.console)))
-        if len(self._strips) > STRIP_CACHE:  # scrolled through a long table: start over
-            self._strips.clear()
-        self._strips[rid] = (marked, strip)
-        return strip
+            pad += " " * PAD
+            if cell.spans:
+                line = Text(no_wrap=True, end="")
+                line.append_text(cell)
+                for seg in line.render(self.app.console):
+                    if seg.style:
+                        if pad:
+                            out.append(Segment(pad, _NULL))
+                        out.append(seg)
+                        pad = ""
+                    else:  # unstyled runs join the padding, as in one rendered line
+                        pad += seg.text
+            else:
+                style = self._style_of(cell.style)
+                if style is _NULL or not cell.plain:
+                    pad += cell.plain
+                else:
+                    if pad:
+                        out.append(Segment(pad, _NULL))
+                    out.append(Segment(cell.plain, style))
+                    pad = ""
+            pad += " " * (w - cell.cell_len + PAD)
+        if pad:
+            out.append(Segment(pad, _NULL))
+        return out
+
+    def _style_of(self, style: str | Style) -> Style:
+        if isinstance(style, Style):
+            return style or _NULL
+        found = self._styles.get(style)
+        if found is None:
+            found = self._styles[style] = (self.app.console.get_style(style, default=_NULL) or _NULL) \
+                if style else _NULL
+        return found

@@ -28,7 +28,7 @@ class QueueStore:
     def get(self, kind, key):
         return (self.workloads if kind == K.WORKLOADS else self.local_queues).get(key)
 
-    def subscribe(self, cb):
+    def subscribe(self, cb, stage=0):
         self.cb = cb
         return lambda: None
 

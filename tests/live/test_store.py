@@ -156,3 +156,22 @@ def test_gpu_fleet_history_by_model_and_utilization_bucket() -> None:
     # A node whose GPUs are gone: its model drops to 0 rather than ending mid-air.
     store.put_gpu_samples([GpuSample("n2", "9", model="H100", util=1.0)], at=110.0, source="prom")
     assert store.gpu_model_history.get("A100")[-1] == (110.0, 0)
+
+
+def test_subscribers_are_called_by_stage_then_in_order() -> None:
+    """A view records its changed keys (stage -1) before the console is told to redraw (0), and
+    bookkeeping (1) comes last, whatever order they subscribed in."""
+
+    store = Store()
+    calls: list[str] = []
+    store.subscribe(lambda _: calls.append("poller"), stage=1)
+    store.subscribe(lambda _: calls.append("bridge"))
+    off = store.subscribe(lambda _: calls.append("view"), stage=-1)
+    store.subscribe(lambda _: calls.append("bridge2"))
+    store.subscribe(lambda _: calls.append("view2"), stage=-1)
+    store.set_source_state("x", SourceState.LIVE)
+    assert calls == ["view", "view2", "bridge", "bridge2", "poller"]
+    off()
+    calls.clear()
+    store.set_source_state("x", SourceState.ERROR)
+    assert calls == ["view2", "bridge", "bridge2", "poller"]

@@ -252,3 +252,34 @@ def test_escape_sequences_in_cluster_strings_render_inert() -> None:
     run(app, body)
 
 
+
+
+def test_refreshes_two_at_once_after_a_pause_then_at_the_rate_and_none_for_a_source_state() -> None:
+    """Store changes after a quiet moment are shown at once, twice in a row (a queue-position
+    poll right before a change does not hold it back), then at `max_refresh_rate`; a source's
+    state alone only updates the status bar."""
+    from kueuetop.store import SourceState
+
+    store = Store()
+    app = make_app(store, initial_view="workloads", max_refresh_rate=2.0)
+
+    def change(i: int) -> None:
+        raw = {**_evil_workload(), "metadata": {"name": f"w{i}", "namespace": "team-a", "uid": f"u{i}",
+                                                 "resourceVersion": "1"}}
+        store.apply(StoreEvent.upsert(K.WORKLOADS, "workloads", Entry(("team-a", f"w{i}"), raw, parse_object(raw),
+                                                                        f"u{i}", "1")))
+
+    async def body(pilot: Pilot[int]) -> None:
+        await pilot.pause(1.2)  # the bucket is full again
+        start = app.refresh_count
+        store.set_source_state("watch:workloads", SourceState.LIVE, ok=True)
+        await pilot.pause(0.05)
+        assert app.refresh_count == start
+        for i in range(3):
+            change(i)
+            await pilot.pause(0.05)
+        assert app.refresh_count == start + 2  # the third waits for the rate
+        assert await until(pilot, lambda: app.refresh_count == start + 3, 2.0)
+        assert await until(pilot, lambda: len(table_cells(app, "workloads")) == 3)
+
+    run(app, body)

@@ -1,3 +1,5 @@
+import random
+
 from rich.text import Text
 
 from kueuetop.tui.filtering import parse_filter, sort_rows
@@ -97,3 +99,90 @@ def test_sort_ids_matches_a_plain_sort_for_every_column_and_direction() -> None:
             present.sort(key=lambda r: rows[r].sort[column], reverse=reverse)
             missing.sort(key=lambda r: (rows[r].sort["name"], r))
             assert got == present + missing, (column, reverse)
+
+
+def _random_rows(rng: random.Random, n: int) -> dict[str, Row]:
+    rows = {}
+    for i in range(n):
+        rows[f"id-{i:05d}"] = _random_row(rng, f"id-{i:05d}")
+    return rows
+
+
+def _random_row(rng: random.Random, rid: str) -> Row:
+    # Few distinct values: long runs of ties, broken by the tiebreak (repeated too) and the id.
+    sort = {"name": rng.choice([f"wl-{rng.randint(0, 40):03d}", None]),
+            "status": rng.choice(["Pending", "Admitted", "Finished", None]),
+            "position": rng.choice([None, 1, 2, 3, 10]), "wait": rng.choice([None, 0.5, 2.0, 7.25])}
+    return Row(rid, (cell(rid),), sort=sort)
+
+
+def test_patched_orders_equal_a_full_sort_after_random_changes() -> None:
+    """Rows change values, come and go, in small and large batches: every patched order, both
+    ways, is exactly what sorting every row again gives."""
+    import random
+
+    from kueuetop.tui.filtering import PATCH_SMALL, patch_order, sort_ids
+
+    rng = random.Random(11)
+    rows = _random_rows(rng, 600)
+    names_ = ("name", "status", "position", "wait")
+    orders = {(n, r): sort_ids(rows, n, r) for n in names_ for r in (False, True)}
+    for step in range(60):
+        size = rng.choice([1, 3, PATCH_SMALL, PATCH_SMALL + 1, 200])
+        moves = {}
+        for _ in range(size):
+            rid = f"id-{rng.randrange(700):05d}"
+            old = moves[rid][0] if rid in moves else rows.get(rid)
+            new = None if rid in rows and rng.random() < 0.15 else _random_row(rng, rid)
+            moves[rid] = (old, new)
+            if new is None:
+                rows.pop(rid, None)
+            else:
+                rows[rid] = new
+        for (n, r), order in orders.items():
+            got = patch_order(order, rows, moves, n, r)
+            assert got == sort_ids(rows, n, r), (step, n, r, size)
+            orders[(n, r)] = got
+
+
+def test_sort_cache_follows_moves_and_takes_only_orders_computed_since() -> None:
+    import random
+
+    from kueuetop.tui.filtering import PATCH_SMALL, SortCache, sort_ids
+
+    rng = random.Random(5)
+    rows = _random_rows(rng, 1000)
+    cache = SortCache()
+    for n in ("status", "position", "name"):
+        for r in (False, True):
+            cache.sorted_ids(rows, n, r)
+    generation = cache.generation
+    snapshot = {("status", False): sort_ids(rows, "status"), ("wait", True): sort_ids(rows, "wait", True)}
+    # A few status changes: every kept order is patched, none dropped.
+    moves = {}
+    for rid in rng.sample(sorted(rows), 5):
+        old = rows[rid]
+        rows[rid] = Row(rid, old.cells, sort={**old.sort, "status": rng.choice(["Pending", "Gone", None])})
+        moves[rid] = (old, rows[rid])
+    cache.moved(rows, moves, keep=("name", False))
+    assert len(cache.missing(("status", "position", "name"))) == 0
+    for n in ("status", "position", "name"):
+        for r in (False, True):
+            assert cache.cached(n, r) == sort_ids(rows, n, r)
+    # More: the order on screen is patched, the others with moved values are dropped.
+    moves = {}
+    for rid in rng.sample(sorted(rows), PATCH_SMALL + 20):
+        old = rows[rid]
+        rows[rid] = Row(rid, old.cells, sort={**old.sort, "position": rng.choice([None, 4, 5])})
+        moves[rid] = (old, rows[rid])
+    cache.moved(rows, moves, keep=("position", True))
+    assert cache.cached("position", True) == sort_ids(rows, "position", True)
+    assert cache.cached("position", False) is None and cache.cached("status", False) is not None
+    # Orders computed from the rows before: status moved since (not taken), wait did not.
+    assert cache.install(snapshot, generation) == 1
+    assert cache.cached("status", False) == sort_ids(rows, "status")  # still the patched one
+    assert cache.cached("wait", True) == sort_ids(rows, "wait", True)
+    # A row that comes makes every order computed before it stale.
+    rows["new"] = _random_row(rng, "new")
+    cache.moved(rows, {"new": (None, rows["new"])})
+    assert cache.install({("position", False): sort_ids(rows, "position")}, generation) == 0

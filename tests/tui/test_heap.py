@@ -63,3 +63,28 @@ def test_full_collections_wait_for_a_quiet_moment_but_not_for_ever() -> None:
     finally:
         idle.stop()
     assert gc.get_threshold() == before  # restored when the console ends
+
+
+def test_no_collection_while_a_change_is_on_its_way_to_the_screen() -> None:
+    now = [0.0]
+    busy = [True]
+    collected: list[int] = []
+    idle = IdleCollector(quiet=1.0, longest=30.0, clock=lambda: now[0], collect=collected.append,
+                         get_count=lambda: (0, 0, 10), busy=lambda: busy[0])
+    now[0] = 100.0  # quiet and long overdue, but a store write is not on screen yet
+    assert not idle.poll() and not idle.is_quiet() and collected == []
+    busy[0] = False
+    assert idle.is_quiet() and idle.poll() and collected == [2]
+
+
+def test_a_freeze_that_needs_a_full_collection_waits_for_a_quiet_moment() -> None:
+    churn = [0]
+    collected: list[int] = []
+    freezes: list[int] = []
+    heap = HeapFreezer(lambda: MIN_OBJECTS * 4, churn=lambda: churn[0],
+                       freeze=lambda: freezes.append(churn[0]), collect=collected.append)
+    assert heap.maybe_freeze(quiet=False) and collected == [1]  # the first one only needs young garbage out
+    churn[0] = MIN_OBJECTS
+    assert not heap.maybe_freeze(quiet=False) and collected == [1]  # busy: later
+    assert heap.maybe_freeze(quiet=False, collected=True)  # a full collection just ran: freeze only
+    assert collected == [1] and freezes == [0, MIN_OBJECTS]

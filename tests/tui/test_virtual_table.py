@@ -364,3 +364,89 @@ def test_one_priority_per_column() -> None:
 
     with pytest.raises(ValueError, match="one priority per column"):
         VirtualTable(("A", "B"), {}.get, priorities=(0,))
+
+
+def _styled_chars(segments: Any) -> list[tuple[str, Any]]:
+    """Each cell of a line with its style (segments cut differently compare equal)."""
+    from rich.style import Style
+
+    return [(ch, seg.style or Style.null()) for seg in segments for ch in seg.text]
+
+
+def test_rows_drawn_as_segments_look_as_rich_would_draw_them() -> None:
+    """Plain, styled, wide, cut and spanned cells, with and without marks: the same characters
+    in the same styles as assembling the line as one Text and rendering it."""
+    from rich.style import Style
+
+    from kueuetop.tui.virtual_table import PAD
+
+    spanned = Text("ab")
+    spanned.stylize("bold", 0, 1)
+    cells: Cells = {
+        "a": (cell("plain"), cell("Pending", "red"), cell("数据中心"), cell("x" * 60, "bold #ff0000"), spanned),
+        "b": (cell(""), cell("Admitted", "green on black"), cell("-"), cell("y"), Text("z")),
+    }
+    for marks in (None, {"a"}):
+        app = TableApp({}, marks=marks)
+
+        async def body(pilot: Pilot[Any], marks: set[str] | None = marks, app: TableApp = app) -> None:
+            t = app.table
+            t.columns = ("A", "B", "C", "D", "E")
+            t.priorities = (0,) * 5
+            t._shown = list(range(5))
+            t._widths = [6, 8, 8, 20, 3]
+            t._cells_of = cells.get
+            for rid in cells:
+                marked = marks is not None and rid in marks
+                line = Text(no_wrap=True, end="")
+                if marks is not None:
+                    line.append(" " * PAD + ("*" if marked else " ") + " " * PAD, Style(bold=True))
+                for c, w in zip(cells[rid], t._widths, strict=True):
+                    cut = fit(c, w, t.ellipsis)
+                    line.append(" " * PAD)
+                    line.append_text(cut)
+                    line.append(" " * (w - cut.cell_len + PAD))
+                want = _styled_chars(line.render(app.console))
+                assert _styled_chars(t._row_segments(rid, marked)) == want, (rid, marks)
+
+        run(app, body)
+
+
+def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() -> None:
+    """More changed rows than a refresh builds at once: the rows on screen are rebuilt for the
+    next frame, the others right after it; then every row, the order and the filter are as a
+    full recompute says, and the cursor kept its row."""
+    from kueuetop.tui.views.base import _LATER_OVER
+
+    rnd = random.Random(3)
+    Things.data.clear()
+    Things.data.update({f"b{i:04d}": rnd.randrange(50) for i in range(2000)})
+    ctx = ViewContext(Store(), load_themes().themes["dark"], ASCII)
+    app = ViewApp(ctx)
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Things)
+        v.refresh_view()
+        v.sort_by("size")
+        v.set_filter("b1")
+        v.table.move_cursor(3)
+        await pilot.pause()
+        cursor = v.cursor_id()
+        changed = rnd.sample(sorted(Things.data), _LATER_OVER * 3)
+        for name in changed:
+            Things.data[name] = rnd.randrange(50)
+        Things.built.clear()
+        top = int(v.table.scroll_y)
+        shown = {v._rows[rid].key for rid in v._order[top:top + v.table.size.height]}
+        v._on_store_changes(Changes({"things": frozenset(changed)}))
+        v.refresh_view()
+        assert len(Things.built) <= v.table.size.height + 1  # only what is on screen, so far
+        assert all(v._rows[str(k)].sort["size"] == Things.data[str(k)] for k in shown)
+        assert v._later
+        await pilot.pause()
+        await pilot.pause()
+        assert set(changed) <= set(Things.built) and not v._later
+        assert names(v) == _expected(Things.data, "size", False, "b1")
+        assert v.cursor_id() == cursor
+
+    run(app, body, size=(60, 20))

@@ -5,26 +5,31 @@ order, and the ids that pass the filter; the `VirtualTable` draws only the rows 
 
 Work per refresh follows what changed, not the table's size: the view subscribes to the store
 and collects the keys that changed; views that can build one row (`build_row` and
-`row_keys_for`) rebuild only those rows, others rebuild all (small tables). Rows are re-sorted
-only when the sort, the set of rows or a changed row's sort value moves; the filter runs over
-changed rows only. The rows on screen are rebuilt on every refresh, so their ages move.
+`row_keys_for`) rebuild only those rows, others rebuild all (small tables). Kept sort orders
+follow changed rows by bisection (`SortCache.moved`) rather than a re-sort, and the orders of
+the sort keys are computed ahead on a worker; the filter runs over changed rows only, and
+earlier filter texts keep their results. The rows on screen are rebuilt on every refresh, so
+their ages move; a burst of changes reaches them first, the other rows right after that frame.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Static
 
 from kueuetop.store import Changes
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.filtering import RowFilter, SortCache, narrows, parse_filter, widens
+from kueuetop.tui.filtering import Move, RowFilter, SortCache, narrows, parse_filter, sort_ids, widens
 from kueuetop.tui.rows import Row, same
 from kueuetop.tui.virtual_table import VirtualTable
 
@@ -33,6 +38,14 @@ if TYPE_CHECKING:
 
 # More changed keys than this between two refreshes: rebuild everything (cheaper than tracking).
 _MAX_DIRTY = 50_000
+# Orders are computed ahead this long after a refresh left some missing (not on every refresh of
+# a busy cluster: each costs a sort of every row, off the UI thread but not off the interpreter).
+_AHEAD_DELAY = 0.5
+# More changed rows than this in one refresh: those on screen first, the rest after the frame.
+_LATER_OVER = 200
+# Filter results kept for the last few filter texts: backspace, or typing a filter again, finds
+# them instead of testing every row.
+_FILTER_MEMO = 8
 
 
 def row_id(key: Hashable) -> str:
@@ -82,6 +95,17 @@ class TableView(View):
     PRIORITIES: ClassVar[tuple[int, ...]] = ()
     MARKS: ClassVar[bool] = False
     DEFAULT_SORT: ClassVar[str | None] = "name"
+    # Sorts a key asks for: their orders (both ways) are computed ahead, off the UI thread, so the
+    # first press of a sort key finds its order ready.
+    SORT_KEYS: ClassVar[tuple[str, ...]] = ("name", "age", "status", "namespace")
+
+    class OrdersReady(Message):
+        """Orders computed ahead from the rows as they were at `generation` (worker thread)."""
+
+        def __init__(self, generation: int, orders: dict[tuple[str, bool], list[str]]) -> None:
+            super().__init__()
+            self.generation, self.orders = generation, orders
+
     DEFAULT_CSS = """
     TableView > VirtualTable { height: 1fr; }
     """
@@ -96,7 +120,11 @@ class TableView(View):
         self._order: list[str] = []  # ids shown, top to bottom
         self._sorted: list[str] | None = None  # every id in sort order; None: sort again
         self._passes: dict[str, bool] = {}  # row id → passes the current filter
-        self._sorts = SortCache()  # orders by sort name, kept until a sort value changes
+        self._memo: dict[str, dict[str, bool]] = {}  # earlier filter texts → their `_passes`
+        self._sorts = SortCache()  # orders by sort name, following row changes
+        self._ahead_timer: Timer | None = None
+        self._later: set[Hashable] = set()  # changed keys whose rows are built after the next frame
+        self._ahead_running = False
         self.total = 0
         self._lock = threading.Lock()
         self._dirty: dict[str, set[Any]] = {}  # store kind → keys changed since the last refresh
@@ -165,30 +193,58 @@ class TableView(View):
         if not self.is_mounted:
             return
         if self._unsubscribe is None:  # subscribe before the first full build: nothing is missed
-            self._unsubscribe = self.ctx.store.subscribe(self._on_store_changes)
+            # Before the console's bridge: when it asks for a redraw, the changed keys are here.
+            self._unsubscribe = self.ctx.store.subscribe(self._on_store_changes, stage=-1)
         changed, resort = self._update_rows()
         self._show(changed, resort)
         self.after_refresh()
 
     def _update_rows(self) -> tuple[set[str] | None, bool]:
-        """Bring `_rows` up to date; (ids whose rows changed or None for all, whether to re-sort)."""
+        """Bring `_rows` up to date; (ids whose rows changed or None for all, whether to re-sort).
+
+        Many changed rows: those on screen now, the others right after the frame that shows
+        them (`_catch_up`), so a burst of changes reaches the screen at the cost of a screenful."""
         full, dirty = self._take_dirty()
         keys = None if full else self.row_keys_for(dirty) if dirty else set()
         if keys is not None:
+            keys |= self._later
+            self._later = set()
             try:
+                on_screen = self._keys_on_screen()
+                if len(keys) > _LATER_OVER:
+                    self._later = keys - on_screen
+                    keys = keys & on_screen
+                    self.call_after_refresh(self._catch_up)
                 changed, resort = self._rebuild(keys, check_sort=True)
-                visible, _ = self._rebuild(self._keys_on_screen() - keys, check_sort=False)
+                visible, _ = self._rebuild(on_screen - keys, check_sort=False)
                 return changed | visible, resort
             except NotImplementedError:
                 pass
+        self._later = set()
         self._rows = {row_id(r.key): r for r in self.build_rows()}
         self._passes = {}
+        self._memo.clear()
         self._sorts.invalidate()
         return None, True
 
+    def _catch_up(self) -> None:
+        """The changed rows left for after the frame (unless a refresh took them meanwhile)."""
+        if not self._later or not self.is_mounted:
+            return
+        keys, self._later = self._later, set()
+        changed, resort = self._rebuild(keys, check_sort=True)
+        if changed or resort:
+            self._show(changed, resort)
+            self.after_refresh()
+
     def _rebuild(self, keys: set[Hashable], check_sort: bool) -> tuple[set[str], bool]:
+        """Build these rows again; (ids whose rows changed, whether some order moved).
+
+        `check_sort` False: rows rebuilt only because they are on screen (their ages move) keep
+        the sort values of their last change, so they don't wander while watched and every kept
+        order still matches the rows."""
         changed: set[str] = set()
-        resort = False
+        moves: dict[str, Move] = {}
         for key in keys:
             rid = row_id(key)
             row = self.build_row(key)
@@ -196,26 +252,32 @@ class TableView(View):
             if row is None:
                 if old is not None:
                     del self._rows[rid]
-                    self._passes.pop(rid, None)
-                    self._sorts.invalidate()
+                    self._unfilter(rid)
+                    moves[rid] = (old, None)
                     changed.add(rid)
-                    resort = True  # removals keep the order, but `_show` handles them as a re-sort
                 continue
+            if old is not None and not check_sort and old.sort != row.sort:
+                row = replace(row, sort=old.sort)
             self._rows[rid] = row
             if old is None:
-                resort = True
-                self._sorts.invalidate()
+                moves[rid] = (None, row)
             elif old.sort == row.sort:
                 if same(old.cells, row.cells):
                     continue
             else:
-                self._sorts.invalidate(k for k in old.sort.keys() | row.sort.keys()
-                                       if old.sort.get(k) != row.sort.get(k))
-                if check_sort and self.sort_name and old.sort.get(self.sort_name) != row.sort.get(self.sort_name):
-                    resort = True
+                moves[rid] = (old, row)
             changed.add(rid)
-            self._passes.pop(rid, None)
-        return changed, resort
+            self._unfilter(rid)
+        if moves:
+            # The order on screen is patched whatever the number of moves; others when few.
+            self._sorts.moved(self._rows, moves, keep=(self.sort_name, self.sort_reverse))
+        return changed, bool(moves)
+
+    def _unfilter(self, rid: str) -> None:
+        """This row changed: every kept filter result for it is out of date."""
+        self._passes.pop(rid, None)
+        for passes in self._memo.values():
+            passes.pop(rid, None)
 
     def _keys_on_screen(self) -> set[Hashable]:
         t = self.table
@@ -224,8 +286,8 @@ class TableView(View):
 
     def _show(self, changed: set[str] | None = None, resort: bool = False) -> None:
         """Sort (when needed), filter and hand the ids to the table; the cursor keeps its row."""
-        if resort or self._sorted is None or changed is None:
-            self._sorted = self._sorts.sorted_ids(self._rows, self.sort_name, self.sort_reverse)
+        # Kept orders follow row changes (`_rebuild`), so this is a look-up unless the order is new.
+        self._sorted = self._sorts.sorted_ids(self._rows, self.sort_name, self.sort_reverse)
         if self.filter.predicates:
             passes = self._passes
             missing = [rid for rid in self._sorted if rid not in passes]
@@ -237,6 +299,42 @@ class TableView(View):
         self.total = len(self._rows)
         self.table.set_order(self._order, changed)
         self._update_title()
+        self._plan_ahead()
+
+    # ------------------------------------------------------------ orders ahead
+    def _plan_ahead(self) -> None:
+        """Some sort key's order is missing: compute it off the UI thread a little later."""
+        if self._ahead_timer is None and not self._ahead_running and self.is_mounted \
+                and self._sorts.missing(self.SORT_KEYS):
+            self._ahead_timer = self.set_timer(_AHEAD_DELAY, self._start_ahead)
+
+    def _start_ahead(self) -> None:
+        self._ahead_timer = None
+        wanted = self._sorts.missing(self.SORT_KEYS)
+        if not wanted or not self._rows or self._ahead_running or not self.is_mounted:
+            return
+        self._ahead_running = True
+        rows, generation = dict(self._rows), self._sorts.generation  # rows are immutable: a copy of the dict will do
+        self.run_worker(lambda: self._compute_ahead(rows, generation, wanted), thread=True,
+                        group="orders-ahead", exit_on_error=False)
+
+    def _compute_ahead(self, rows: dict[str, Row], generation: int, wanted: list[tuple[str, bool]]) -> None:
+        """Worker thread: the missing orders, and every row's filter text (the first `/` then
+        only searches)."""
+        orders: dict[tuple[str, bool], list[str]] = {}
+        try:
+            for row in rows.values():
+                _ = row.text
+            for name, reverse in wanted:
+                orders[(name, reverse)] = sort_ids(rows, name, reverse, self._sorts.tiebreak)
+        finally:
+            self.post_message(self.OrdersReady(generation, orders))
+
+    def on_table_view_orders_ready(self, message: OrdersReady) -> None:
+        message.stop()
+        self._ahead_running = False
+        self._sorts.install(message.orders, message.generation)
+        self._plan_ahead()  # rows moved meanwhile: those orders again, later
 
     def after_refresh(self) -> None:
         """Hook for views with a pane under the table."""
@@ -308,8 +406,20 @@ class TableView(View):
 
     def set_filter(self, text: str) -> None:
         old = self.filter
+        if text == old.text:  # the prompt opening with the filter as it is: nothing to test or re-fit
+            self._reshow()
+            return
         self.filter = parse_filter(text)
-        if narrows(old.text, text) and old.predicates:
+        if old.predicates and old.text != text:
+            self._memo.pop(old.text, None)
+            self._memo[old.text] = self._passes
+            while len(self._memo) > _FILTER_MEMO:
+                del self._memo[next(iter(self._memo))]
+        if text in self._memo and self.filter.predicates:
+            # Typed before (backspace, or the same filter again): rows that changed since were
+            # dropped from it (`_unfilter`) and are tested again.
+            self._passes = self._memo.pop(text)
+        elif narrows(old.text, text) and old.predicates:
             # Typing on: rows the shorter filter dropped stay dropped; test only the others.
             self._passes = {rid: False for rid, ok in self._passes.items() if not ok}
         elif widens(old.text, text) and self.filter.predicates:

@@ -122,6 +122,7 @@ class WorkloadsView(TableView):
     # At 80 columns NAME, STATE and Kueue's reason stay; queue names and flavors go first.
     PRIORITIES = (1, 0, 5, 3, 4, 0, 1, 2, 5, 2, 3, 4)
     MARKS = True
+    SORT_KEYS = (*TableView.SORT_KEYS, "position", "priority")
     BINDINGS: ClassVar = scope_bindings("workloads")
 
     def build_rows(self) -> list[Row]:
