@@ -135,12 +135,12 @@ def test_filter_and_sort_change_rows(live: Live) -> None:
     run(app, body)
 
 
-def _holdable(store: Store) -> tuple[str, str] | None:
+def _holdable(store: Store, tried: frozenset = frozenset()) -> tuple[str, str] | None:
     now = time.time()
     for phase in (Phase.PENDING, Phase.ADMITTED):
         for key in sorted(store.workloads_in_phase(phase)):
             wl = store.get(K.WORKLOADS, key)
-            if isinstance(wl, Workload) and wl.active and derive_state(wl, now).phase is phase:
+            if key not in tried and isinstance(wl, Workload) and wl.active and derive_state(wl, now).phase is phase:
                 return key
     return None
 
@@ -149,17 +149,28 @@ def test_hold_from_key_press_to_inactive_row(live: Live) -> None:
     app = make_app(live.store, live, initial_view="workloads")
 
     async def body(pilot: Pilot[int]) -> None:
-        key = await until(pilot, lambda: _holdable(live.store))
-        assert key, "no pending or admitted workload to hold"
-        tv = app.main.query_one("#workloads", TableView)
-        tv.set_filter(key[1])
-        assert await until(pilot, lambda: column(app, "workloads", "NAME") == [key[1]])
-        await pilot.press("h")
-        assert await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 15), screen_text(app)
-        assert "hold" in screen_text(app)
-        await pilot.press("y")
-        assert await until(pilot, lambda: column(app, "workloads", "STATE") == ["Inactive"], 20), \
-            (table_cells(app, "workloads"), app._last_action)
+        tried: set = set()
+        # The demo cluster runs at 30× speed: a workload picked while admitted may finish (a few
+        # minutes of simulated runtime) before the hold reaches it. Its row then rightly says
+        # Finished, and the hold is tried on another one.
+        for _ in range(3):
+            key = await until(pilot, lambda: _holdable(live.store, frozenset(tried)))
+            assert key, "no pending or admitted workload to hold"
+            tried.add(key)
+            tv = app.main.query_one("#workloads", TableView)
+            tv.set_filter(key[1])
+            assert await until(pilot, lambda k=key: column(app, "workloads", "NAME") == [k[1]])
+            await pilot.press("h")
+            assert await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 15), screen_text(app)
+            assert "hold" in screen_text(app)
+            await pilot.press("y")
+            assert await until(pilot, lambda: column(app, "workloads", "STATE") in (["Inactive"], ["Finished"]), 20), \
+                (table_cells(app, "workloads"), app._last_action)
+            if column(app, "workloads", "STATE") == ["Inactive"]:
+                break
+            wl = live.store.get(K.WORKLOADS, key)
+            assert isinstance(wl, Workload) and wl.is_finished, (key, table_cells(app, "workloads"))
+        assert column(app, "workloads", "STATE") == ["Inactive"], tried
         assert "hold" in screen_text(app)  # the status bar shows the result
         records = read_audit()
         assert any(r["action"] == "hold" and r["target"] == f"{key[0]}/{key[1]}" and r["result"] == "ok"
