@@ -4,7 +4,9 @@ Runs the `kueue-perf-baseline` (or, with --large, `kueue-perf-large`) built-in s
 `kueuetop.sim.runner.run_scenario(..., until_idle=True, record_events=False)` and prints one
 JSON document: wall and CPU seconds, scheduling cycles, and the figures Kueue's perf runner
 reports (test/performance/scheduler), each beside Kueue's published value for the same config
-and the bounds of its rangespec.yaml:
+and the bounds of its rangespec.yaml. As in Kueue's harness, no nodes or pods exist: the
+harness's controller (`kueuetop/sim/perf_runner.py`) finishes each Workload once it has been
+admitted for its running time.
 
 - makespan: first Workload created → last Workload finished (simulated milliseconds);
 - cq usage: per ClusterQueue class, the average over the makespan of admitted cpu ÷ nominal

@@ -192,7 +192,8 @@ def test_perf_scenarios(name, cqs, classes, intervals, runtimes, last):
         assert wl["spec"]["priority"] == priorities[cls]
         assert wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] == {
             "cpu": requests[cls]}
-        assert parse_duration(wl["metadata"]["annotations"]["kueuetop.io/runtime"]) == pytest.approx(runtimes[cls])
+        # Kueue's harness reads the running time from this label (sim/perf_runner.py); no pods run.
+        assert "kueuetop.io/runtime" not in wl["metadata"]["annotations"]
         assert wl["metadata"]["labels"]["kueue.x-k8s.io/performance-scheduler-running-ms"] == str(
             round(runtimes[cls] * 1000))
         times.setdefault((wl["metadata"]["namespace"], cls), []).append(st.at)

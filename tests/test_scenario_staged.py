@@ -84,7 +84,9 @@ def test_generated_builtins_split_without_building_workloads(name: str) -> None:
     first, later = split_first_instant(s)
     assert isinstance(s.steps, LazySteps) and "not built yet" in repr(s.steps)
     assert first.steps and all(st.at == 0 for st in first.steps)
-    assert {st.obj["kind"] for st in first.steps} >= {"ClusterQueue", "LocalQueue", "Namespace", "NodePool"}
+    kinds = {st.obj["kind"] for st in first.steps}
+    assert kinds >= {"ClusterQueue", "LocalQueue", "Namespace"}
+    assert ("NodePool" in kinds) == (name == "large")  # Kueue's perf harness runs without nodes
     assert "Workload" not in {st.obj["kind"] for st in first.steps}
     assert "not built yet" in repr(s.steps)
     rest = later()

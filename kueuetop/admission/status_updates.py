@@ -220,11 +220,11 @@ class _Wl:
                 self.status["accumulatedPastExecutionTimeSeconds"] = past + int(self.now - since)
         return self.set("Admitted", status, reason, message)
 
-    def unset_quota_reservation(self, reason: str, message: str) -> None:
-        """UnsetQuotaReservationWithCondition."""
-        self.set("QuotaReserved", False, reason, message)
-        self.status.pop("admission", None)
-        self.sync_admitted()
+    def unset_quota_reservation(self, reason: str, message: str) -> bool:
+        """UnsetQuotaReservationWithCondition; whether anything changed."""
+        changed = self.set("QuotaReserved", False, reason, message)
+        changed = self.status.pop("admission", None) is not None or changed
+        return self.sync_admitted() or changed
 
     def set_requeued(self, reason: str, message: str, status: bool) -> bool:
         return self.set("Requeued", status, reason, message)
@@ -397,6 +397,13 @@ def release_quota(wl: Mapping, now: float, *, config: KueueConfig | None = None)
     w.set_requeued(reason, message, reason in (PREEMPTED, NODE_FAILURES))
     w.unset_quota_reservation("PendingEvaluation" if w.granular else "Pending", message)
     return w.done()
+
+
+def unset_quota_reservation(wl: Mapping, now: float, reason: str, message: str) -> dict | None:
+    """UnsetQuotaReservationWithCondition on a copy: QuotaReserved=False with `reason` and
+    `message`, admission cleared, Admitted synced. None when nothing would change."""
+    w = _Wl(wl, now, False)
+    return w.done() if w.unset_quota_reservation(reason, message) else None
 
 
 def needs_quota_release(wl: Mapping) -> bool:

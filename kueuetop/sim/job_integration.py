@@ -36,6 +36,7 @@ from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.workload import JOB_UID_LABEL, PODSET_LABEL
 from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
+from kueuetop.sim.perf_runner import runs_workload
 from kueuetop.sim.scenario import ANN_GPU_UTIL, ANN_RUNTIME
 from kueuetop.sim.sim_events import (
     JOB_CONTROLLER,
@@ -394,7 +395,7 @@ class JobIntegration:
         elif key == (KUEUE_GROUP, "workloads"):
             ref = controller_ref(obj)
             if ref is None:
-                if not meta_of(obj).get("ownerReferences") and (
+                if not meta_of(obj).get("ownerReferences") and not runs_workload(obj) and (
                         event.type != "MODIFIED" or _workload_inputs(event.old) != _workload_inputs(obj)):
                     self._dirty_wls[(ns, name)] = None
                 return
@@ -749,8 +750,8 @@ class JobIntegration:
     # ------------------------------------------------------------------ workloads without owner
     def _reconcile_workload(self, key: Key, now: float) -> bool:
         wl = self.store.try_get(KUEUE_GROUP, "workloads", key[0], key[1], copy=False)
-        if wl is None or meta_of(wl).get("ownerReferences") or condition_is(wl, "Finished"):
-            return False
+        if wl is None or meta_of(wl).get("ownerReferences") or condition_is(wl, "Finished") or runs_workload(wl):
+            return False  # runs_workload: Kueue's perf harness plays that job (perf_runner.py)
         uid = meta_of(wl).get("uid", "")
         pod_keys = sorted(self._pods_of_owner.get(uid, ()))
         pods = [p for p in (self.store.try_get("", "pods", ns, n, copy=False) for ns, n in pod_keys)

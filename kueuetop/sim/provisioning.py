@@ -813,6 +813,7 @@ def build_core_controllers(scenario: Any, store: ObjectStore, cluster: Any, extr
     controllers are stored in `extra` by name for reports and the console.
     """
     from kueuetop.sim.job_integration import JobIntegration
+    from kueuetop.sim.perf_runner import PerfRunner
     from kueuetop.sim.pod_integration import PodIntegration
 
     events = EventWriter(store, cluster.clock.now) if record_events else None
@@ -820,6 +821,6 @@ def build_core_controllers(scenario: Any, store: ObjectStore, cluster: Any, extr
     pools = NodePoolController(store, kubelet, events=events, start=cluster.clock.start)
     handlers.append(pools.handle_step)
     controllers = [PodIntegration(store, events=events), JobIntegration(store, events=events),
-                   ProvisioningController(store, kubelet, pools, events=events), pools, kubelet]
+                   PerfRunner(store), ProvisioningController(store, kubelet, pools, events=events), pools, kubelet]
     extra.update({c.name: c for c in controllers})
     return controllers

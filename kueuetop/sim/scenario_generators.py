@@ -8,7 +8,6 @@ down, which is why scenario objects are read-only data (see `scenario.py`).
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any
 
 from kueuetop.kueue.api_versions import V1BETA2
 from kueuetop.kueue.durations import format_duration
+from kueuetop.sim.perf_runner import PERF_CLASS_LABEL, PERF_CLEANUP_LABEL, PERF_RUNTIME_LABEL
 from kueuetop.sim.scenario import (
     ANN_AT,
     ANN_GPU_UTIL,
@@ -37,9 +37,6 @@ Obj = dict[str, Any]
 # generateWlSet) and pkg/util/testing/v1beta2/wrappers.go (MakeClusterQueue, MakeWorkload).
 # Published expectations from the sibling rangespec.yaml files.
 
-PERF_CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"
-PERF_RUNTIME_LABEL = "kueue.x-k8s.io/performance-scheduler-running-ms"
-PERF_CLEANUP_LABEL = "kueue.x-k8s.io/performance-scheduler-cleanup"
 
 
 @dataclass(frozen=True)
@@ -144,17 +141,12 @@ def _perf_queue_names(cfg: PerfConfig) -> Iterator[tuple[int, str, str]]:
 
 
 def _perf_first(cfg: PerfConfig) -> Iterator[tuple[int, float, Obj]]:
-    """The objects at t=0: flavor, node pool, and per queue its ClusterQueue, Namespace, LocalQueue."""
+    """The objects at t=0: the flavor, and per queue its ClusterQueue, Namespace, LocalQueue."""
     cleanup = {PERF_CLEANUP_LABEL: "true"}
     yield 1, 0.0, {"apiVersion": V1BETA2, "kind": "ResourceFlavor",
                    "metadata": {"name": PERF_FLAVOR, "labels": cleanup}, "spec": {}}
-    # Kueue's runner works on envtest without nodes and finishes workloads itself; one roomy
-    # CPU pool keeps a node-placing kubelet from ever being the bottleneck here.
-    nodes = math.ceil(cfg.cluster_queues * int(cfg.nominal_quota) * 1.25 / 1000)
-    yield 2, 0.0, {"apiVersion": KUEUETOP_API_VERSION, "kind": "NodePool",
-                   "metadata": {"name": "perf-cpu"},
-                   "spec": {"machineType": "n2-standard-32", "capacity": {"cpu": "1000", "memory": "4000Gi"},
-                            "size": nodes, "autoscaling": False}}
+    # Kueue's harness runs on envtest: no nodes, no pods; its controller plays the jobs
+    # (sim/perf_runner.py).
     cq_spec_common = {
         "namespaceSelector": {},
         "queueingStrategy": "BestEffortFIFO",
@@ -205,8 +197,7 @@ def _perf_workloads(cfg: PerfConfig, namespace: str, pod_sets: dict[str, list[Ob
                     "metadata": {
                         "name": f"{wlt.class_name}-{set_idx}-{si}-{i}", "namespace": namespace,
                         "labels": {PERF_RUNTIME_LABEL: str(wlt.runtime_ms), PERF_CLASS_LABEL: wlt.class_name},
-                        "annotations": {ANN_AT: format_duration(at),
-                                        ANN_RUNTIME: f"{wlt.runtime_ms}ms"},
+                        "annotations": {ANN_AT: format_duration(at)},
                     },
                     "spec": {"queueName": namespace, "priority": wlt.priority,
                              "podSets": pod_sets[wlt.class_name]},

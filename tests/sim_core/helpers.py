@@ -19,6 +19,7 @@ from kueuetop.sim.job_integration import JobIntegration
 from kueuetop.sim.kubelet import Kubelet
 from kueuetop.sim.node_pools import NodePoolController
 from kueuetop.sim.objectstore import WatchEvent
+from kueuetop.sim.perf_runner import PerfRunner
 from kueuetop.sim.pod_integration import PodIntegration
 from kueuetop.sim.provisioning import ProvisioningController
 from kueuetop.sim.scenario import parse_scenario
@@ -123,7 +124,8 @@ class Sim:
         self.pools = NodePoolController(self.store, self.kubelet, events=ev)
         self.pools.install(self.cluster)
         self.provisioning = ProvisioningController(self.store, self.kubelet, self.pools, events=ev)
-        for c in (self.kueue, self.jobs, self.pods, self.provisioning, self.pools, self.kubelet):
+        self.perf = PerfRunner(self.store)
+        for c in (self.kueue, self.jobs, self.pods, self.perf, self.provisioning, self.pools, self.kubelet):
             self.cluster.add_controller(c)
         self.times: list[float] = []
 
