@@ -70,6 +70,14 @@ def _true(wl: Obj, type_: str) -> bool:
     return c is not None and c.get("status") == "True"
 
 
+def _inputs(wl: Any) -> tuple:
+    if not isinstance(wl, dict):
+        return (None,)
+    m = wl.get("metadata") or {}
+    return (_true(wl, "Admitted"), _true(wl, "Evicted"), _true(wl, "Finished"), m.get("uid"), m.get("generation"),
+            (m.get("labels") or {}).get(PERF_RUNTIME_LABEL))
+
+
 class PerfRunner:
     """Wire with `cluster.add_controller(PerfRunner(store))`; acts only on `runs_workload`."""
 
@@ -89,8 +97,14 @@ class PerfRunner:
         if not runs_workload(obj):
             return
         m = obj["metadata"]
-        if event.type == "DELETED":
-            self._admitted_at.pop(str(m.get("uid", "")), None)
+        admitted = _true(obj, "Admitted")
+        if event.type == "DELETED" or not admitted:
+            self._admitted_at.pop(str(m.get("uid", "")), None)  # setAdmittedTime(false)
+        # The harness's event filter: only admitted, unfinished Workloads are reconciled. A write
+        # that changes none of what the reconcile reads (most of Kueue's) is skipped too.
+        if event.type == "DELETED" or not admitted or _true(obj, "Finished"):
+            return
+        if event.type == "MODIFIED" and _inputs(event.old) == _inputs(obj):
             return
         self._dirty[(m.get("namespace", ""), m.get("name", ""))] = None
 
