@@ -100,9 +100,11 @@ def _priority_allows(ctx: PreemptionContext, e: Entry, policy: str) -> bool:
     return False
 
 
-def _classify(ctx: PreemptionContext, e: Entry, advantage: bool) -> int:
-    """The candidate variant of e, which uses some of ctx.frs (_using_entries)."""
-    same = e.cq == ctx.cq.name
+def _classify(ctx: PreemptionContext, e: Entry, advantage: bool, same: bool | None = None) -> int:
+    """The candidate variant of e, which uses some of ctx.frs (_using_entries); `same`: whether
+    e counts as in the preemptor's own CQ (default: whether it is)."""
+    if same is None:
+        same = e.cq == ctx.cq.name
     pol = ctx.cq.preemption
     if not _priority_allows(ctx, e, pol.within_cluster_queue if same else pol.reclaim_within_cohort):
         return V_NEVER
@@ -154,7 +156,8 @@ def _using_entries(ctx: PreemptionContext, cq_name: str, frs: frozenset[FR]) -> 
     return found
 
 
-def _from_cq(ctx: PreemptionContext, cq_name: str, lca: Node | None, advantage: bool) -> list[_Candidate]:
+def _from_cq(ctx: PreemptionContext, cq_name: str, lca: Node | None, advantage: bool,
+             same: bool | None = None) -> list[_Candidate]:
     """The CQ's candidates as classified for this preemptor (a shared, read-only list).
 
     A preemptor's classification of another workload depends only on the preemptor's CQ and
@@ -163,7 +166,8 @@ def _from_cq(ctx: PreemptionContext, cq_name: str, lca: Node | None, advantage: 
     kept for the cycle's index instead of being rebuilt for each of them."""
     frs = frozenset(ctx.frs)
     pol = ctx.cq.preemption
-    same = cq_name == ctx.cq.name
+    if same is None:
+        same = cq_name == ctx.cq.name
     policy = pol.within_cluster_queue if same else pol.reclaim_within_cohort
     p_in = ctx.preemptor.effective_priority
     ts_in = queue_order_timestamp(ctx.preemptor, ctx.config) if policy == LOWER_OR_NEWER_EQUAL else None
@@ -173,7 +177,7 @@ def _from_cq(ctx: PreemptionContext, cq_name: str, lca: Node | None, advantage: 
     if found is None:
         found = []
         for e, key in _using_entries(ctx, cq_name, frs):
-            v = _classify(ctx, e, advantage)
+            v = _classify(ctx, e, advantage, same)
             if v != V_NEVER:
                 found.append(_Candidate(e, v, lca, key))
         memo[k] = found
@@ -203,29 +207,123 @@ def _above_nominal_cqs(tree: QuotaTree, current: Node, frs: frozenset[FR]) -> li
     return out
 
 
-def _collect_in_subtree(ctx: PreemptionContext, current: Node, skip: Node | None,
-                        advantage: bool, result: list[_Candidate]) -> None:
-    # The preemptor's own CQ is a direct child of the first `current`, then under `skip`.
-    for cq_node, top in _above_nominal_cqs(ctx.tree, current, frozenset(ctx.frs)):
-        if top is skip or cq_node is ctx.node:
-            continue
-        result.extend(_from_cq(ctx, cq_node.name, current, advantage))
+class _Pool:
+    """Candidates in CandidatesOrdering (one group: hierarchy, priority or the own CQ), each
+    with the child of the walked cohort it lies under (`tops`), so one sorted pool serves
+    every head of that cohort: a head skips the part under its own subtree."""
+
+    __slots__ = ("by_top", "cands", "split", "tops", "total")
+
+    def __init__(self, pairs: list[tuple[_Candidate, Node | None]]) -> None:
+        pairs.sort(key=lambda p: p[0].key)
+        self.cands = [c for c, _ in pairs]
+        self.tops = [t for _, t in pairs]
+        self.split = sum(1 for c in self.cands if not c.key[0])  # evicted ones sort first
+        self.total: dict[FR, int] | None = None  # usage sums, when first asked for
+        self.by_top: dict[Node | None, tuple[int, dict[FR, int]]] | None = None
+
+    def _sums(self) -> None:
+        self.total, self.by_top = {}, {}
+        for c, top in zip(self.cands, self.tops, strict=True):
+            n, u = self.by_top.get(top, (0, {}))
+            for fr, v in c.entry.usage.items():
+                u[fr] = u.get(fr, 0) + v
+                self.total[fr] = self.total.get(fr, 0) + v
+            self.by_top[top] = (n + 1, u)
+
+    def count(self, skip: object) -> int:
+        if skip is _NOTHING or not self.cands:
+            return len(self.cands)
+        if self.by_top is None:
+            self._sums()
+        return len(self.cands) - self.by_top.get(skip, (0, {}))[0]  # type: ignore[union-attr,arg-type]
+
+    def usage(self, fr: FR, skip: object) -> int:
+        if self.total is None:
+            self._sums()
+        return self.total.get(fr, 0) - self.by_top.get(skip, (0, {}))[1].get(fr, 0)  # type: ignore[union-attr,arg-type]
 
 
-def _hierarchical_candidates(ctx: PreemptionContext) -> tuple[list[_Candidate], list[_Candidate]]:
-    """collectCandidatesForHierarchicalReclaim: (hierarchy-advantage, priority) candidates."""
-    hierarchy: list[_Candidate] = []
-    priority: list[_Candidate] = []
-    if ctx.node.parent is None or ctx.cq.preemption.reclaim_within_cohort == NEVER:
-        return hierarchy, priority
-    advantage, remaining = ctx.tree.quantities_fit_in_quota(ctx.node, ctx.usage)
-    previous: Node | None = None
-    for current in ctx.node.path_to_root():
-        _collect_in_subtree(ctx, current, previous, advantage, hierarchy if advantage else priority)
-        fits, remaining = ctx.tree.quantities_fit_in_quota(current, remaining)
-        advantage = advantage or fits
-        previous = current
-    return hierarchy, priority
+_NOTHING = object()  # a `skip` no candidate lies under
+
+
+class _Ordered:
+    """The search order of classical preemption: groups hierarchy, priority, own CQ; evicted
+    candidates of every group before the others; inside a group by the base order key."""
+
+    def __init__(self, hierarchy: list[tuple[_Pool, object]], priority: list[tuple[_Pool, object]],
+                 same: _Pool) -> None:
+        self.groups = [*(_one(hierarchy)), *(_one(priority)), (same, _NOTHING)]
+        self.has_hierarchy = any(p.count(x) for p, x in hierarchy)
+        self.has_priority = any(p.count(x) for p, x in priority)
+        self.size = sum(p.count(x) for p, x in self.groups)
+
+    def usage(self, fr: FR) -> int:
+        return sum(p.usage(fr, x) for p, x in self.groups)
+
+    def __iter__(self):
+        for evicted in (True, False):
+            for pool, skip in self.groups:
+                tops, cands = pool.tops, pool.cands
+                for i in (range(pool.split) if evicted else range(pool.split, len(cands))):
+                    if tops[i] is not skip:
+                        yield cands[i]
+
+
+def _one(pools: list[tuple[_Pool, object]]) -> list[tuple[_Pool, object]]:
+    """A group's pools as one: levels of a cohort hierarchy are merged into a fresh pool."""
+    if len(pools) <= 1:
+        return pools
+    pairs = [(c, None) for pool, skip in pools for c, t in zip(pool.cands, pool.tops, strict=True) if t is not skip]
+    return [(_Pool(pairs), _NOTHING)]
+
+
+def _level_pool(ctx: PreemptionContext, current: Node, advantage: bool) -> _Pool:
+    """The candidates of every ClusterQueue reached under `current` (as collectCandidatesFor
+    HierarchicalReclaim walks it), classified as another CQ's. Depends on the preemptor only
+    through its policy, priority and queue-order time: kept per those and the tree's usage."""
+    frs = frozenset(ctx.frs)
+    pol = ctx.cq.preemption
+    ts_in = (queue_order_timestamp(ctx.preemptor, ctx.config)
+             if pol.reclaim_within_cohort == LOWER_OR_NEWER_EQUAL else None)
+    memo = _index_memo(ctx)
+    # What _classify reads for another CQ's workload (cheaper to hash than the whole policy).
+    k = ("pool", current, frs, advantage, pol.reclaim_within_cohort, pol.borrow_within_cohort,
+         pol.max_priority_threshold, ctx.preemptor.effective_priority, ts_in, ctx.tree.version)
+    pool = memo.get(k)
+    if pool is None:
+        pool = memo[k] = _Pool([(c, top) for cq_node, top in _above_nominal_cqs(ctx.tree, current, frs)
+                                for c in _from_cq(ctx, cq_node.name, current, advantage, False)])
+    return pool
+
+
+def _same_pool(ctx: PreemptionContext) -> _Pool:
+    if ctx.cq.preemption.within_cluster_queue == NEVER:
+        return _Pool([])
+    memo = _index_memo(ctx)
+    lst = _from_cq(ctx, ctx.cq.name, None, False)
+    k = ("same-pool", id(lst))
+    hit = memo.get(k)
+    if hit is None or hit[0] is not lst:
+        hit = memo[k] = (lst, _Pool([(c, None) for c in lst]))
+    return hit[1]
+
+
+def _ordered_candidates(ctx: PreemptionContext) -> _Ordered:
+    """collectCandidatesForHierarchicalReclaim plus the own CQ's candidates, in search order."""
+    hierarchy: list[tuple[_Pool, object]] = []
+    priority: list[tuple[_Pool, object]] = []
+    if ctx.node.parent is not None and ctx.cq.preemption.reclaim_within_cohort != NEVER:
+        advantage, remaining = ctx.tree.quantities_fit_in_quota(ctx.node, ctx.usage)
+        previous: Node | None = None
+        for current in ctx.node.path_to_root():
+            # The preemptor's own CQ is a direct child of the first `current`, then under `previous`.
+            (hierarchy if advantage else priority).append(
+                (_level_pool(ctx, current, advantage), previous or ctx.node))
+            fits, remaining = ctx.tree.quantities_fit_in_quota(current, remaining)
+            advantage = advantage or fits
+            previous = current
+    return _Ordered(hierarchy, priority, _same_pool(ctx))
 
 
 def _workload_fits(ctx: PreemptionContext, allow_borrowing: bool) -> bool:
@@ -291,7 +389,7 @@ def _queue_under_nominal(ctx: PreemptionContext) -> bool:
     return all(ctx.tree.used(ctx.node, fr) < ctx.node.quota(fr).nominal for fr in ctx.frs)
 
 
-def _cannot_cover(ctx: PreemptionContext, candidates: list[_Candidate]) -> bool:
+def _cannot_cover(ctx: PreemptionContext, candidates: _Ordered) -> bool:
     """No subset of the candidates can make the preemptor fit: for some flavor-resource, even
     evicting all of them frees less than the shortfall.
 
@@ -302,35 +400,20 @@ def _cannot_cover(ctx: PreemptionContext, candidates: list[_Candidate]) -> bool:
     tree, node = ctx.tree, ctx.node
     for fr, v in ctx.usage.items():
         short = v - tree.available(node, fr)
-        if short > 0 and sum(c.entry.usage.get(fr, 0) for c in candidates) < short:
+        if short > 0 and candidates.usage(fr) < short:
             return True
     return False
 
 
-def _key_of(c: _Candidate) -> tuple:
-    return c.key
-
-
 def classical_targets(ctx: PreemptionContext) -> list[Target]:
-    same: list[_Candidate] = []
-    if ctx.cq.preemption.within_cluster_queue != NEVER:
-        same = _from_cq(ctx, ctx.cq.name, None, False)
-    hierarchy, priority = _hierarchical_candidates(ctx)
-
-    def ordered(lst: list[_Candidate]) -> list[_Candidate]:
-        # CandidatesOrdering: within a group "same ClusterQueue" is the same for every candidate
-        # (the own CQ's group, or only other CQs'), so the base key orders them alike.
-        return sorted(lst, key=_key_of)
-
-    groups = [ordered(hierarchy), ordered(priority), ordered(same)]
-    everything = ([c for g in groups for c in g if c.entry.wl.is_evicted]
-                  + [c for g in groups for c in g if not c.entry.wl.is_evicted])
-    if not everything or _cannot_cover(ctx, everything):
+    everything = _ordered_candidates(ctx)
+    if not everything.size or _cannot_cover(ctx, everything):
         return []
     forbidden = ctx.cq.preemption.borrow_within_cohort == NEVER
-    if (not hierarchy and not priority) or (forbidden and not _queue_under_nominal(ctx)):
+    if (not everything.has_hierarchy and not everything.has_priority) or (
+            forbidden and not _queue_under_nominal(ctx)):
         attempts = [True]
-    elif forbidden and not hierarchy:
+    elif forbidden and not everything.has_hierarchy:
         attempts = [False, True]
     else:
         attempts = [True, False]

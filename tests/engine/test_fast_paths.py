@@ -5,7 +5,10 @@
 - §6.5 a preemption search is skipped when the candidates' total usage can't cover the shortfall;
 - §6.3/§6.5 the flavor assigner's preemption oracle and the nomination share one target search;
 - §6.5 candidate lists are kept per ClusterQueue and preemptor class for the cycle, and the
-  ClusterQueues above nominal per cohort while the tree's usage is unchanged.
+  ClusterQueues above nominal per cohort while the tree's usage is unchanged;
+- §6.5 one sorted candidate pool per cohort level, preemptor class and tree usage serves
+  every head of the cohort (each skips its own subtree) instead of a list gathered and sorted
+  per head.
 
 Random cohorts and workloads (some admitted, so that heads preempt) are scheduled for several
 cycles both ways; decisions and queue state must be identical.
@@ -52,8 +55,34 @@ class _RemoveAllEachTime:
         return ok
 
 
+def _plain_ordered(ctx):
+    """The candidates as collectCandidatesForHierarchicalReclaim gathers them for this one
+    preemptor, each group sorted (no pools shared between heads)."""
+    hierarchy, priority = [], []
+    if ctx.node.parent is not None and ctx.cq.preemption.reclaim_within_cohort != "Never":
+        advantage, remaining = ctx.tree.quantities_fit_in_quota(ctx.node, ctx.usage)
+        previous = None
+        for current in ctx.node.path_to_root():
+            for cq_node, top in preemption._above_nominal_cqs(ctx.tree, current, frozenset(ctx.frs)):
+                if top is previous or cq_node is ctx.node:
+                    continue
+                (hierarchy if advantage else priority).extend(preemption._from_cq(ctx, cq_node.name, current, advantage))
+            fits, remaining = ctx.tree.quantities_fit_in_quota(current, remaining)
+            advantage = advantage or fits
+            previous = current
+    same = (preemption._from_cq(ctx, ctx.cq.name, None, False)
+            if ctx.cq.preemption.within_cluster_queue != "Never" else [])
+
+    def pool(lst):
+        return preemption._Pool([(c, None) for c in sorted(lst, key=lambda c: c.key)])
+
+    return preemption._Ordered([(pool(hierarchy), preemption._NOTHING)] if hierarchy else [],
+                               [(pool(priority), preemption._NOTHING)] if priority else [], pool(same))
+
+
 def _plain():
     stack = ExitStack()
+    stack.enter_context(mock.patch.object(preemption, "_ordered_candidates", _plain_ordered))
     stack.enter_context(mock.patch.object(cycle, "_MinusPreempted", _RemoveAllEachTime))
     stack.enter_context(mock.patch.object(preemption, "_cannot_cover", lambda ctx, c: False))
     plain_memo = lambda ctx, memo: preemption.get_targets(ctx)  # noqa: E731
