@@ -122,7 +122,10 @@ class SimCluster:
             causes = validate(kind, obj, None, kind.versions[0])
             if causes:
                 raise Invalid("; ".join(f"{c.get('field', '')}: {c.get('message', '')}" for c in causes), kind)
-            self.store.create(kind.group, kind.plural, obj, copy=False)
+            # `obj` is this step's own copy: the store takes it over instead of copying it again.
+            err = self.store.create_many([(kind.group, kind.plural, obj)])[0]
+            if err is not None:
+                raise err
             return
         meta = obj.get("metadata") or {}
         doc = _strip_for_merge(obj)
