@@ -447,14 +447,18 @@ def _park_equivalents(cc: CycleContext, n: Nomination, parked: dict[WorkloadKey,
                             else ((-shape[0],),))
     # The band ends where the next (lower) priority starts: ((-p + 1,),) sorts before all of it.
     hi = bisect.bisect_left(pending, ((-shape[0] + 1,),), lo)
-    # Most of a long band was parked by earlier cycles: drop those in one pass first.
-    for key in [key for _, key in pending[lo:hi] if key not in parked]:
+    # Every entry of the band has the head's effective priority (the order key leads with it),
+    # so only the pod sets remain to compare.
+    now, pod_sets = cc.now, shape[1]
+    for _, key in pending[lo:hi]:
+        if key in parked:  # most of a long band was parked by earlier cycles
+            continue
         e = entries[key]
-        if e.parked_until > cc.now:  # only the active heap moves
+        if e.parked_until > now:  # only the active heap moves
             continue
         wl = e.wl
         # Identical pod sets are usually one shared object (parse cache): test identity first.
-        if wl.effective_priority == shape[0] and (wl.pod_sets is shape[1] or wl.pod_sets == shape[1]):
+        if wl.pod_sets is pod_sets or wl.pod_sets == pod_sets:
             parked[key] = wl.meta.generation
 
 
