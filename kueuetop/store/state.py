@@ -66,6 +66,10 @@ class Store:
         self.position_focus: frozenset[str] | None = None
         self._version = 0
         self._writing = 0  # batches being applied (readers may avoid pausing the process meanwhile)
+        # Called (on the writer's thread) before a batch of at least `burst_size` events is
+        # applied: the console uses it to keep garbage collections out of the burst.
+        self.on_burst: Callable[[], None] | None = None
+        self.burst_size = 100
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
         self.queue_history: Series[str, QueueCounts] = Series(history_size)
         self.gpu_history: Series[GpuKey, float | None] = Series(history_size)
@@ -84,6 +88,9 @@ class Store:
         """Apply events in order; notify subscribers once with everything that changed."""
         changed: dict[str, set[Any]] = {}
         now = self._clock()
+        hook = self.on_burst
+        if hook is not None and isinstance(batch, (list, tuple)) and len(batch) >= self.burst_size:
+            hook()
         with self._lock:
             self._writing += 1
             try:

@@ -30,7 +30,7 @@ from kueuetop.tui.bridge import StoreBridge, StoreChanged
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.detail import WorkloadDetailScreen, yaml_text
 from kueuetop.tui.glyphs import glyphs
-from kueuetop.tui.heap import HeapFreezer, IdleCollector
+from kueuetop.tui.heap import BurstHold, HeapFreezer, IdleCollector
 from kueuetop.tui.palette import KueuetopCommands
 from kueuetop.tui.screens import HelpScreen, TextScreen
 from kueuetop.tui.statusbar import StatusBar
@@ -116,6 +116,7 @@ class KueuetopApp(App[int]):
         self._heap = HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES)),
                                  churn=lambda: self.bridge.changed_objects)
         self._idle_gc = IdleCollector(busy=self._change_in_flight)
+        self._burst_hold = BurstHold()
         self.refresh_count = 0  # redraws driven by store changes (tests and benchmarks read it)
 
     def get_driver_class(self) -> type[Any]:
@@ -152,11 +153,14 @@ class KueuetopApp(App[int]):
         self._focus_view()
         self.set_interval(2.0, self._tick)
         self._idle_gc.start()
+        self.ctx.store.on_burst = self._burst_hold.hold
         self.set_interval(0.5, self._collect_garbage)
         if self._check_rbac:
             self.run_worker(self._rbac_check, thread=True, group="rbac", exit_on_error=False)
 
     def on_unmount(self) -> None:
+        self.ctx.store.on_burst = None
+        self._burst_hold.release()
         self._idle_gc.stop()
         self.bridge.stop()
 
@@ -214,6 +218,7 @@ class KueuetopApp(App[int]):
                 or time.monotonic() - self._last_refresh < _FRAME_AFTER_REFRESH)
 
     def _collect_garbage(self) -> None:
+        self._burst_hold.release(in_flight=self._change_in_flight())
         collected = self._idle_gc.poll()
         if not self._change_in_flight():
             self._heap.maybe_freeze(quiet=collected or self._idle_gc.is_quiet(), collected=collected)
@@ -252,6 +257,12 @@ class KueuetopApp(App[int]):
         if kinds:
             self.refresh_count += 1
             self.refresh_for(kinds)
+        # Collections resume once the frame showing the burst is painted (or at the next
+        # half-second check, while more changes are still coming).
+        self.call_after_refresh(self._release_burst_hold)
+
+    def _release_burst_hold(self) -> None:
+        self._burst_hold.release(in_flight=self.ctx.store.writing or self.bridge.pending)
 
     @property
     def _live(self) -> bool:

@@ -294,3 +294,27 @@ def test_refreshes_two_at_once_after_a_pause_then_at_the_rate_and_none_for_a_sou
         assert await until(pilot, lambda: len(table_cells(app, "workloads")) == 3)
 
     run(app, body)
+
+
+def test_a_burst_of_changes_holds_garbage_collections_until_it_is_on_screen() -> None:
+    import gc
+
+    def wl(i: int) -> Entry:
+        raw = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+               "metadata": {"name": f"burst-{i}", "namespace": "team-a", "uid": f"u{i}", "resourceVersion": "1"},
+               "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                   "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
+        return Entry(("team-a", f"burst-{i}"), raw, parse_object(raw), f"u{i}", "1")
+
+    store = Store()
+    app = make_app(store, initial_view="workloads")
+
+    async def body(pilot: Pilot[int]) -> None:
+        assert gc.isenabled()
+        store.apply_batch([StoreEvent.upsert(K.WORKLOADS, "workloads", wl(i)) for i in range(store.burst_size)])
+        assert not gc.isenabled()  # between the write and the frame that shows it
+        assert await until(pilot, gc.isenabled, timeout=5.0)
+        assert app.main.query_one("#workloads", TableView).total == store.burst_size
+
+    run(app, body)
+    assert gc.isenabled() and store.on_burst is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from kueuetop.tui.heap import FULL_THRESHOLD_OFF, MIN_OBJECTS, HeapFreezer, IdleCollector
+from kueuetop.tui.heap import FULL_THRESHOLD_OFF, MIN_OBJECTS, BurstHold, HeapFreezer, IdleCollector
 
 
 def test_freezes_once_big_then_only_after_growing_by_half() -> None:
@@ -88,3 +88,70 @@ def test_a_freeze_that_needs_a_full_collection_waits_for_a_quiet_moment() -> Non
     assert not heap.maybe_freeze(quiet=False) and collected == [1]  # busy: later
     assert heap.maybe_freeze(quiet=False, collected=True)  # a full collection just ran: freeze only
     assert collected == [1] and freezes == [0, MIN_OBJECTS]
+
+
+class _Gc:
+    def __init__(self) -> None:
+        self.enabled = True
+        self.calls: list[str] = []
+
+    def disable(self) -> None:
+        self.enabled = False
+        self.calls.append("off")
+
+    def enable(self) -> None:
+        self.enabled = True
+        self.calls.append("on")
+
+
+def _hold(now: list[float], g: _Gc) -> BurstHold:
+    return BurstHold(longest=2.0, rest=1.0, clock=lambda: now[0], disable=g.disable, enable=g.enable,
+                     is_enabled=lambda: g.enabled)
+
+
+def test_a_burst_holds_collections_until_it_is_on_screen() -> None:
+    now, g = [0.0], _Gc()
+    hold = _hold(now, g)
+    hold.hold()
+    hold.hold()  # a second batch of the same burst: still one hold
+    assert g.calls == ["off"] and hold.held
+    assert not hold.release(in_flight=True)  # written, not shown yet
+    assert not g.enabled
+    now[0] = 0.3
+    assert hold.release(in_flight=False) and g.enabled and g.calls == ["off", "on"]
+    assert not hold.release()  # nothing held
+
+
+def test_a_hold_ends_after_the_longest_and_rests_before_the_next() -> None:
+    now, g = [0.0], _Gc()
+    hold = _hold(now, g)
+    hold.hold()
+    now[0] = 2.5  # changes kept coming: overdue, collections come back anyway
+    assert hold.release(in_flight=True) and g.enabled
+    now[0] = 3.0
+    hold.hold()  # resting: a cluster that never stops changing still gets collected
+    assert g.enabled and not hold.held
+    now[0] = 3.6
+    hold.hold()
+    assert not g.enabled and hold.held
+
+
+def test_a_hold_leaves_collections_someone_else_switched_off_alone() -> None:
+    now, g = [0.0], _Gc()
+    g.enabled = False
+    hold = _hold(now, g)
+    hold.hold()
+    assert not hold.held and g.calls == []
+    assert not hold.release() and not g.enabled
+
+
+def test_the_store_announces_bursts_only() -> None:
+    from kueuetop.store import Store, StoreEvent
+
+    store = Store()
+    bursts: list[int] = []
+    store.on_burst = lambda: bursts.append(1)
+    store.apply_batch([StoreEvent.replace("nodes", "nodes", [])])
+    assert bursts == []
+    store.apply_batch([StoreEvent.replace("nodes", "nodes", [])] * store.burst_size)
+    assert bursts == [1]
