@@ -48,6 +48,7 @@ from kueuetop.sim.sim_events import (
     set_condition,
     write_condition,
 )
+from kueuetop.sim.work_queue import drain
 
 _log = logging.getLogger(__name__)
 
@@ -448,25 +449,8 @@ class JobIntegration:
         for ns, uid in self._deleted_jobs:
             worked = self._cleanup_deleted_job(ns, uid) or worked
         self._deleted_jobs.clear()
-        while self._dirty_jobs:
-            key = next(iter(self._dirty_jobs))
-            del self._dirty_jobs[key]
-            try:
-                worked = self._reconcile_job(key, now) or worked
-            except (AttributeError, TypeError, ValueError, KeyError) as exc:
-                _log.warning("job integration: skipping malformed job %s/%s: %r", *key, exc)
-            except Exception:
-                _log.exception("job integration: job %s/%s failed", *key)
-        while self._dirty_wls:
-            key = next(iter(self._dirty_wls))
-            del self._dirty_wls[key]
-            try:
-                worked = self._reconcile_workload(key, now) or worked
-            except (AttributeError, TypeError, ValueError, KeyError) as exc:
-                _log.warning("job integration: skipping malformed workload %s/%s: %r", *key, exc)
-            except Exception:
-                _log.exception("job integration: workload %s/%s failed", *key)
-        return worked
+        worked = drain(self._dirty_jobs, self._reconcile_job, now, "job integration", "job") or worked
+        return drain(self._dirty_wls, self._reconcile_workload, now, "job integration", "workload") or worked
 
     def next_wakeup(self, now: float) -> float | None:
         return None  # purely event driven: pods finish through the kubelet's timers

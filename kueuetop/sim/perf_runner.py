@@ -24,6 +24,7 @@ from typing import Any
 from kueuetop.admission import status_updates
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent
 from kueuetop.sim.sim_events import find_condition, write_condition
+from kueuetop.sim.work_queue import drain
 
 _log = logging.getLogger(__name__)
 
@@ -111,15 +112,7 @@ class PerfRunner:
     def reconcile(self, now: float) -> bool:
         while self._timers and self._timers[0][0] <= now:
             self._dirty[heapq.heappop(self._timers)[1]] = None
-        worked = False
-        while self._dirty:
-            key = next(iter(self._dirty))
-            del self._dirty[key]
-            try:
-                worked = self._reconcile(key, now) or worked
-            except (AttributeError, TypeError, ValueError, KeyError) as exc:
-                _log.warning("perf runner: skipping malformed workload %s/%s: %r", *key, exc)
-        return worked
+        return drain(self._dirty, self._reconcile, now, "perf runner", "workload")
 
     def next_wakeup(self, now: float) -> float | None:
         return self._timers[0][0] if self._timers else None

@@ -38,6 +38,7 @@ from kueuetop.sim.job_integration import (
 )
 from kueuetop.sim.objectstore import ObjectStore, StoreError, WatchEvent, rfc3339
 from kueuetop.sim.sim_events import EventWriter, NullEvents, condition_is, find_condition
+from kueuetop.sim.work_queue import drain
 
 _log = logging.getLogger(__name__)
 
@@ -91,17 +92,7 @@ class PodIntegration:
         return None
 
     def reconcile(self, now: float) -> bool:
-        worked = False
-        while self._dirty:
-            key = next(iter(self._dirty))
-            del self._dirty[key]
-            try:
-                worked = self._reconcile(key, now) or worked
-            except (AttributeError, TypeError, ValueError, KeyError) as exc:
-                _log.warning("pod integration: skipping malformed pod %s/%s: %r", *key, exc)
-            except Exception:
-                _log.exception("pod integration: pod %s/%s failed", *key)
-        return worked
+        return drain(self._dirty, self._reconcile, now, "pod integration", "pod")
 
     def _reconcile(self, key: Key, now: float) -> bool:
         pod = self.store.try_get("", "pods", key[0], key[1], copy=False)

@@ -72,6 +72,7 @@ from kueuetop.sim.sim_events import (
     patch_status,
     set_condition,
 )
+from kueuetop.sim.work_queue import drain
 
 _log = logging.getLogger(__name__)
 
@@ -269,15 +270,7 @@ class ProvisioningController:
             name = next(iter(self._dirty_checks))
             del self._dirty_checks[name]
             worked = self._reconcile_check(name, now) or worked
-        while self._dirty_wls:
-            key = next(iter(self._dirty_wls))
-            del self._dirty_wls[key]
-            try:
-                worked = self._reconcile_workload(key, now) or worked
-            except (AttributeError, TypeError, ValueError, KeyError) as exc:
-                _log.warning("provisioning: skipping malformed workload %s/%s: %r", *key, exc)
-            except Exception:
-                _log.exception("provisioning: workload %s/%s failed", *key)
+        worked = drain(self._dirty_wls, self._reconcile_workload, now, "provisioning", "workload") or worked
         if self._capacity_changed:
             self._capacity_changed = False
             for k in self._waiting:
