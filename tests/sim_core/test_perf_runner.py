@@ -6,19 +6,14 @@ import logging
 
 from kueuetop.sim.perf_runner import PERF_RUNTIME_LABEL, runs_workload
 
-from .helpers import Sim, cond, is_true, node_pool
+from .helpers import Sim, cond, is_true
 
+# As in Kueue's harness: no nodes at all.
 BASE = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: perf}
+{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "perf"}}
 ---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: rf}
-spec: {}
----
-""" + node_pool("cpu", size=1, machine="n2-standard-32")
+{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "rf"}, "spec": {}}
+"""
 
 
 def workload(name: str, running_ms: str = "1500", **meta) -> dict:
