@@ -92,9 +92,57 @@ class CycleContext:
     @staticmethod
     def build(snapshot: ClusterSnapshot, state: QueueState, now: float) -> CycleContext:
         index = state.workload_index(snapshot)
-        tree = QuotaTree.build(_quota_structure(snapshot), index.cq_usage)
-        active = {n: cluster_queue_active(snapshot, n).active for n in snapshot.cluster_queues}
-        return CycleContext(snapshot, state, index, tree, active, now)
+        tree = _BASE_TREE.tree_for(_quota_structure(snapshot), index.cq_usage)
+        return CycleContext(snapshot, state, index, tree, dict(_active_map(snapshot)), now)
+
+
+class _BaseTree:
+    """The quota tree of the ClusterQueues' usage, kept between cycles: most cycles change the
+    usage of a few ClusterQueues out of hundreds, so their difference is added and removed
+    (addUsage / removeUsage keep every cohort's share as building from the totals would)
+    instead of building the whole tree; each cycle works on a copy."""
+
+    def __init__(self) -> None:
+        self.structure: QuotaStructure | None = None
+        self.tree: QuotaTree | None = None
+        self.seen: dict[str, dict[FR, int]] = {}  # per CQ, the usage the tree holds
+
+    def tree_for(self, structure: QuotaStructure, cq_usage: Mapping[str, Mapping[FR, int]]) -> QuotaTree:
+        tree = self.tree
+        if tree is None or self.structure is not structure:
+            tree = self.tree = QuotaTree.build(structure, cq_usage)
+            self.structure = structure
+            self.seen = {name: dict(cq_usage.get(name, {})) for name in structure.cqs}
+            return tree.clone()
+        seen = self.seen
+        for name, node in structure.cqs.items():
+            now = cq_usage.get(name) or {}
+            was = seen[name]
+            if now == was:
+                continue
+            for fr in was.keys() | now.keys():
+                delta = now.get(fr, 0) - was.get(fr, 0)
+                if delta > 0:
+                    tree.add(node, fr, delta)
+                elif delta < 0:
+                    tree.remove(node, fr, -delta)
+            seen[name] = dict(now)
+        return tree.clone()
+
+
+_BASE_TREE = _BaseTree()
+_active_memo: tuple[tuple, dict[str, bool]] | None = None
+
+
+def _active_map(snapshot: ClusterSnapshot) -> dict[str, bool]:
+    """Which ClusterQueues are active: kept while the objects it depends on are the same
+    (cq_status memoizes each answer the same way; this saves asking 500 times a cycle)."""
+    global _active_memo
+    parts = (snapshot.cluster_queues, snapshot.flavors, snapshot.admission_checks, snapshot.cohorts)
+    memo = _active_memo
+    if memo is None or any(a is not b for a, b in zip(parts, memo[0], strict=True)):
+        memo = _active_memo = (parts, {n: cluster_queue_active(snapshot, n).active for n in snapshot.cluster_queues})
+    return memo[1]
 
 
 _structure_memo: tuple[Mapping, Mapping, QuotaStructure] | None = None

@@ -90,3 +90,29 @@ def test_no_cohort_means_no_borrowing():
     t = tree_of(cq("solo", 3, ""))
     assert t.potential_available(t.cq("solo"), FR) == 3_000
     assert t.lowest_fitting_subtree(t.cq("solo"), FR, 5_000) == (0, False)
+
+
+def test_the_tree_kept_between_cycles_follows_usage_like_a_fresh_build():
+    """cycle._BaseTree: usage changes of a few ClusterQueues applied as add/remove give the tree
+    QuotaTree.build gives for the new totals, in a hierarchy with lending limits and a
+    Cohort's own quota; each cycle gets a copy it may change freely."""
+    import random
+
+    from kueuetop.admission.cycle import _BaseTree
+
+    s = snapshot(flavor(F), cohort("root", group("cpu", fq(F, cpu="4"))),
+                 cohort("team", group("cpu", fq(F, cpu="2")), parent="root"),
+                 cq("a", 3, "team", lending=1), cq("b", 2, "team"), cq("c", 5, "root", lending=2), cq("d", 4, ""))
+    structure = QuotaStructure.build(s.cluster_queues, s.cohorts)
+    base, rng = _BaseTree(), random.Random(7)
+    usage: dict[str, dict] = {}
+    for step in range(300):
+        name = rng.choice("abcd")
+        usage[name] = {FR: rng.randrange(0, 14) * 1_000} if rng.random() < 0.9 else {}
+        got = base.tree_for(structure, usage)
+        want = QuotaTree.build(structure, usage)
+        for key in {**structure.cqs, **structure.cohorts}:
+            node = structure.cqs.get(key) or structure.cohorts[key]
+            assert got.used(node, FR) == want.used(node, FR), (step, key)
+        got.add(structure.cqs["a"], FR, 50_000)  # the cycle's own trials never reach the kept tree
+    assert base.tree_for(structure, usage).used(structure.cqs["a"], FR) == usage.get("a", {}).get(FR, 0)
