@@ -122,7 +122,10 @@ def heads(snapshot: ClusterSnapshot, state: QueueState, now: float,
     """One head per active ClusterQueue, in CQ name order."""
     index = index or state.workload_index(snapshot)
     out = []
+    pending = index.pending
     for name in sorted(snapshot.cluster_queues):
+        if not pending.get(name):
+            continue  # nothing queued, no head (a sticky preemptor is queued too)
         is_active = active[name] if active is not None else cluster_queue_active(snapshot, name).active
         if not is_active:
             continue
