@@ -96,6 +96,7 @@ class WorkloadIndex:
         self.pending: dict[str, list[tuple[SortKey, WorkloadKey]]] = {}
         self.cq_usage: dict[str, dict[FR, int]] = {}
         self._lq_fingerprint: dict = {}
+        self._lq_source: Mapping | None = None  # the LocalQueues mapping the fingerprint is of
         self._config: KueueConfig | None = None
         # What the latest update() changed, so per-cycle bookkeeping that depends on which
         # workloads are pending (QueueState.last_assignments) can look at those keys only.
@@ -112,14 +113,19 @@ class WorkloadIndex:
 
     # maintenance ----------------------------------------------------------------
     def update(self, snapshot: ClusterSnapshot) -> WorkloadIndex:
-        lq_fp = {k: (lq.cluster_queue, lq.stop_policy) for k, lq in snapshot.local_queues.items()}
         serial = self.serial + 1
         rebuilt = not self.entries
-        if lq_fp != self._lq_fingerprint or snapshot.config != self._config:
-            self.__init__()  # queue membership may have moved wholesale: rebuild
-            self._lq_fingerprint = lq_fp
-            self._config = snapshot.config
-            rebuilt = True
+        # The same LocalQueues mapping as last time (snapshots share unchanged parts): same
+        # fingerprint, without walking thousands of LocalQueues every cycle.
+        lqs = snapshot.local_queues
+        if lqs is not self._lq_source or snapshot.config != self._config:
+            lq_fp = {k: (lq.cluster_queue, lq.stop_policy) for k, lq in lqs.items()}
+            if lq_fp != self._lq_fingerprint or snapshot.config != self._config:
+                self.__init__()  # queue membership may have moved wholesale: rebuild
+                self._lq_fingerprint = lq_fp
+                self._config = snapshot.config
+                rebuilt = True
+            self._lq_source = lqs
         self.serial, self.rebuilt, self.touched = serial, rebuilt, set()
         self.added_pending = {}
         changed = None if rebuilt else snapshot.workloads_changed_since(self._seen)
