@@ -172,11 +172,13 @@ _VERSIONS = itertools.count(1)
 class QuotaTree:
     """Usage on top of a QuotaStructure: available / potentialAvailable / borrowing."""
 
-    __slots__ = ("memo", "structure", "usage", "version")
+    __slots__ = ("_shared", "memo", "structure", "usage", "version")
 
     def __init__(self, structure: QuotaStructure, usage: dict[str, dict[FR, int]] | None = None):
         self.structure = structure
         self.usage: dict[str, dict[FR, int]] = usage if usage is not None else {}
+        # Node keys whose usage dict another tree shares (`clone`): copied before the first write.
+        self._shared: set[str] = set()
         # A new number for every usage change (never reused, so a state once left never
         # matches again), so answers computed from the usage can be kept until it changes
         # (`memo`); code that undoes its own trial changes may put the old number back.
@@ -209,7 +211,21 @@ class QuotaTree:
         return tree
 
     def clone(self) -> QuotaTree:
-        return QuotaTree(self.structure, {k: dict(v) for k, v in self.usage.items()})
+        # Copy-on-write: both trees share every node's usage dict until one of them changes it.
+        t = QuotaTree(self.structure, dict(self.usage))
+        t._shared = set(self.usage)
+        self._shared = set(self.usage)
+        return t
+
+    def _own(self, key: str) -> dict[FR, int]:
+        """This node's usage dict, safe to change."""
+        u = self.usage.get(key)
+        if u is None:
+            u = self.usage[key] = {}
+        elif key in self._shared:
+            u = self.usage[key] = dict(u)
+            self._shared.discard(key)
+        return u
 
     def cq(self, name: str) -> Node | None:
         return self.structure.cqs.get(name)
@@ -287,7 +303,7 @@ class QuotaTree:
         self.version = next(_VERSIONS)
         while True:
             local_avail = self.local_available(node, fr)
-            u = self.usage.setdefault(node.key, {})
+            u = self._own(node.key)
             u[fr] = u.get(fr, 0) + val
             if node.parent is None or val <= local_avail:
                 return
@@ -297,7 +313,7 @@ class QuotaTree:
     def remove(self, node: Node, fr: FR, val: int) -> None:
         self.version = next(_VERSIONS)
         while True:
-            u = self.usage.setdefault(node.key, {})
+            u = self._own(node.key)
             stored_in_parent = u.get(fr, 0) - node.local_quota(fr)
             u[fr] = u.get(fr, 0) - val
             if stored_in_parent <= 0 or node.parent is None:

@@ -74,6 +74,13 @@ def test_clone_is_independent():
     c = t.clone()
     c.add(c.cq("a"), FR, 12_000)
     assert t.used(t.cq("a"), FR) == 0 and c.borrowing(c.cq("a"), FR)
+    # Both ways, and for nodes neither had touched yet (the copies share usage until written).
+    t.add(t.cq("b"), FR, 13_000)
+    assert c.used(c.cq("b"), FR) == 0 and c.usage["cohort/co"][FR] == 12_000
+    assert t.usage["cohort/co"][FR] == 13_000
+    d = c.clone()
+    d.remove(d.cq("a"), FR, 12_000)
+    assert c.used(c.cq("a"), FR) == 12_000 and d.used(d.cq("a"), FR) == 0 and t.used(t.cq("a"), FR) == 0
 
 
 def test_cohort_cycle_disables_member_cqs():
