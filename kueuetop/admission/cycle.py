@@ -92,7 +92,7 @@ class CycleContext:
     @staticmethod
     def build(snapshot: ClusterSnapshot, state: QueueState, now: float) -> CycleContext:
         index = state.workload_index(snapshot)
-        tree = _BASE_TREE.tree_for(_quota_structure(snapshot), index.cq_usage)
+        tree = _BASE_TREE.tree_for_index(_quota_structure(snapshot), index)
         return CycleContext(snapshot, state, index, tree, dict(_active_map(snapshot)), now)
 
 
@@ -106,8 +106,20 @@ class _BaseTree:
         self.structure: QuotaStructure | None = None
         self.tree: QuotaTree | None = None
         self.seen: dict[str, dict[FR, int]] = {}  # per CQ, the usage the tree holds
+        self.synced: tuple[object, int] | None = None  # (index, epoch) whose changes it took last
 
-    def tree_for(self, structure: QuotaStructure, cq_usage: Mapping[str, Mapping[FR, int]]) -> QuotaTree:
+    def tree_for_index(self, structure: QuotaStructure, index: WorkloadIndex) -> QuotaTree:
+        """`tree_for` the index's usage, looking only at the ClusterQueues the index says
+        changed when it followed this same index (same epoch) last time."""
+        changed, index.usage_changed = index.usage_changed, set()
+        same = self.synced is not None and self.synced[0] is index and self.synced[1] == index.epoch
+        self.synced = (index, index.epoch)
+        return self.tree_for(structure, index.cq_usage, changed if same else None)
+
+    def tree_for(self, structure: QuotaStructure, cq_usage: Mapping[str, Mapping[FR, int]],
+                 changed: set[str] | None = None) -> QuotaTree:
+        """A copy of the tree for these usage totals; `changed`: the only ClusterQueues whose
+        totals may differ from the last call's (None: any)."""
         tree = self.tree
         if tree is None or self.structure is not structure:
             tree = self.tree = QuotaTree.build(structure, cq_usage)
@@ -115,7 +127,11 @@ class _BaseTree:
             self.seen = {name: dict(cq_usage.get(name, {})) for name in structure.cqs}
             return tree.clone()
         seen = self.seen
-        for name, node in structure.cqs.items():
+        cqs = structure.cqs
+        for name in (cqs if changed is None else changed):
+            node = cqs.get(name)
+            if node is None:
+                continue  # usage of a ClusterQueue the structure does not hold: build ignores it too
             now = cq_usage.get(name) or {}
             was = seen[name]
             if now == was:

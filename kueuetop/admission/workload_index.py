@@ -9,6 +9,7 @@ object identity (unchanged objects are reused as-is) and updates only what chang
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -89,6 +90,8 @@ class Entry:
     parked_until: float = -math.inf  # pending only: `parked_until(wl)`, cached for head scans
 
 
+_EPOCHS = itertools.count(1)
+
 class WorkloadIndex:
     def __init__(self) -> None:
         self.entries: dict[WorkloadKey, Entry] = {}
@@ -107,6 +110,10 @@ class WorkloadIndex:
         # Per CQ: bumped whenever its pending list changes, so a head found by a scan can be
         # reused while neither the list nor the CQ's inadmissible set changed (queue_order.head_of).
         self.pending_version: dict[str, int] = {}
+        # ClusterQueues whose cq_usage changed, for a consumer that takes them (cycle's kept
+        # quota tree); `epoch` is new whenever the index starts from scratch.
+        self.usage_changed: set[str] = set()
+        self.epoch = next(_EPOCHS)
         self.head_memo: dict[str, tuple] = {}
         self.added_pending: dict[str, list[WorkloadKey]] = {}  # per CQ, by the latest update()
         self._seen: Mapping[WorkloadKey, Workload] | None = None  # workloads of the latest update()
@@ -165,6 +172,7 @@ class WorkloadIndex:
             cq = wl.admission.cluster_queue
             e = Entry(wl, cq, True, wl.usage(), None)
             self.reserving.setdefault(cq, {})[key] = e
+            self.usage_changed.add(cq)
             total = self.cq_usage.setdefault(cq, {})
             for fr, v in e.usage.items():
                 total[fr] = total.get(fr, 0) + v
@@ -186,6 +194,7 @@ class WorkloadIndex:
         self.touched.add(key)
         if e.reserving:
             self.reserving[e.cq].pop(key, None)
+            self.usage_changed.add(e.cq)
             total = self.cq_usage[e.cq]
             for fr, v in e.usage.items():
                 total[fr] = total.get(fr, 0) - v

@@ -6,6 +6,8 @@
 - §6.3/§6.5 the flavor assigner's preemption oracle and the nomination share one target search;
 - §6.5 candidate lists are kept per ClusterQueue and preemptor class for the cycle, and the
   ClusterQueues above nominal per cohort while the tree's usage is unchanged;
+- the cycle's quota tree is kept between cycles and follows the ClusterQueues whose usage
+  changed instead of being built from every ClusterQueue's totals;
 - §6.5 one sorted candidate pool per cohort level, preemptor class and tree usage serves
   every head of the cohort (each skips its own subtree) instead of a list gathered and sorted
   per head.
@@ -23,6 +25,7 @@ from hypothesis import strategies as st
 from kueuetop.admission import cycle, preemption
 from kueuetop.admission import decisions as d
 from kueuetop.admission.cycle import schedule
+from kueuetop.admission.quota_tree import QuotaTree
 from tests.builders import T0, admit, snapshot, workload
 from tests.engine.test_properties import TOL, build, cq_spec
 
@@ -82,6 +85,8 @@ def _plain_ordered(ctx):
 
 def _plain():
     stack = ExitStack()
+    stack.enter_context(mock.patch.object(cycle._BASE_TREE, "tree_for_index",
+                                          lambda structure, index: QuotaTree.build(structure, index.cq_usage)))
     stack.enter_context(mock.patch.object(preemption, "_ordered_candidates", _plain_ordered))
     stack.enter_context(mock.patch.object(cycle, "_MinusPreempted", _RemoveAllEachTime))
     stack.enter_context(mock.patch.object(preemption, "_cannot_cover", lambda ctx, c: False))
