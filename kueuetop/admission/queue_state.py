@@ -129,17 +129,19 @@ def changed_cluster_queues(prev: ClusterSnapshot, cur: ClusterSnapshot) -> set[s
     was created, updated or deleted. The result covers the whole cohort tree of each trigger.
     """
     direct: set[str] = set()
-    for name in prev.cluster_queues.keys() | cur.cluster_queues.keys():
-        a, b = prev.cluster_queues.get(name), cur.cluster_queues.get(name)
-        if a is not b and (a is None or b is None or a.meta.generation != b.meta.generation
-                           or a.stop_policy != b.stop_policy or a.resource_groups != b.resource_groups
-                           or a.cohort != b.cohort):
-            direct.add(name)
-    changed_cohorts = {n for n in prev.cohorts.keys() | cur.cohorts.keys()
-                       if prev.cohorts.get(n) != cur.cohorts.get(n)}
-    changed_flavors = {n for n in prev.flavors.keys() | cur.flavors.keys()
-                       if prev.flavors.get(n) is not cur.flavors.get(n)
-                       and prev.flavors.get(n) != cur.flavors.get(n)}
+    # Snapshots share the mappings of kinds that did not change: nothing to compare then.
+    if prev.cluster_queues is not cur.cluster_queues:
+        for name in prev.cluster_queues.keys() | cur.cluster_queues.keys():
+            a, b = prev.cluster_queues.get(name), cur.cluster_queues.get(name)
+            if a is not b and (a is None or b is None or a.meta.generation != b.meta.generation
+                               or a.stop_policy != b.stop_policy or a.resource_groups != b.resource_groups
+                               or a.cohort != b.cohort):
+                direct.add(name)
+    changed_cohorts = set() if prev.cohorts is cur.cohorts else {
+        n for n in prev.cohorts.keys() | cur.cohorts.keys() if prev.cohorts.get(n) != cur.cohorts.get(n)}
+    changed_flavors = set() if prev.flavors is cur.flavors else {
+        n for n in prev.flavors.keys() | cur.flavors.keys()
+        if prev.flavors.get(n) is not cur.flavors.get(n) and prev.flavors.get(n) != cur.flavors.get(n)}
     if changed_cohorts or changed_flavors:
         for name, cq in cur.cluster_queues.items():
             if cq.cohort in changed_cohorts or changed_flavors.intersection(cq.flavor_names()):
