@@ -1,4 +1,4 @@
-"""Generated built-in scenarios (Kueue's scheduler-performance configs) run to completion.
+"""Generated built-in scenarios (Kueue's scheduler-performance configs, and `large`) run to completion.
 
 Kueue's baseline config is 15,000 workloads, its large-scale config 50,000: the quota invariants are checked on a sample of
 the simulation's steps (every step would cost more than the run) and once at the end.
@@ -77,3 +77,22 @@ def test_kueue_perf_scenarios_run_to_completion(name: str, workloads: int):
     cqs, _ = parts.cluster.store.list(KUEUE, "clusterqueues", copy=False)
     assert all((cq.get("status") or {}).get("reservingWorkloads") == 0 for cq in cqs)
     assert all((cq.get("status") or {}).get("pendingWorkloads") == 0 for cq in cqs)
+
+
+def test_large_runs_to_completion():
+    """ARCHITECTURE §5 `large` (1,000 nodes, 500 ClusterQueues, 20,000 Jobs' Workloads with pods
+    on nodes) to its end: every active workload finishes; the 1 % created inactive stay so."""
+    _, parts = run_to_completion("large", duration=7 * 24 * 3600.0)
+    assert parts.cluster.idle()
+    assert parts.cluster.errors == [] and parts.kueue.broken == {}
+    snap = parts.kueue.snapshot()
+    assert len(snap.workloads) == 20_000
+    inactive = [w for w in snap.workloads.values() if not w.active]
+    unfinished = [w.key for w in snap.workloads.values() if w.active and not w.is_finished]
+    assert unfinished == []
+    assert 0 < len(inactive) <= 20_000 // 100 and not any(w.has_quota_reservation for w in inactive)
+    # No quota held and no pod left running at the end.
+    cqs, _ = parts.cluster.store.list(KUEUE, "clusterqueues", copy=False)
+    assert all((cq.get("status") or {}).get("reservingWorkloads") == 0 for cq in cqs)
+    pods, _ = parts.cluster.store.list("", "pods", copy=False)
+    assert not [p for p in pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")]
