@@ -17,7 +17,7 @@ Exit status 0 when the run completed: idle, no errors, every active workload fin
 
 Usage (repository root, project virtualenv):
 
-    python benchmarks/scale_completion.py large        # 20,000 workloads; ~10-20 CPU-minutes
+    python benchmarks/scale_completion.py large        # 20,000 workloads; ~7 CPU-minutes
     python benchmarks/scale_completion.py kueue-perf-baseline
 """
 
