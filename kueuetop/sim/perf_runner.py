@@ -23,7 +23,7 @@ from typing import Any
 
 from kueuetop.admission import status_updates
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent
-from kueuetop.sim.sim_events import find_condition, write_condition
+from kueuetop.sim.sim_events import condition_is, write_condition
 from kueuetop.sim.work_queue import drain
 
 _log = logging.getLogger(__name__)
@@ -66,16 +66,11 @@ def running_seconds(wl: Obj) -> float:
         return 0.0
 
 
-def _true(wl: Obj, type_: str) -> bool:
-    c = find_condition(wl, type_)
-    return c is not None and c.get("status") == "True"
-
-
 def _inputs(wl: Any) -> tuple:
     if not isinstance(wl, dict):
         return (None,)
     m = wl.get("metadata") or {}
-    return (_true(wl, "Admitted"), _true(wl, "Evicted"), _true(wl, "Finished"), m.get("uid"), m.get("generation"),
+    return (condition_is(wl, "Admitted"), condition_is(wl, "Evicted"), condition_is(wl, "Finished"), m.get("uid"), m.get("generation"),
             (m.get("labels") or {}).get(PERF_RUNTIME_LABEL))
 
 
@@ -98,12 +93,12 @@ class PerfRunner:
         if not runs_workload(obj):
             return
         m = obj["metadata"]
-        admitted = _true(obj, "Admitted")
+        admitted = condition_is(obj, "Admitted")
         if event.type == "DELETED" or not admitted:
             self._admitted_at.pop(str(m.get("uid", "")), None)  # setAdmittedTime(false)
         # The harness's event filter: only admitted, unfinished Workloads are reconciled. A write
         # that changes none of what the reconcile reads (most of Kueue's) is skipped too.
-        if event.type == "DELETED" or not admitted or _true(obj, "Finished"):
+        if event.type == "DELETED" or not admitted or condition_is(obj, "Finished"):
             return
         if event.type == "MODIFIED" and _inputs(event.old) == _inputs(obj):
             return
@@ -122,15 +117,15 @@ class PerfRunner:
         if wl is None or not runs_workload(wl):
             return False
         uid = str(wl["metadata"].get("uid", ""))
-        admitted = _true(wl, "Admitted")
+        admitted = condition_is(wl, "Admitted")
         # setAdmittedTime: remembered when first seen admitted, forgotten when not admitted.
         if admitted:
             self._admitted_at.setdefault(uid, now)
         else:
             self._admitted_at.pop(uid, None)
-        if _true(wl, "Finished"):
+        if condition_is(wl, "Finished"):
             return False
-        if _true(wl, "Evicted"):
+        if condition_is(wl, "Evicted"):
             new = status_updates.unset_quota_reservation(wl, now, EVICTED_REASON, EVICTED_MESSAGE)
             if new is None:
                 return False
