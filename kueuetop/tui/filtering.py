@@ -26,6 +26,9 @@ class RowFilter:
     text: str
     predicates: tuple[Predicate, ...]
     search: Callable[[str], object] | None = None  # the filter is this one regex over `Row.text`
+    # … and that regex is this lower-case ASCII word, taken literally: on ASCII text a substring
+    # test of `Row.lower` finds the same rows several times faster than the regex.
+    literal: str | None = None
 
     def __call__(self, row: Row) -> bool:
         return all(p(row) for p in self.predicates)
@@ -33,6 +36,17 @@ class RowFilter:
     def passes(self, rows: Mapping[str, Row], ids: Iterable[str]) -> dict[str, bool]:
         """Which of `ids` pass (one call for many rows: the common one-regex case runs without
         a Python call per predicate)."""
+        if self.literal is not None and self.search is not None:
+            word, search = self.literal, self.search
+            out: dict[str, bool] = {}
+            for rid in ids:
+                row = rows[rid]
+                low = row._lower
+                if low is None:
+                    low = row.lower
+                # Non-ASCII text: Unicode case folding is the regex's business.
+                out[rid] = word in low if low.isascii() else search(row.text) is not None
+            return out
         if self.search is not None:
             search = self.search
             return {rid: search(rows[rid].text) is not None for rid in ids}
@@ -94,14 +108,18 @@ def parse_filter(text: str) -> RowFilter:
             rx = _regex(w)
             preds.append(lambda r, rx=rx: bool(rx.search(r.text)))
         i += 1
-    search = None
+    search = literal = None
     if len(words) == 1 and len(preds) == 1 and not words[0].startswith(("!", "-l")) \
             and not words[0].lower().startswith("state:"):
         search = _regex(words[0]).search
-    return RowFilter(text, tuple(preds), search)
+        if _LITERAL_WORD.fullmatch(words[0]):
+            literal = words[0].lower()
+    return RowFilter(text, tuple(preds), search, literal)
 
 
 _LITERAL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./=-]*")
+# ASCII characters a regex takes as themselves (no `.`), so the regex is a substring search.
+_LITERAL_WORD = re.compile(r"[A-Za-z0-9_/=-]+")
 
 
 def _plain_word(text: str) -> bool:

@@ -186,3 +186,19 @@ def test_sort_cache_follows_moves_and_takes_only_orders_computed_since() -> None
     rows["new"] = _random_row(rng, "new")
     cache.moved(rows, {"new": (None, rows["new"])})
     assert cache.install({("position", False): sort_ids(rows, "position")}, generation) == 0
+
+
+def test_one_plain_word_is_a_substring_test_that_agrees_with_the_regex() -> None:
+    rows = [*ROWS, _row("Train-Z", "team-c", "Pending", 1), _row("ſtrain-k", "team-d", "Pending", 1),
+            _row("tra.n", "team-e", "Pending", 1)]
+    by_id = {str(r.key): r for r in rows}
+    for text in ("TRAIN", "train-", "team-a", "strain", "tra.n", "a=b", "/x"):
+        f = parse_filter(text)
+        assert f.literal == (None if "." in text else text.lower())
+        slow = {str(r.key): bool(f.predicates[0](r)) for r in rows}  # the regex itself
+        assert f.passes(by_id, list(by_id)) == slow, text
+    # The non-ASCII row goes to the regex, which folds `ſ` to `s` (a substring test would not).
+    assert parse_filter("strain").passes(by_id, list(by_id))[str(("team-d", "ſtrain-k"))]
+    assert parse_filter("tra.n").literal is None and parse_filter("!x").literal is None
+    assert parse_filter("a b").literal is None and parse_filter("state:p").literal is None
+

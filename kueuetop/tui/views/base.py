@@ -324,7 +324,7 @@ class TableView(View):
         orders: dict[tuple[str, bool], list[str]] = {}
         try:
             for row in rows.values():
-                _ = row.text
+                _ = row.lower  # and `text`
             for name, reverse in wanted:
                 orders[(name, reverse)] = sort_ids(rows, name, reverse, self._sorts.tiebreak)
         finally:
