@@ -314,10 +314,13 @@ class SortCache:
             self._orders.pop((name, True), None)
 
     def moved(self, rows: Mapping[str, Row], moves: Mapping[str, Move],
-              keep: tuple[str | None, bool] | None = None) -> None:
+              keep: tuple[str | None, bool] | None = None, *, more: bool = False) -> None:
         """Rows changed (`rows` is already the new state): patch the orders they move when the
         moves are few, or the `keep` order (the one on screen) unless they are a good share of
-        the rows; forget the others (they are sorted again when asked for, or ahead)."""
+        the rows; forget the others (they are sorted again when asked for, or ahead).
+
+        `more`: these moves are the first part of a burst whose rest follows (the rows on screen
+        first): only `keep` is patched, since the rest would drop the others anyway."""
         every: dict[str, Move] = {}
         by_name: dict[str, dict[str, Move]] = {}
         for rid, mv in moves.items():
@@ -340,7 +343,8 @@ class SortCache:
             mine = {**every, **by_name.get(name, {})}
             if not mine:
                 continue
-            if len(mine) <= PATCH_SMALL or ((name, reverse) == keep and len(mine) * 8 < len(order)):
+            small = len(mine) <= PATCH_SMALL and not more
+            if small or ((name, reverse) == keep and len(mine) * 8 < len(order)):
                 try:
                     self._orders[(name, reverse)] = patch_order(order, rows, mine, name, reverse, self.tiebreak)
                     continue

@@ -202,3 +202,24 @@ def test_one_plain_word_is_a_substring_test_that_agrees_with_the_regex() -> None
     assert parse_filter("tra.n").literal is None and parse_filter("!x").literal is None
     assert parse_filter("a b").literal is None and parse_filter("state:p").literal is None
 
+
+def test_the_first_part_of_a_burst_patches_only_the_order_on_screen() -> None:
+    import random
+
+    from kueuetop.tui.filtering import SortCache, sort_ids
+
+    rng = random.Random(8)
+    rows = _random_rows(rng, 500)
+    cache = SortCache()
+    for n in ("status", "position", "name"):
+        for r in (False, True):
+            cache.sorted_ids(rows, n, r)
+    moves = {}
+    for rid in rng.sample(sorted(rows), 5):  # few, but more follow: no patching off screen
+        old = rows[rid]
+        rows[rid] = Row(rid, old.cells, sort={**old.sort, "status": rng.choice(["Pending", "Gone", None])})
+        moves[rid] = (old, rows[rid])
+    cache.moved(rows, moves, keep=("status", True), more=True)
+    assert cache.cached("status", True) == sort_ids(rows, "status", True)
+    assert cache.cached("status", False) is None  # the rest of the burst would drop it anyway
+    assert cache.cached("position", False) == sort_ids(rows, "position")  # not moved: kept

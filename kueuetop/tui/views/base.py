@@ -215,7 +215,7 @@ class TableView(View):
                     self._later = keys - on_screen
                     keys = keys & on_screen
                     self.call_after_refresh(self._catch_up)
-                changed, resort = self._rebuild(keys, check_sort=True)
+                changed, resort = self._rebuild(keys, check_sort=True, more=bool(self._later))
                 visible, _ = self._rebuild(on_screen - keys, check_sort=False)
                 return changed | visible, resort
             except NotImplementedError:
@@ -237,8 +237,10 @@ class TableView(View):
             self._show(changed, resort)
             self.after_refresh()
 
-    def _rebuild(self, keys: set[Hashable], check_sort: bool) -> tuple[set[str], bool]:
+    def _rebuild(self, keys: set[Hashable], check_sort: bool, more: bool = False) -> tuple[set[str], bool]:
         """Build these rows again; (ids whose rows changed, whether some order moved).
+
+        `more`: more changed rows follow after the frame (`SortCache.moved`).
 
         `check_sort` False: rows rebuilt only because they are on screen (their ages move) keep
         the sort values of their last change, so they don't wander while watched and every kept
@@ -270,7 +272,7 @@ class TableView(View):
             self._unfilter(rid)
         if moves:
             # The order on screen is patched whatever the number of moves; others when few.
-            self._sorts.moved(self._rows, moves, keep=(self.sort_name, self.sort_reverse))
+            self._sorts.moved(self._rows, moves, keep=(self.sort_name, self.sort_reverse), more=more)
         return changed, bool(moves)
 
     def _unfilter(self, rid: str) -> None:
