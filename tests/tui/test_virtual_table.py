@@ -450,3 +450,37 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
         assert v.cursor_id() == cursor
 
     run(app, body, size=(60, 20))
+
+
+def test_one_line_labels_repaint_without_a_layout_pass_and_only_when_their_text_changes() -> None:
+    from textual.containers import Vertical
+
+    from kueuetop.tui.oneline import OneLine
+
+    class LabelApp(App[None]):
+        def compose(self) -> ComposeResult:
+            with Vertical():
+                yield OneLine("start")
+
+    app = LabelApp()
+
+    async def body(pilot: Pilot[Any]) -> None:
+        label = app.query_one(OneLine)
+        layouts: list[bool] = []
+        repaints: list[bool] = []
+        original = label.refresh
+
+        def refresh(*a: Any, layout: bool = False, **kw: Any) -> Any:
+            (layouts if layout else repaints).append(True)
+            return original(*a, layout=layout, **kw)
+
+        label.refresh = refresh  # type: ignore[method-assign]
+        label.show_text(Text("title (3/3)"))
+        label.show_text(Text("title (3/3)"))  # the same again: nothing to paint
+        assert layouts == [] and len(repaints) == 1
+        label.show_text(Text("title (3/3)", style="bold"))  # same characters, another style
+        assert len(repaints) == 2
+        await pilot.pause()
+        assert "title (3/3)" in screen_text(app) and label.size.height == 1
+
+    run(app, body)

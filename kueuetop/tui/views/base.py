@@ -24,12 +24,12 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Static
 
 from kueuetop.store import Changes
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.filtering import Move, RowFilter, SortCache, narrows, parse_filter, sort_ids, widens
+from kueuetop.tui.oneline import OneLine
 from kueuetop.tui.rows import Row, same
 from kueuetop.tui.virtual_table import VirtualTable
 
@@ -132,7 +132,7 @@ class TableView(View):
         self._unsubscribe: Any = None
 
     def compose(self) -> ComposeResult:
-        yield Static(self.TITLE, classes="view-title")
+        yield OneLine(self.TITLE, classes="view-title")
         yield VirtualTable(self.COLUMNS, self._cells_of, marks=self.marks if self.MARKS else None,
                            ellipsis=self.ctx.glyphs.ellipsis, priorities=self.PRIORITIES or None)
 
@@ -353,7 +353,7 @@ class TableView(View):
         if hidden := self.table.hidden_columns:
             parts.append(f"+{len(hidden)} columns ({self.kapp.key_label('wide')}: wide)")
         # Filter text is the user's own input but still untrusted-looking: plain Text, no markup.
-        self.query_one(".view-title", Static).update(Text("  ".join(parts)))
+        self.query_one(".view-title", OneLine).show_text(Text("  ".join(parts)))
 
     def title_extra(self) -> list[str]:
         """More words for the title line (views with a setting worth showing)."""
