@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
+from typing import Any
 
 from kueuetop.tui.rows import Row
 
@@ -192,6 +193,32 @@ def sort_ids(rows: Mapping[str, Row], name: str | None, reverse: bool = False,
 
 
 _LAST = "\U0010ffff"
+
+
+def sort_orders(rows: Mapping[str, Row], wanted: Iterable[tuple[str, bool]],
+                tiebreak: str = "name") -> dict[tuple[str, bool], list[str]]:
+    """Several `sort_ids` orders at once (the orders computed ahead, off the UI thread).
+
+    The rows are put in tiebreak order once; each order is then a stable sort of that by its
+    value alone (Python's sort keeps ties in place, `reverse=True` included): no key tuples,
+    and one value per row per sort name for both directions: about a third of `sort_ids` each."""
+    tk = {rid: _tiebreak_key(row, tiebreak) for rid, row in rows.items()}
+    base = sorted(rows)
+    base.sort(key=tk.__getitem__)
+    out: dict[tuple[str, bool], list[str]] = {}
+    values: dict[str, dict[str, Any]] = {}
+    for name, reverse in wanted:
+        if not name:
+            out[(name, reverse)] = list(rows)
+            continue
+        vals = values.get(name)
+        if vals is None:
+            vals = values[name] = {rid: row.sort.get(name) for rid, row in rows.items()}
+        present = [rid for rid in base if vals[rid] is not None]
+        present.sort(key=vals.__getitem__, reverse=reverse)
+        present.extend(rid for rid in base if vals[rid] is None)
+        out[(name, reverse)] = present
+    return out
 
 # Up to this many moved rows, an order is patched in place of being dropped: each costs a few
 # bisections, against ~20 ms to sort 20,000 rows again.

@@ -223,3 +223,17 @@ def test_the_first_part_of_a_burst_patches_only_the_order_on_screen() -> None:
     assert cache.cached("status", True) == sort_ids(rows, "status", True)
     assert cache.cached("status", False) is None  # the rest of the burst would drop it anyway
     assert cache.cached("position", False) == sort_ids(rows, "position")  # not moved: kept
+
+
+def test_orders_computed_together_equal_sort_ids() -> None:
+    import random
+
+    from kueuetop.tui.filtering import sort_ids, sort_orders
+
+    rng = random.Random(11)
+    rows = _random_rows(rng, 800)
+    wanted = [(n, r) for n in ("name", "status", "position", "wait", "absent") for r in (True, False)]
+    for tiebreak in ("name", "position"):  # a tiebreak that is not a string, and one missing often
+        got = sort_orders(rows, [*wanted, (None, False)], tiebreak)  # type: ignore[list-item]
+        for (name, reverse), order in got.items():
+            assert order == sort_ids(rows, name, reverse, tiebreak), (name, reverse, tiebreak)

@@ -28,7 +28,7 @@ from textual.timer import Timer
 from kueuetop.store import Changes
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.filtering import Move, RowFilter, SortCache, narrows, parse_filter, sort_ids, widens
+from kueuetop.tui.filtering import Move, RowFilter, SortCache, narrows, parse_filter, sort_orders, widens
 from kueuetop.tui.oneline import OneLine
 from kueuetop.tui.rows import Row, same
 from kueuetop.tui.virtual_table import VirtualTable
@@ -327,8 +327,7 @@ class TableView(View):
         try:
             for row in rows.values():
                 _ = row.lower  # and `text`
-            for name, reverse in wanted:
-                orders[(name, reverse)] = sort_ids(rows, name, reverse, self._sorts.tiebreak)
+            orders = sort_orders(rows, wanted, self._sorts.tiebreak)
         finally:
             self.post_message(self.OrdersReady(generation, orders))
 
