@@ -438,6 +438,14 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
         Things.built.clear()
         top = int(v.table.scroll_y)
         shown = {v._rows[rid].key for rid in v._order[top:top + v.table.size.height]}
+        painted: list[int] = []  # rows built when each frame drew the table
+        render_lines = v.table.render_lines
+
+        def render(crop: Any) -> Any:
+            painted.append(len(Things.built))
+            return render_lines(crop)
+
+        v.table.render_lines = render  # type: ignore[method-assign]
         v._on_store_changes(Changes({"things": frozenset(changed)}))
         v.refresh_view()
         assert len(Things.built) <= v.table.size.height + 1  # only what is on screen, so far
@@ -445,6 +453,8 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
         assert v._later
         await pilot.pause()
         await pilot.pause()
+        # The first frame came before the others were built (not held back by them).
+        assert painted and painted[0] <= v.table.size.height + 1
         assert set(changed) <= set(Things.built) and not v._later
         assert names(v) == _expected(Things.data, "size", False, "b1")
         assert v.cursor_id() == cursor

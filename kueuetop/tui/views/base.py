@@ -214,7 +214,7 @@ class TableView(View):
                 if len(keys) > _LATER_OVER:
                     self._later = keys - on_screen
                     keys = keys & on_screen
-                    self.call_after_refresh(self._catch_up)
+                    self.table.call_after_paint(self._catch_up)
                 changed, resort = self._rebuild(keys, check_sort=True, more=bool(self._later))
                 visible, _ = self._rebuild(on_screen - keys, check_sort=False)
                 return changed | visible, resort
