@@ -494,3 +494,47 @@ def test_one_line_labels_repaint_without_a_layout_pass_and_only_when_their_text_
         assert "title (3/3)" in screen_text(app) and label.size.height == 1
 
     run(app, body)
+
+
+def test_rows_built_in_numbers_get_their_filter_text_ahead_and_unchanged_rows_keep_theirs() -> None:
+    """Many rows rebuilt without moving any order (a queue's positions, ages): the worker joins
+    their filter text, so the first `/` does not; a row rebuilt the same is the row it was."""
+    from kueuetop.tui.views.base import _TEXT_AHEAD
+
+    class Labels(Things):
+        def _row(self, name: str) -> Row:  # SIZE shown, not sorted on: a change moves no order
+            return Row(name, (cell(name), cell(self.data[name])), sort={"name": name})
+
+    class LabelsApp(ViewApp):
+        def compose(self) -> ComposeResult:
+            yield Labels(self.ctx)
+
+    Things.data.clear()
+    Things.data.update({f"c{i:04d}": i for i in range(3 * _TEXT_AHEAD)})
+    app = LabelsApp(ViewContext(Store(), load_themes().themes["dark"], ASCII))
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Labels)
+        v.refresh_view()
+        for _ in range(100):  # the orders ahead (and every row's text) at start
+            if not v._sorts.missing(v.SORT_KEYS) and not v._ahead_running:
+                break
+            await asyncio.sleep(0.05)
+        assert all(r._lower is not None for r in v._rows.values())
+        before = dict(v._rows)
+        changed = sorted(Things.data)[: 2 * _TEXT_AHEAD]
+        for name in changed:
+            Things.data[name] += 1
+        v._on_store_changes(Changes({"things": frozenset([*changed, "c0700"])}))
+        v.refresh_view()
+        await pilot.pause()
+        assert v._rows["c0700"] is before["c0700"]  # built again, the same: kept
+        assert not v._sorts.missing(v.SORT_KEYS) and v._rows[changed[0]]._lower is None
+        for _ in range(100):
+            if all(v._rows[n]._lower is not None for n in changed):
+                break
+            await asyncio.sleep(0.05)
+        assert all(v._rows[n]._lower is not None for n in changed)
+        assert v._rows[changed[0]].lower == f"{changed[0]} {Things.data[changed[0]]}"
+
+    run(app, body)

@@ -7,7 +7,8 @@ Work per refresh follows what changed, not the table's size: the view subscribes
 and collects the keys that changed; views that can build one row (`build_row` and
 `row_keys_for`) rebuild only those rows, others rebuild all (small tables). Kept sort orders
 follow changed rows by bisection (`SortCache.moved`) rather than a re-sort, and the orders of
-the sort keys are computed ahead on a worker; the filter runs over changed rows only, and
+the sort keys (and the filter text of rows built meanwhile) are computed ahead on a worker; a
+rebuilt row equal to the old one is dropped for it; the filter runs over changed rows only, and
 earlier filter texts keep their results. The rows on screen are rebuilt on every refresh, so
 their ages move; a burst of changes reaches them first, the other rows right after that frame.
 """
@@ -43,6 +44,9 @@ _MAX_DIRTY = 50_000
 _AHEAD_DELAY = 0.5
 # More changed rows than this in one refresh: those on screen first, the rest after the frame.
 _LATER_OVER = 200
+# Rows built since the worker last ran past this many: it runs again for their filter text (a `/`
+# typed later would otherwise join the cells of every row rebuilt meanwhile: position polls, ticks).
+_TEXT_AHEAD = 256
 # Filter results kept for the last few filter texts: backspace, or typing a filter again, finds
 # them instead of testing every row.
 _FILTER_MEMO = 8
@@ -125,6 +129,7 @@ class TableView(View):
         self._ahead_timer: Timer | None = None
         self._later: set[Hashable] = set()  # changed keys whose rows are built after the next frame
         self._ahead_running = False
+        self._new_rows = 0  # rows built since the last worker took its copy of the rows
         self.total = 0
         self._lock = threading.Lock()
         self._dirty: dict[str, set[Any]] = {}  # store kind → keys changed since the last refresh
@@ -222,6 +227,7 @@ class TableView(View):
                 pass
         self._later = set()
         self._rows = {row_id(r.key): r for r in self.build_rows()}
+        self._new_rows = len(self._rows)
         self._passes = {}
         self._memo.clear()
         self._sorts.invalidate()
@@ -260,14 +266,15 @@ class TableView(View):
                 continue
             if old is not None and not check_sort and old.sort != row.sort:
                 row = replace(row, sort=old.sort)
-            self._rows[rid] = row
             if old is None:
                 moves[rid] = (None, row)
             elif old.sort == row.sort:
-                if same(old.cells, row.cells):
-                    continue
+                if same(old.cells, row.cells) and old.labels == row.labels and old.state == row.state:
+                    continue  # the row as it was (with its filter text joined already)
             else:
                 moves[rid] = (old, row)
+            self._rows[rid] = row
+            self._new_rows += 1
             changed.add(rid)
             self._unfilter(rid)
         if moves:
@@ -305,17 +312,20 @@ class TableView(View):
 
     # ------------------------------------------------------------ orders ahead
     def _plan_ahead(self) -> None:
-        """Some sort key's order is missing: compute it off the UI thread a little later."""
+        """Some sort key's order is missing, or many rows were built: compute the orders and
+        the rows' filter text off the UI thread a little later."""
         if self._ahead_timer is None and not self._ahead_running and self.is_mounted \
-                and self._sorts.missing(self.SORT_KEYS):
+                and (self._new_rows > _TEXT_AHEAD or self._sorts.missing(self.SORT_KEYS)):
             self._ahead_timer = self.set_timer(_AHEAD_DELAY, self._start_ahead)
 
     def _start_ahead(self) -> None:
         self._ahead_timer = None
         wanted = self._sorts.missing(self.SORT_KEYS)
-        if not wanted or not self._rows or self._ahead_running or not self.is_mounted:
+        if (not wanted and self._new_rows <= _TEXT_AHEAD) or not self._rows or self._ahead_running \
+                or not self.is_mounted:
             return
         self._ahead_running = True
+        self._new_rows = 0
         rows, generation = dict(self._rows), self._sorts.generation  # rows are immutable: a copy of the dict will do
         self.run_worker(lambda: self._compute_ahead(rows, generation, wanted), thread=True,
                         group="orders-ahead", exit_on_error=False)
