@@ -44,6 +44,14 @@ class MultiIndex:
         else:
             self._by_key.pop(key, None)
 
+    def set_one(self, key: Key, value: Hashable) -> None:
+        """`set(key, (value,))`; returns at once when the key is filed under that value already
+        (most of a status update: its namespace, queues and owners stay)."""
+        old = self._by_key.get(key)
+        if old is not None and len(old) == 1 and old[0] == value:
+            return
+        self.set(key, (value,))
+
     def remove(self, key: Key) -> None:
         old = self._by_key.pop(key, None)
         if old:
@@ -91,12 +99,12 @@ class Indexes:
             self.remove_workload(key)
             return
         self._workloads[key] = wl
-        self.wl_by_lq.set(key, ((wl.namespace, wl.queue_name),) if wl.queue_name else ())
-        self.wl_by_ns.set(key, (wl.namespace,))
-        self.wl_by_cq.set(key, (self._cq_of(wl),))
+        self.wl_by_lq.set_one(key, (wl.namespace, wl.queue_name) if wl.queue_name else None)
+        self.wl_by_ns.set_one(key, wl.namespace)
+        self.wl_by_cq.set_one(key, self._cq_of(wl))
         state = derive_state(wl, now)
         self.wl_state[key] = state
-        self.wl_by_phase.set(key, (state.phase,))
+        self.wl_by_phase.set_one(key, state.phase)
         uids = [o.uid for o in wl.meta.owners]
         uids.append(wl.meta.labels.get(JOB_UID_LABEL, ""))
         self.wl_by_owner_uid.set(key, uids)

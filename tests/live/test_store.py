@@ -175,3 +175,19 @@ def test_subscribers_are_called_by_stage_then_in_order() -> None:
     calls.clear()
     store.set_source_state("x", SourceState.ERROR)
     assert calls == ["view2", "bridge", "bridge2", "poller"]
+
+
+def test_multi_index_set_one_files_as_set_does() -> None:
+    from kueuetop.store.indexes import MultiIndex
+
+    one, many = MultiIndex(), MultiIndex()
+    key = ("ns", "w")
+    for value in ("a", "a", "b", "", None, "c", ("ns", "lq"), ("ns", "lq"), None):
+        one.set_one(key, value)
+        many.set(key, (value,))
+        assert one.values_of(key) == many.values_of(key) and one.counts() == many.counts(), value
+    many.set(key, ("x", "y"))
+    one.set(key, ("x", "y"))
+    one.set_one(key, "x")  # from two values to one of them
+    many.set(key, ("x",))
+    assert one.values_of(key) == ("x",) and one.get("y") == frozenset() and one.counts() == many.counts()
