@@ -53,6 +53,14 @@ class RowFilter:
             return {rid: search(rows[rid].text) is not None for rid in ids}
         return {rid: self(rows[rid]) for rid in ids}
 
+    def select(self, ids: Iterable[str], lowers: Iterable[str], rows: Mapping[str, Row]) -> list[str]:
+        """The `ids` that pass a `literal` filter, `lowers` being their rows' `Row.lower` in the
+        same order: one pass, no look-up per row (but for non-ASCII rows, left to the regex)."""
+        word, search = self.literal, self.search
+        assert word is not None and search is not None
+        return [rid for rid, low in zip(ids, lowers, strict=True)
+                if (word in low if low.isascii() else search(rows[rid].text) is not None)]
+
     def apply(self, rows: Iterable[Row]) -> list[Row]:
         return [r for r in rows if self(r)]
 

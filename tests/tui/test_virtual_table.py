@@ -538,3 +538,43 @@ def test_rows_built_in_numbers_get_their_filter_text_ahead_and_unchanged_rows_ke
         assert v._rows[changed[0]].lower == f"{changed[0]} {Things.data[changed[0]]}"
 
     run(app, body)
+
+
+def test_a_one_word_filter_follows_rows_whose_text_changes_in_place() -> None:
+    """The rows' text kept in sort order for a word filter is dropped when a row changes, even
+    one that keeps its place (its SIZE is shown, not sorted on)."""
+
+    class Labels(Things):
+        def _row(self, name: str) -> Row:
+            return Row(name, (cell(name), cell(self.data[name])), sort={"name": name})
+
+    class LabelsApp(ViewApp):
+        def compose(self) -> ComposeResult:
+            yield Labels(self.ctx)
+
+    Things.data.clear()
+    Things.data.update({f"d{i:03d}": i for i in range(300)})
+    app = LabelsApp(ViewContext(Store(), load_themes().themes["dark"], ASCII))
+
+    def expected(word: str) -> list[str]:
+        return sorted(n for n, size in Things.data.items() if word in f"{n} {size}".lower())
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Labels)
+        v.refresh_view()
+        v.set_filter("7")
+        assert v.filter.literal == "7" and names(v) == expected("7")
+        v.set_filter("77")
+        assert names(v) == expected("77")
+        Things.data["d001"] = 770
+        Things.data["d277"] = 5  # d277 still matches by name; d177's size goes from 177 to 1
+        Things.data["d177"] = 1
+        v._on_store_changes(Changes({"things": frozenset({"d001", "d277", "d177"})}))
+        v.refresh_view()
+        assert names(v) == expected("77") and "d001" in names(v)
+        v.set_filter("7")  # backspace
+        assert names(v) == expected("7")
+        v.set_filter("D00")
+        assert names(v) == expected("d00")
+
+    run(app, body)

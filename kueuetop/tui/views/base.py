@@ -125,6 +125,7 @@ class TableView(View):
         self._sorted: list[str] | None = None  # every id in sort order; None: sort again
         self._passes: dict[str, bool] = {}  # row id → passes the current filter
         self._memo: dict[str, dict[str, bool]] = {}  # earlier filter texts → their `_passes`
+        self._lowers: tuple[list[str], list[str]] | None = None  # (`_sorted`, its rows' `Row.lower`)
         self._sorts = SortCache()  # orders by sort name, following row changes
         self._ahead_timer: Timer | None = None
         self._later: set[Hashable] = set()  # changed keys whose rows are built after the next frame
@@ -230,6 +231,7 @@ class TableView(View):
         self._new_rows = len(self._rows)
         self._passes = {}
         self._memo.clear()
+        self._lowers = None
         self._sorts.invalidate()
         return None, True
 
@@ -284,6 +286,7 @@ class TableView(View):
 
     def _unfilter(self, rid: str) -> None:
         """This row changed: every kept filter result for it is out of date."""
+        self._lowers = None
         self._passes.pop(rid, None)
         for passes in self._memo.values():
             passes.pop(rid, None)
@@ -297,7 +300,15 @@ class TableView(View):
         """Sort (when needed), filter and hand the ids to the table; the cursor keeps its row."""
         # Kept orders follow row changes (`_rebuild`), so this is a look-up unless the order is new.
         self._sorted = self._sorts.sorted_ids(self._rows, self.sort_name, self.sort_reverse)
-        if self.filter.predicates:
+        if self.filter.literal is not None:
+            # One word: a substring test down the rows' text in sort order, kept while no row
+            # changes (typing on, backspace and sorts go without a look-up per row).
+            lowers = self._lowers
+            if lowers is None or lowers[0] is not self._sorted:
+                rows = self._rows
+                lowers = self._lowers = (self._sorted, [rows[rid].lower for rid in self._sorted])
+            self._order = self.filter.select(self._sorted, lowers[1], self._rows)
+        elif self.filter.predicates:
             passes = self._passes
             missing = [rid for rid in self._sorted if rid not in passes]
             if missing:
@@ -421,12 +432,14 @@ class TableView(View):
             self._reshow()
             return
         self.filter = parse_filter(text)
-        if old.predicates and old.text != text:
+        if old.predicates and old.literal is None and old.text != text:
             self._memo.pop(old.text, None)
             self._memo[old.text] = self._passes
             while len(self._memo) > _FILTER_MEMO:
                 del self._memo[next(iter(self._memo))]
-        if text in self._memo and self.filter.predicates:
+        if self.filter.literal is not None:
+            self._passes = {}  # not used: `_show` tests every row's text in one pass
+        elif text in self._memo and self.filter.predicates:
             # Typed before (backspace, or the same filter again): rows that changed since were
             # dropped from it (`_unfilter`) and are tested again.
             self._passes = self._memo.pop(text)
