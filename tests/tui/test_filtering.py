@@ -237,3 +237,23 @@ def test_orders_computed_together_equal_sort_ids() -> None:
         got = sort_orders(rows, [*wanted, (None, False)], tiebreak)  # type: ignore[list-item]
         for (name, reverse), order in got.items():
             assert order == sort_ids(rows, name, reverse, tiebreak), (name, reverse, tiebreak)
+
+
+def test_a_missing_order_from_the_kept_tiebreak_order_equals_sort_ids() -> None:
+    import random
+
+    from kueuetop.tui.filtering import SortCache, sort_ids
+
+    rng = random.Random(12)
+    rows = _random_rows(rng, 700)
+    cache = SortCache()
+    cache.sorted_ids(rows, "name")  # the tiebreak order is kept
+    for name in ("status", "position", "wait", "absent"):
+        for reverse in (False, True):
+            assert cache._from_tiebreak(rows, name, reverse) == sort_ids(rows, name, reverse), (name, reverse)
+            assert cache.sorted_ids(rows, name, reverse) == sort_ids(rows, name, reverse)
+    # A tiebreak that is not a string orders otherwise than (tiebreak, id): not used.
+    by_position = SortCache(tiebreak="position")
+    by_position.sorted_ids(rows, "position")
+    assert by_position._from_tiebreak(rows, "status", False) is None
+    assert by_position.sorted_ids(rows, "status") == sort_ids(rows, "status", tiebreak="position")
