@@ -204,19 +204,21 @@ _LAST = "\U0010ffff"
 _STR_OR_NONE = frozenset({str, type(None)})
 
 
-def sort_orders(rows: Mapping[str, Row], wanted: Iterable[tuple[str, bool]],
-                tiebreak: str = "name") -> dict[tuple[str, bool], list[str]]:
+def sort_orders(rows: Mapping[str, Row], wanted: Iterable[tuple[str, bool]], tiebreak: str = "name",
+                between: Callable[[], object] = lambda: None) -> dict[tuple[str, bool], list[str]]:
     """Several `sort_ids` orders at once (the orders computed ahead, off the UI thread).
 
     The rows are put in tiebreak order once; each order is then a stable sort of that by its
     value alone (Python's sort keeps ties in place, `reverse=True` included): no key tuples,
-    and one value per row per sort name for both directions: about a third of `sort_ids` each."""
+    and one value per row per sort name for both directions: about a third of `sort_ids` each.
+    `between` is called before each order (a worker's chance to let other work go first)."""
     tk = {rid: _tiebreak_key(row, tiebreak) for rid, row in rows.items()}
     base = sorted(rows)
     base.sort(key=tk.__getitem__)
     out: dict[tuple[str, bool], list[str]] = {}
     values: dict[str, dict[str, Any]] = {}
     for name, reverse in wanted:
+        between()
         if not name:
             out[(name, reverse)] = list(rows)
             continue

@@ -578,3 +578,42 @@ def test_a_one_word_filter_follows_rows_whose_text_changes_in_place() -> None:
         assert names(v) == expected("d00")
 
     run(app, body)
+
+
+def test_orders_ahead_wait_while_a_change_is_on_its_way_to_the_screen(monkeypatch: Any) -> None:
+    from kueuetop.tui.filtering import sort_ids
+    from kueuetop.tui.views import base
+
+    Things.data.clear()
+    Things.data.update({f"e{i:03d}": i % 9 for i in range(200)})
+    ctx = ViewContext(Store(), load_themes().themes["dark"], ASCII)
+    app = ViewApp(ctx)
+    calls: list[bool] = []
+
+    def busy() -> bool:  # busy for the first three looks
+        calls.append(len(calls) < 3)
+        return calls[-1]
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Things)
+        v.refresh_view()
+        ctx.busy = busy
+        got: list[Any] = []
+        post = v.post_message
+
+        def capture(message: Any) -> bool:
+            got.append(message)
+            return post(message)
+
+        monkeypatch.setattr(v, "post_message", capture)
+        wanted = [("size", False), ("size", True)]
+        v._compute_ahead(dict(v._rows), v._sorts.generation, wanted)
+        # Waited out the busy spell, then looked again before the texts and before each order.
+        assert calls == [True, True, True, False, False, False]
+        assert got[0].orders == {w: sort_ids(v._rows, *w) for w in wanted}
+        ctx.busy = lambda: True  # always busy: the run still ends, after its longest wait
+        monkeypatch.setattr(base, "_AHEAD_YIELD_MAX", 0.05)
+        v._compute_ahead(dict(v._rows), v._sorts.generation, wanted)
+        assert got[1].orders == got[0].orders
+
+    run(app, body)

@@ -16,6 +16,7 @@ their ages move; a burst of changes reaches them first, the other rows right aft
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -44,6 +45,10 @@ _MAX_DIRTY = 50_000
 _AHEAD_DELAY = 0.5
 # More changed rows than this in one refresh: those on screen first, the rest after the frame.
 _LATER_OVER = 200
+# The worker's steps wait this long at a time while a store change is on its way to the screen,
+# at most the second figure in all per run.
+_AHEAD_YIELD_STEP = 0.005
+_AHEAD_YIELD_MAX = 1.0
 # Rows built since the worker last ran past this many: it runs again for their filter text (a `/`
 # typed later would otherwise join the cells of every row rebuilt meanwhile: position polls, ticks).
 _TEXT_AHEAD = 256
@@ -350,14 +355,23 @@ class TableView(View):
 
     def _compute_ahead(self, rows: dict[str, Row], generation: int, wanted: list[tuple[str, bool]]) -> None:
         """Worker thread: the missing orders, and every row's filter text (the first `/` then
-        only searches)."""
+        only searches); each step waits while a change is on its way to the screen."""
         orders: dict[tuple[str, bool], list[str]] = {}
+        deadline = time.monotonic() + _AHEAD_YIELD_MAX
         try:
+            self._yield_to_changes(deadline)
             for row in rows.values():
                 _ = row.lower  # and `text`
-            orders = sort_orders(rows, wanted, self._sorts.tiebreak)
+            orders = sort_orders(rows, wanted, self._sorts.tiebreak, between=lambda: self._yield_to_changes(deadline))
         finally:
             self.post_message(self.OrdersReady(generation, orders))
+
+    def _yield_to_changes(self, deadline: float) -> None:
+        """Worker thread: wait (without the interpreter lock) while the console is busy showing a
+        store change, up to `deadline` (a steady stream of changes does not starve the orders)."""
+        busy = self.ctx.busy
+        while busy() and time.monotonic() < deadline:
+            time.sleep(_AHEAD_YIELD_STEP)
 
     def on_table_view_orders_ready(self, message: OrdersReady) -> None:
         message.stop()
