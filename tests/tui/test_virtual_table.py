@@ -416,7 +416,7 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
     """More changed rows than a refresh builds at once: the rows on screen are rebuilt for the
     next frame, the others right after it; then every row, the order and the filter are as a
     full recompute says, and the cursor kept its row."""
-    from kueuetop.tui.views.base import _LATER_OVER
+    from kueuetop.tui.views.base import _CATCH_UP_STEP, _LATER_OVER
 
     rnd = random.Random(3)
     Things.data.clear()
@@ -451,11 +451,23 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
         assert len(Things.built) <= v.table.size.height + 1  # only what is on screen, so far
         assert all(v._rows[str(k)].sort["size"] == Things.data[str(k)] for k in shown)
         assert v._later
-        await pilot.pause()
-        await pilot.pause()
+        steps: list[int] = []  # rows built by each catch-up step
+        catch_up = v._catch_up
+
+        def step() -> None:
+            before = len(Things.built)
+            catch_up()
+            steps.append(len(Things.built) - before)
+
+        v._catch_up = step  # type: ignore[method-assign]
+        for _ in range(20):
+            await pilot.pause()
+            if not v._later:
+                break
         # The first frame came before the others were built (not held back by them).
         assert painted and painted[0] <= v.table.size.height + 1
         assert set(changed) <= set(Things.built) and not v._later
+        assert len([n for n in steps if n]) > 1 and max(steps) <= _CATCH_UP_STEP  # a step at a time
         assert names(v) == _expected(Things.data, "size", False, "b1")
         assert v.cursor_id() == cursor
 

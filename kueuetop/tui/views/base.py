@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
+from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
@@ -45,6 +46,8 @@ _MAX_DIRTY = 50_000
 _AHEAD_DELAY = 0.5
 # More changed rows than this in one refresh: those on screen first, the rest after the frame.
 _LATER_OVER = 200
+# … and those are built this many at a time (a few milliseconds each).
+_CATCH_UP_STEP = 250
 # The worker's steps wait this long at a time while a store change is on its way to the screen,
 # at most the second figure in all per run.
 _AHEAD_YIELD_STEP = 0.005
@@ -241,11 +244,17 @@ class TableView(View):
         return None, True
 
     def _catch_up(self) -> None:
-        """The changed rows left for after the frame (unless a refresh took them meanwhile)."""
+        """The changed rows left for after the frame (unless a refresh took them meanwhile), a
+        step at a time: keys pressed meanwhile are handled between steps, not after them all."""
         if not self._later or not self.is_mounted:
             return
-        keys, self._later = self._later, set()
-        changed, resort = self._rebuild(keys, check_sort=True)
+        if len(self._later) > _CATCH_UP_STEP:
+            keys = set(islice(self._later, _CATCH_UP_STEP))
+            self._later -= keys
+            self.call_later(self._catch_up)
+        else:
+            keys, self._later = self._later, set()
+        changed, resort = self._rebuild(keys, check_sort=True, more=bool(self._later))
         if changed or resort:
             self._show(changed, resort)
             self.after_refresh()
