@@ -248,6 +248,9 @@ class VirtualTable(ScrollView, can_focus=True):
             self.refresh()
         self._announce()
 
+    def on_resize(self) -> None:
+        self._scroll_cursor_visible()  # a shorter table: the cursor's row stays on screen
+
     def _refresh_row(self, index: int) -> None:
         y = index - int(self.scroll_y) + 1  # line 0 is the header
         if 1 <= y < self.size.height:

@@ -629,3 +629,27 @@ def test_orders_ahead_wait_while_a_change_is_on_its_way_to_the_screen(monkeypatc
         assert got[1].orders == got[0].orders
 
     run(app, body)
+
+
+def test_a_resize_rebuilds_no_rows_and_keeps_the_cursor_on_screen() -> None:
+    Things.data.clear()
+    Things.data.update({f"f{i:03d}": i for i in range(200)})
+    app = ViewApp(ViewContext(Store(), load_themes().themes["dark"], ASCII))
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Things)
+        v.refresh_view()
+        await pilot.pause()
+        t = v.table
+        t.move_cursor(int(t.scroll_y) + t.size.height - 2)  # the last row on screen
+        await pilot.pause()
+        Things.built.clear()
+        await pilot.resize_terminal(60, 8)
+        await pilot.pause()
+        await pilot.pause()
+        assert Things.built == []  # nothing rebuilt for a new height
+        top = int(t.scroll_y)
+        assert top <= t.cursor_row < top + t.size.height - 1  # line 0 is the header
+        assert f"f{t.cursor_row:03d}" in screen_text(app)
+
+    run(app, body, size=(60, 20))

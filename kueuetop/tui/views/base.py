@@ -23,6 +23,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
@@ -242,6 +243,17 @@ class TableView(View):
         self._lowers = None
         self._sorts.invalidate()
         return None, True
+
+    def on_resize(self, event: events.Resize) -> None:
+        # Rows don't depend on the height (the table draws whichever are on screen, and keeps its
+        # cursor in view): no rebuild when the filter prompt opens or the terminal is resized,
+        # only the queues whose positions are polled, and the pane under the table, follow.
+        event.prevent_default()  # not View's handler too
+        if self.display and self.is_mounted and self._unsubscribe is not None:
+            self.ctx.store.set_position_focus(self.position_focus())
+            self.after_refresh()
+        elif self.display:
+            self.refresh_view()
 
     def _catch_up(self) -> None:
         """The changed rows left for after the frame (unless a refresh took them meanwhile), a
