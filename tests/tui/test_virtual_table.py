@@ -416,7 +416,7 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
     """More changed rows than a refresh builds at once: the rows on screen are rebuilt for the
     next frame, the others right after it; then every row, the order and the filter are as a
     full recompute says, and the cursor kept its row."""
-    from kueuetop.tui.views.base import _CATCH_UP_STEP, _LATER_OVER
+    from kueuetop.tui.views.base import _CATCH_UP_STEP, _CATCH_UP_STEPS, _LATER_OVER
 
     rnd = random.Random(3)
     Things.data.clear()
@@ -432,7 +432,7 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
         v.table.move_cursor(3)
         await pilot.pause()
         cursor = v.cursor_id()
-        changed = rnd.sample(sorted(Things.data), _LATER_OVER * 3)
+        changed = rnd.sample(sorted(Things.data), _LATER_OVER * 6)
         for name in changed:
             Things.data[name] = rnd.randrange(50)
         Things.built.clear()
@@ -467,7 +467,9 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
         # The first frame came before the others were built (not held back by them).
         assert painted and painted[0] <= v.table.size.height + 1
         assert set(changed) <= set(Things.built) and not v._later
-        assert len([n for n in steps if n]) > 1 and max(steps) <= _CATCH_UP_STEP  # a step at a time
+        # A step at a time (the first one is not in `steps`), and no more steps than allowed.
+        assert 1 < len([n for n in steps if n]) < _CATCH_UP_STEPS
+        assert _CATCH_UP_STEP < max(steps) <= -(-len(changed) // _CATCH_UP_STEPS)
         assert names(v) == _expected(Things.data, "size", False, "b1")
         assert v.cursor_id() == cursor
 

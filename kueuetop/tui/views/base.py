@@ -47,8 +47,9 @@ _MAX_DIRTY = 50_000
 _AHEAD_DELAY = 0.5
 # More changed rows than this in one refresh: those on screen first, the rest after the frame.
 _LATER_OVER = 200
-# … and those are built this many at a time (a few milliseconds each).
+# … and those are built this many at a time (a few milliseconds each), in at most so many steps.
 _CATCH_UP_STEP = 250
+_CATCH_UP_STEPS = 4
 # The worker's steps wait this long at a time while a store change is on its way to the screen,
 # at most the second figure in all per run.
 _AHEAD_YIELD_STEP = 0.005
@@ -138,6 +139,7 @@ class TableView(View):
         self._sorts = SortCache()  # orders by sort name, following row changes
         self._ahead_timer: Timer | None = None
         self._later: set[Hashable] = set()  # changed keys whose rows are built after the next frame
+        self._later_step = _CATCH_UP_STEP  # … this many at a time
         self._ahead_running = False
         self._new_rows = 0  # rows built since the last worker took its copy of the rows
         self.total = 0
@@ -228,6 +230,9 @@ class TableView(View):
                 on_screen = self._keys_on_screen()
                 if len(keys) > _LATER_OVER:
                     self._later = keys - on_screen
+                    # Each step costs a pass over the kept order too: a few steps at most (the
+                    # first list of a big cluster is one burst).
+                    self._later_step = max(_CATCH_UP_STEP, -(-len(self._later) // _CATCH_UP_STEPS))
                     keys = keys & on_screen
                     self.table.call_after_paint(self._catch_up)
                 changed, resort = self._rebuild(keys, check_sort=True, more=bool(self._later))
@@ -260,8 +265,9 @@ class TableView(View):
         step at a time: keys pressed meanwhile are handled between steps, not after them all."""
         if not self._later or not self.is_mounted:
             return
-        if len(self._later) > _CATCH_UP_STEP:
-            keys = set(islice(self._later, _CATCH_UP_STEP))
+        step = self._later_step
+        if len(self._later) > step:
+            keys = set(islice(self._later, step))
             self._later -= keys
             self.call_later(self._catch_up)
         else:
