@@ -44,6 +44,14 @@ class MultiIndex:
         else:
             self._by_key.pop(key, None)
 
+    def set_one(self, key: Key, value: Hashable) -> None:
+        """`set(key, (value,))`; returns at once when the key is filed under that value already
+        (most of a status update: its namespace, queues and owners stay)."""
+        old = self._by_key.get(key)
+        if old is not None and len(old) == 1 and old[0] == value:
+            return
+        self.set(key, (value,))
+
     def remove(self, key: Key) -> None:
         old = self._by_key.pop(key, None)
         if old:
@@ -84,6 +92,10 @@ class Indexes:
         self.pods_by_node = MultiIndex()
         self.pods_by_uid = MultiIndex()  # owner UIDs and the pod's own UID → pod
         self._workloads: dict[Key, Workload] = {}
+        # (pending, admitted, quota reserved) per ClusterQueue, kept as workloads change: queue
+        # counts are read per ClusterQueue in loops (queue history, the visibility poller).
+        self._counts: dict[str, list[int]] = {}
+        self._counted: dict[Key, tuple[str, int]] = {}  # workload → (its ClusterQueue, slot in counts)
 
     # ----------------------------------------------------------------- workloads
     def put_workload(self, key: Key, wl: Workload | None, now: float) -> None:
@@ -91,21 +103,39 @@ class Indexes:
             self.remove_workload(key)
             return
         self._workloads[key] = wl
-        self.wl_by_lq.set(key, ((wl.namespace, wl.queue_name),) if wl.queue_name else ())
-        self.wl_by_ns.set(key, (wl.namespace,))
-        self.wl_by_cq.set(key, (self._cq_of(wl),))
+        self.wl_by_lq.set_one(key, (wl.namespace, wl.queue_name) if wl.queue_name else None)
+        self.wl_by_ns.set_one(key, wl.namespace)
+        self.wl_by_cq.set_one(key, self._cq_of(wl))
         state = derive_state(wl, now)
         self.wl_state[key] = state
-        self.wl_by_phase.set(key, (state.phase,))
+        self.wl_by_phase.set_one(key, state.phase)
         uids = [o.uid for o in wl.meta.owners]
         uids.append(wl.meta.labels.get(JOB_UID_LABEL, ""))
         self.wl_by_owner_uid.set(key, uids)
+        self._count(key)
 
     def remove_workload(self, key: Key) -> None:
         self._workloads.pop(key, None)
         self.wl_state.pop(key, None)
         for ix in (self.wl_by_lq, self.wl_by_ns, self.wl_by_cq, self.wl_by_phase, self.wl_by_owner_uid):
             ix.remove(key)
+        self._count(key)
+
+    def _count(self, key: Key) -> None:
+        """Move the workload's count to its ClusterQueue and slot now (after its indexes)."""
+        cqs = self.wl_by_cq.values_of(key)
+        state = self.wl_state.get(key)
+        slot = _count_slot(state) if state is not None and cqs else None
+        now = (cqs[0], slot) if slot is not None else None  # type: ignore[index]
+        old = self._counted.get(key)
+        if old == now:
+            return
+        if old is not None:
+            self._counts[old[0]][old[1]] -= 1
+            del self._counted[key]
+        if now is not None:
+            self._counts.setdefault(now[0], [0, 0, 0])[now[1]] += 1  # type: ignore[index]
+            self._counted[key] = now  # type: ignore[assignment]
 
     def _cq_of(self, wl: Workload) -> str:
         # The admission names the CQ that holds quota; a pending workload belongs to its LQ's CQ.
@@ -129,6 +159,7 @@ class Indexes:
             wl = self._workloads.get(wkey)
             if wl is not None:
                 self.wl_by_cq.set(wkey, (self._cq_of(wl),))
+                self._count(wkey)
                 moved.add(wkey)
         return moved
 
@@ -172,15 +203,27 @@ class Indexes:
     # ----------------------------------------------------------------- counts
     def queue_counts(self, cq: str) -> tuple[int, int, int]:
         """(pending, admitted, quota reserved) workloads of a ClusterQueue, from derived states."""
-        pending = admitted = reserved = 0
+        counts = self._counts.get(cq)
+        return (counts[0], counts[1], counts[2]) if counts is not None else (0, 0, 0)
+
+    def count_queue(self, cq: str) -> tuple[int, int, int]:
+        """`queue_counts` by looking at every workload of the ClusterQueue (what the kept counts
+        must always equal)."""
+        counts = [0, 0, 0]
         for wkey in self.wl_by_cq.get(cq):
             state = self.wl_state.get(wkey)
-            if state is None:
-                continue
-            if state.phase in (Phase.ADMITTED, Phase.EVICTING) and state.kueue_status == "admitted":
-                admitted += 1
-            elif state.kueue_status == "quotaReserved":
-                reserved += 1
-            elif state.kueue_status == "pending" and state.phase is not Phase.INACTIVE:
-                pending += 1
-        return pending, admitted, reserved
+            slot = _count_slot(state) if state is not None else None
+            if slot is not None:
+                counts[slot] += 1
+        return counts[0], counts[1], counts[2]
+
+
+def _count_slot(state: WorkloadState) -> int | None:
+    """Which of (pending, admitted, quota reserved) a workload in this state counts as, if any."""
+    if state.phase in (Phase.ADMITTED, Phase.EVICTING) and state.kueue_status == "admitted":
+        return 1
+    if state.kueue_status == "quotaReserved":
+        return 2
+    if state.kueue_status == "pending" and state.phase is not Phase.INACTIVE:
+        return 0
+    return None

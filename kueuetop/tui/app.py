@@ -99,7 +99,7 @@ class KueuetopApp(App[int]):
         for t in self._themes.themes.values():
             self.register_theme(t.textual)
         self.theme = theme.textual.name
-        self.ctx = ViewContext(store, theme, glyphs(ascii_only), clock, namespace)
+        self.ctx = ViewContext(store, theme, glyphs(ascii_only), clock, namespace, busy=self._change_in_flight)
         self.bridge = StoreBridge(store, self.post_message)
         self.runner = ActionRunner(self, api, kueue_version=kueue_version, identity=Identity(context, server, user))
         self.api = api

@@ -20,6 +20,9 @@ class ViewContext:
     namespace: str | None = None  # --namespace: views show only this namespace's objects
     idle_below: float = 5.0  # GPU util % under which an allocated GPU counts as idle
     extra: dict[str, object] = field(default_factory=dict)
+    # A store change is on its way to the screen: background work (orders computed ahead) waits,
+    # so as not to take the interpreter from it. Called from worker threads.
+    busy: Callable[[], bool] = lambda: False
 
     def now(self) -> float:
         return self.clock()

@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
+from typing import Any
 
 from kueuetop.tui.rows import Row
 
@@ -26,6 +27,9 @@ class RowFilter:
     text: str
     predicates: tuple[Predicate, ...]
     search: Callable[[str], object] | None = None  # the filter is this one regex over `Row.text`
+    # … and that regex is this lower-case ASCII word, taken literally: on ASCII text a substring
+    # test of `Row.lower` finds the same rows several times faster than the regex.
+    literal: str | None = None
 
     def __call__(self, row: Row) -> bool:
         return all(p(row) for p in self.predicates)
@@ -33,10 +37,29 @@ class RowFilter:
     def passes(self, rows: Mapping[str, Row], ids: Iterable[str]) -> dict[str, bool]:
         """Which of `ids` pass (one call for many rows: the common one-regex case runs without
         a Python call per predicate)."""
+        if self.literal is not None and self.search is not None:
+            word, search = self.literal, self.search
+            out: dict[str, bool] = {}
+            for rid in ids:
+                row = rows[rid]
+                low = row._lower
+                if low is None:
+                    low = row.lower
+                # Non-ASCII text: Unicode case folding is the regex's business.
+                out[rid] = word in low if low.isascii() else search(row.text) is not None
+            return out
         if self.search is not None:
             search = self.search
             return {rid: search(rows[rid].text) is not None for rid in ids}
         return {rid: self(rows[rid]) for rid in ids}
+
+    def select(self, ids: Iterable[str], lowers: Iterable[str], rows: Mapping[str, Row]) -> list[str]:
+        """The `ids` that pass a `literal` filter, `lowers` being their rows' `Row.lower` in the
+        same order: one pass, no look-up per row (but for non-ASCII rows, left to the regex)."""
+        word, search = self.literal, self.search
+        assert word is not None and search is not None
+        return [rid for rid, low in zip(ids, lowers, strict=True)
+                if (word in low if low.isascii() else search(rows[rid].text) is not None)]
 
     def apply(self, rows: Iterable[Row]) -> list[Row]:
         return [r for r in rows if self(r)]
@@ -94,14 +117,18 @@ def parse_filter(text: str) -> RowFilter:
             rx = _regex(w)
             preds.append(lambda r, rx=rx: bool(rx.search(r.text)))
         i += 1
-    search = None
+    search = literal = None
     if len(words) == 1 and len(preds) == 1 and not words[0].startswith(("!", "-l")) \
             and not words[0].lower().startswith("state:"):
         search = _regex(words[0]).search
-    return RowFilter(text, tuple(preds), search)
+        if _LITERAL_WORD.fullmatch(words[0]):
+            literal = words[0].lower()
+    return RowFilter(text, tuple(preds), search, literal)
 
 
 _LITERAL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./=-]*")
+# ASCII characters a regex takes as themselves (no `.`), so the regex is a substring search.
+_LITERAL_WORD = re.compile(r"[A-Za-z0-9_/=-]+")
 
 
 def _plain_word(text: str) -> bool:
@@ -174,6 +201,41 @@ def sort_ids(rows: Mapping[str, Row], name: str | None, reverse: bool = False,
 
 
 _LAST = "\U0010ffff"
+_STR_OR_NONE = frozenset({str, type(None)})
+
+
+def sort_orders(rows: Mapping[str, Row], wanted: Iterable[tuple[str, bool]], tiebreak: str = "name",
+                between: Callable[[], object] = lambda: None) -> dict[tuple[str, bool], list[str]]:
+    """Several `sort_ids` orders at once (the orders computed ahead, off the UI thread).
+
+    The rows are put in tiebreak order once; each order is then a stable sort of that by its
+    value alone (Python's sort keeps ties in place, `reverse=True` included): no key tuples,
+    and one value per row per sort name for both directions: about a third of `sort_ids` each.
+    `between` is called before each order (a worker's chance to let other work go first)."""
+    tk = {rid: _tiebreak_key(row, tiebreak) for rid, row in rows.items()}
+    base = sorted(rows)
+    base.sort(key=tk.__getitem__)
+    out: dict[tuple[str, bool], list[str]] = {}
+    values: dict[str, dict[str, Any]] = {}
+    for name, reverse in wanted:
+        between()
+        if not name:
+            out[(name, reverse)] = list(rows)
+            continue
+        vals = values.get(name)
+        if vals is None:
+            vals = values[name] = {rid: row.sort.get(name) for rid, row in rows.items()}
+        out[(name, reverse)] = _by_value(base, vals, reverse)
+    return out
+
+
+def _by_value(base: list[str], vals: Mapping[str, Any], reverse: bool) -> list[str]:
+    """`base` (ids in tiebreak order) stably sorted by `vals`, rows without a value last."""
+    present = [rid for rid in base if vals[rid] is not None]
+    present.sort(key=vals.__getitem__, reverse=reverse)
+    if len(present) < len(base):
+        present.extend(rid for rid in base if vals[rid] is None)
+    return present
 
 # Up to this many moved rows, an order is patched in place of being dropped: each costs a few
 # bisections, against ~20 ms to sort 20,000 rows again.
@@ -296,10 +358,13 @@ class SortCache:
             self._orders.pop((name, True), None)
 
     def moved(self, rows: Mapping[str, Row], moves: Mapping[str, Move],
-              keep: tuple[str | None, bool] | None = None) -> None:
+              keep: tuple[str | None, bool] | None = None, *, more: bool = False) -> None:
         """Rows changed (`rows` is already the new state): patch the orders they move when the
         moves are few, or the `keep` order (the one on screen) unless they are a good share of
-        the rows; forget the others (they are sorted again when asked for, or ahead)."""
+        the rows; forget the others (they are sorted again when asked for, or ahead).
+
+        `more`: these moves are the first part of a burst whose rest follows (the rows on screen
+        first): only `keep` is patched, since the rest would drop the others anyway."""
         every: dict[str, Move] = {}
         by_name: dict[str, dict[str, Move]] = {}
         for rid, mv in moves.items():
@@ -322,7 +387,8 @@ class SortCache:
             mine = {**every, **by_name.get(name, {})}
             if not mine:
                 continue
-            if len(mine) <= PATCH_SMALL or ((name, reverse) == keep and len(mine) * 8 < len(order)):
+            small = len(mine) <= PATCH_SMALL and not more
+            if small or ((name, reverse) == keep and len(mine) * 8 < len(order)):
                 try:
                     self._orders[(name, reverse)] = patch_order(order, rows, mine, name, reverse, self.tiebreak)
                     continue
@@ -355,8 +421,24 @@ class SortCache:
             return list(rows)
         cached = self._orders.get((name, reverse))
         if cached is None:
-            cached = self._orders[(name, reverse)] = sort_ids(rows, name, reverse, self.tiebreak)
+            cached = self._from_tiebreak(rows, name, reverse)
+            if cached is None:
+                cached = sort_ids(rows, name, reverse, self.tiebreak)
+            self._orders[(name, reverse)] = cached
         return cached
+
+    def _from_tiebreak(self, rows: Mapping[str, Row], name: str, reverse: bool) -> list[str] | None:
+        """The order from the kept tiebreak order, by a stable sort on the value alone (a sort key
+        pressed before its order was computed ahead: a third of `sort_ids`). The tiebreak order
+        is the (tiebreak, id) order `sort_ids` breaks ties by only when every tiebreak value is
+        a string (or missing); None otherwise, or when it is not kept."""
+        base = self._orders.get((self.tiebreak, False))
+        if base is None or name == self.tiebreak or len(base) != len(rows):
+            return None
+        tiebreak = self.tiebreak
+        if not {row.sort.get(tiebreak).__class__ for row in rows.values()} <= _STR_OR_NONE:
+            return None
+        return _by_value(base, {rid: row.sort.get(name) for rid, row in rows.items()}, reverse)
 
 
 def labels_of(obj: object) -> Mapping[str, str]:

@@ -25,6 +25,7 @@ class Row:
     labels: Mapping[str, str] = field(default_factory=dict)  # for `/-l key=value`
     state: str = ""  # lower-case state words for `/state:pending`, space separated
     _text: str | None = field(default=None, compare=False, repr=False)
+    _lower: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def text(self) -> str:
@@ -32,6 +33,13 @@ class Row:
         if self._text is None:
             object.__setattr__(self, "_text", " ".join(c.plain for c in self.cells))
         return self._text  # type: ignore[return-value]
+
+    @property
+    def lower(self) -> str:
+        """`text` lower-cased, kept: a filter of one plain word is a substring test on it."""
+        if self._lower is None:
+            object.__setattr__(self, "_lower", self.text.lower())
+        return self._lower  # type: ignore[return-value]
 
 
 # Cells by (type, value, style): most cells repeat (namespaces, queues, states, reasons, ages), and

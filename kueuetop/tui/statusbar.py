@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rich.text import Text
-from textual.widgets import Static
 
 from kueuetop.store import SourceState, SourceStatus
+from kueuetop.tui.oneline import OneLine
 from kueuetop.tui.rows import age
 from kueuetop.views.safe_text import clean
 
@@ -49,7 +49,7 @@ def summarize_sources(sources: Mapping[str, SourceStatus], now: float) -> list[t
     return out
 
 
-class StatusBar(Static):
+class StatusBar(OneLine):
     DEFAULT_CSS = """
     StatusBar { height: 1; background: $panel; color: $text; padding: 0 1; }
     """
@@ -71,4 +71,4 @@ class StatusBar(Static):
         if last_action:
             t.append("  │ ")
             t.append(clean(last_action), style=bad_style if last_ok is False else (warn_style if last_ok is None else ""))
-        self.update(t)
+        self.show_text(t)

@@ -149,6 +149,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._highlighted: str | None = None
         self._frame: tuple[Style, Style, Style, Offset, int] | None = None  # set while a frame renders
         self.lines_rendered = 0  # render_line calls for rows (tests check that only visible ones are drawn)
+        self._after_paint: list[Callable[[], object]] = []
 
     # ------------------------------------------------------------ model
     @property
@@ -198,6 +199,13 @@ class VirtualTable(ScrollView, can_focus=True):
             self._strips.pop(rid, None)
         self.refresh()
 
+    def call_after_paint(self, callback: Callable[[], object]) -> None:
+        """Call `callback` once a frame has drawn the table. (`call_after_refresh` may run first:
+        the screen hears that the table needs drawing by a message, and runs its after-refresh
+        callbacks at once when it has not heard yet.)"""
+        self._after_paint.append(callback)
+        self.refresh()
+
     def reset_widths(self) -> None:
         """Fit columns to what will be on screen next (after a filter, widths may shrink)."""
         self._widths = [len(c) for c in self.columns]
@@ -239,6 +247,9 @@ class VirtualTable(ScrollView, can_focus=True):
         else:
             self.refresh()
         self._announce()
+
+    def on_resize(self) -> None:
+        self._scroll_cursor_visible()  # a shorter table: the cursor's row stays on screen
 
     def _refresh_row(self, index: int) -> None:
         y = index - int(self.scroll_y) + 1  # line 0 is the header
@@ -382,6 +393,11 @@ class VirtualTable(ScrollView, can_focus=True):
             return super().render_lines(crop)
         finally:
             self._frame = None
+            if self._after_paint:
+                # Messages to the table: handled once this frame is done.
+                callbacks, self._after_paint = self._after_paint, []
+                for callback in callbacks:
+                    self.call_later(callback)
 
     # ------------------------------------------------------------ drawing
     def render_line(self, y: int) -> Strip:

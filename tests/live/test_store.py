@@ -175,3 +175,58 @@ def test_subscribers_are_called_by_stage_then_in_order() -> None:
     calls.clear()
     store.set_source_state("x", SourceState.ERROR)
     assert calls == ["view2", "bridge", "bridge2", "poller"]
+
+
+def test_multi_index_set_one_files_as_set_does() -> None:
+    from kueuetop.store.indexes import MultiIndex
+
+    one, many = MultiIndex(), MultiIndex()
+    key = ("ns", "w")
+    for value in ("a", "a", "b", "", None, "c", ("ns", "lq"), ("ns", "lq"), None):
+        one.set_one(key, value)
+        many.set(key, (value,))
+        assert one.values_of(key) == many.values_of(key) and one.counts() == many.counts(), value
+    many.set(key, ("x", "y"))
+    one.set(key, ("x", "y"))
+    one.set_one(key, "x")  # from two values to one of them
+    many.set(key, ("x",))
+    assert one.values_of(key) == ("x",) and one.get("y") == frozenset() and one.counts() == many.counts()
+
+
+def test_queue_counts_are_kept_as_workloads_and_queues_change() -> None:
+    import random
+
+    rng = random.Random(4)
+    s = Store()
+
+    def lq(name: str, cq: str) -> Entry:
+        raw = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+               "metadata": {"name": name, "namespace": "team-a", "uid": f"uid-{name}-{cq}", "resourceVersion": cq},
+               "spec": {"clusterQueue": cq}}
+        return Entry(("team-a", name), raw, parse_object(raw), raw["metadata"]["uid"], cq)
+
+    def workload(i: int, rv: int) -> Entry:
+        raw = wl(f"w{i}", lq=rng.choice(["lq1", "lq2", "nolq"]), rv=str(rv))
+        admitted = rng.random() < 0.4
+        if admitted:
+            raw["status"] = {"admission": {"clusterQueue": rng.choice(["cq1", "cq3"]), "podSetAssignments": []},
+                             "conditions": [{"type": t, "status": "True", "reason": t,
+                                             "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                                            for t in ("QuotaReserved", "Admitted")[: rng.choice([1, 2])]]}
+        if rng.random() < 0.1:
+            raw["spec"]["active"] = False
+        return Entry(("team-a", f"w{i}"), raw, parse_object(raw), f"uid-w{i}", str(rv))
+
+    s.apply(StoreEvent.upsert("localqueues", "lq", lq("lq1", "cq1")))
+    for rv in range(2, 40):
+        events = [StoreEvent.upsert("workloads", "wl", workload(rng.randrange(30), rv)) for _ in range(10)]
+        events += [StoreEvent.delete("workloads", "wl", ("team-a", f"w{rng.randrange(30)}"))]
+        if rv % 7 == 0:  # a LocalQueue moves to another ClusterQueue, or goes
+            events.append(StoreEvent.upsert("localqueues", "lq", lq(rng.choice(["lq1", "lq2"]),
+                                                                   rng.choice(["cq1", "cq2"]))))
+        if rv % 11 == 0:
+            events.append(StoreEvent.delete("localqueues", "lq", ("team-a", "lq2")))
+        s.apply_batch(events)
+        for cq in ("cq1", "cq2", "cq3", ""):
+            assert s._ix.queue_counts(cq) == s._ix.count_queue(cq), (rv, cq)
+    assert sum(sum(s._ix.queue_counts(cq)) for cq in ("cq1", "cq2", "cq3")) > 0

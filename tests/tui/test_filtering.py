@@ -186,3 +186,74 @@ def test_sort_cache_follows_moves_and_takes_only_orders_computed_since() -> None
     rows["new"] = _random_row(rng, "new")
     cache.moved(rows, {"new": (None, rows["new"])})
     assert cache.install({("position", False): sort_ids(rows, "position")}, generation) == 0
+
+
+def test_one_plain_word_is_a_substring_test_that_agrees_with_the_regex() -> None:
+    rows = [*ROWS, _row("Train-Z", "team-c", "Pending", 1), _row("ſtrain-k", "team-d", "Pending", 1),
+            _row("tra.n", "team-e", "Pending", 1)]
+    by_id = {str(r.key): r for r in rows}
+    for text in ("TRAIN", "train-", "team-a", "strain", "tra.n", "a=b", "/x"):
+        f = parse_filter(text)
+        assert f.literal == (None if "." in text else text.lower())
+        slow = {str(r.key): bool(f.predicates[0](r)) for r in rows}  # the regex itself
+        assert f.passes(by_id, list(by_id)) == slow, text
+    # The non-ASCII row goes to the regex, which folds `ſ` to `s` (a substring test would not).
+    assert parse_filter("strain").passes(by_id, list(by_id))[str(("team-d", "ſtrain-k"))]
+    assert parse_filter("tra.n").literal is None and parse_filter("!x").literal is None
+    assert parse_filter("a b").literal is None and parse_filter("state:p").literal is None
+
+
+def test_the_first_part_of_a_burst_patches_only_the_order_on_screen() -> None:
+    import random
+
+    from kueuetop.tui.filtering import SortCache, sort_ids
+
+    rng = random.Random(8)
+    rows = _random_rows(rng, 500)
+    cache = SortCache()
+    for n in ("status", "position", "name"):
+        for r in (False, True):
+            cache.sorted_ids(rows, n, r)
+    moves = {}
+    for rid in rng.sample(sorted(rows), 5):  # few, but more follow: no patching off screen
+        old = rows[rid]
+        rows[rid] = Row(rid, old.cells, sort={**old.sort, "status": rng.choice(["Pending", "Gone", None])})
+        moves[rid] = (old, rows[rid])
+    cache.moved(rows, moves, keep=("status", True), more=True)
+    assert cache.cached("status", True) == sort_ids(rows, "status", True)
+    assert cache.cached("status", False) is None  # the rest of the burst would drop it anyway
+    assert cache.cached("position", False) == sort_ids(rows, "position")  # not moved: kept
+
+
+def test_orders_computed_together_equal_sort_ids() -> None:
+    import random
+
+    from kueuetop.tui.filtering import sort_ids, sort_orders
+
+    rng = random.Random(11)
+    rows = _random_rows(rng, 800)
+    wanted = [(n, r) for n in ("name", "status", "position", "wait", "absent") for r in (True, False)]
+    for tiebreak in ("name", "position"):  # a tiebreak that is not a string, and one missing often
+        got = sort_orders(rows, [*wanted, (None, False)], tiebreak)  # type: ignore[list-item]
+        for (name, reverse), order in got.items():
+            assert order == sort_ids(rows, name, reverse, tiebreak), (name, reverse, tiebreak)
+
+
+def test_a_missing_order_from_the_kept_tiebreak_order_equals_sort_ids() -> None:
+    import random
+
+    from kueuetop.tui.filtering import SortCache, sort_ids
+
+    rng = random.Random(12)
+    rows = _random_rows(rng, 700)
+    cache = SortCache()
+    cache.sorted_ids(rows, "name")  # the tiebreak order is kept
+    for name in ("status", "position", "wait", "absent"):
+        for reverse in (False, True):
+            assert cache._from_tiebreak(rows, name, reverse) == sort_ids(rows, name, reverse), (name, reverse)
+            assert cache.sorted_ids(rows, name, reverse) == sort_ids(rows, name, reverse)
+    # A tiebreak that is not a string orders otherwise than (tiebreak, id): not used.
+    by_position = SortCache(tiebreak="position")
+    by_position.sorted_ids(rows, "position")
+    assert by_position._from_tiebreak(rows, "status", False) is None
+    assert by_position.sorted_ids(rows, "status") == sort_ids(rows, "status", tiebreak="position")

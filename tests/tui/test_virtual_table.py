@@ -416,7 +416,7 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
     """More changed rows than a refresh builds at once: the rows on screen are rebuilt for the
     next frame, the others right after it; then every row, the order and the filter are as a
     full recompute says, and the cursor kept its row."""
-    from kueuetop.tui.views.base import _LATER_OVER
+    from kueuetop.tui.views.base import _CATCH_UP_STEP, _CATCH_UP_STEPS, _LATER_OVER
 
     rnd = random.Random(3)
     Things.data.clear()
@@ -432,21 +432,226 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
         v.table.move_cursor(3)
         await pilot.pause()
         cursor = v.cursor_id()
-        changed = rnd.sample(sorted(Things.data), _LATER_OVER * 3)
+        changed = rnd.sample(sorted(Things.data), _LATER_OVER * 6)
         for name in changed:
             Things.data[name] = rnd.randrange(50)
         Things.built.clear()
         top = int(v.table.scroll_y)
         shown = {v._rows[rid].key for rid in v._order[top:top + v.table.size.height]}
+        painted: list[int] = []  # rows built when each frame drew the table
+        render_lines = v.table.render_lines
+
+        def render(crop: Any) -> Any:
+            painted.append(len(Things.built))
+            return render_lines(crop)
+
+        v.table.render_lines = render  # type: ignore[method-assign]
         v._on_store_changes(Changes({"things": frozenset(changed)}))
         v.refresh_view()
         assert len(Things.built) <= v.table.size.height + 1  # only what is on screen, so far
         assert all(v._rows[str(k)].sort["size"] == Things.data[str(k)] for k in shown)
         assert v._later
-        await pilot.pause()
-        await pilot.pause()
+        steps: list[int] = []  # rows built by each catch-up step
+        catch_up = v._catch_up
+
+        def step() -> None:
+            before = len(Things.built)
+            catch_up()
+            steps.append(len(Things.built) - before)
+
+        v._catch_up = step  # type: ignore[method-assign]
+        for _ in range(20):
+            await pilot.pause()
+            if not v._later:
+                break
+        # The first frame came before the others were built (not held back by them).
+        assert painted and painted[0] <= v.table.size.height + 1
         assert set(changed) <= set(Things.built) and not v._later
+        # A step at a time (the first one is not in `steps`), and no more steps than allowed.
+        assert 1 < len([n for n in steps if n]) < _CATCH_UP_STEPS
+        assert _CATCH_UP_STEP < max(steps) <= -(-len(changed) // _CATCH_UP_STEPS)
         assert names(v) == _expected(Things.data, "size", False, "b1")
         assert v.cursor_id() == cursor
+
+    run(app, body, size=(60, 20))
+
+
+def test_one_line_labels_repaint_without_a_layout_pass_and_only_when_their_text_changes() -> None:
+    from textual.containers import Vertical
+
+    from kueuetop.tui.oneline import OneLine
+
+    class LabelApp(App[None]):
+        def compose(self) -> ComposeResult:
+            with Vertical():
+                yield OneLine("start")
+
+    app = LabelApp()
+
+    async def body(pilot: Pilot[Any]) -> None:
+        label = app.query_one(OneLine)
+        layouts: list[bool] = []
+        repaints: list[bool] = []
+        original = label.refresh
+
+        def refresh(*a: Any, layout: bool = False, **kw: Any) -> Any:
+            (layouts if layout else repaints).append(True)
+            return original(*a, layout=layout, **kw)
+
+        label.refresh = refresh  # type: ignore[method-assign]
+        label.show_text(Text("title (3/3)"))
+        label.show_text(Text("title (3/3)"))  # the same again: nothing to paint
+        assert layouts == [] and len(repaints) == 1
+        label.show_text(Text("title (3/3)", style="bold"))  # same characters, another style
+        assert len(repaints) == 2
+        await pilot.pause()
+        assert "title (3/3)" in screen_text(app) and label.size.height == 1
+
+    run(app, body)
+
+
+def test_rows_built_in_numbers_get_their_filter_text_ahead_and_unchanged_rows_keep_theirs() -> None:
+    """Many rows rebuilt without moving any order (a queue's positions, ages): the worker joins
+    their filter text, so the first `/` does not; a row rebuilt the same is the row it was."""
+    from kueuetop.tui.views.base import _TEXT_AHEAD
+
+    class Labels(Things):
+        def _row(self, name: str) -> Row:  # SIZE shown, not sorted on: a change moves no order
+            return Row(name, (cell(name), cell(self.data[name])), sort={"name": name})
+
+    class LabelsApp(ViewApp):
+        def compose(self) -> ComposeResult:
+            yield Labels(self.ctx)
+
+    Things.data.clear()
+    Things.data.update({f"c{i:04d}": i for i in range(3 * _TEXT_AHEAD)})
+    app = LabelsApp(ViewContext(Store(), load_themes().themes["dark"], ASCII))
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Labels)
+        v.refresh_view()
+        for _ in range(100):  # the orders ahead (and every row's text) at start
+            if not v._sorts.missing(v.SORT_KEYS) and not v._ahead_running:
+                break
+            await asyncio.sleep(0.05)
+        assert all(r._lower is not None for r in v._rows.values())
+        before = dict(v._rows)
+        changed = sorted(Things.data)[: 2 * _TEXT_AHEAD]
+        for name in changed:
+            Things.data[name] += 1
+        v._on_store_changes(Changes({"things": frozenset([*changed, "c0700"])}))
+        v.refresh_view()
+        await pilot.pause()
+        assert v._rows["c0700"] is before["c0700"]  # built again, the same: kept
+        assert not v._sorts.missing(v.SORT_KEYS) and v._rows[changed[0]]._lower is None
+        for _ in range(100):
+            if all(v._rows[n]._lower is not None for n in changed):
+                break
+            await asyncio.sleep(0.05)
+        assert all(v._rows[n]._lower is not None for n in changed)
+        assert v._rows[changed[0]].lower == f"{changed[0]} {Things.data[changed[0]]}"
+
+    run(app, body)
+
+
+def test_a_one_word_filter_follows_rows_whose_text_changes_in_place() -> None:
+    """The rows' text kept in sort order for a word filter is dropped when a row changes, even
+    one that keeps its place (its SIZE is shown, not sorted on)."""
+
+    class Labels(Things):
+        def _row(self, name: str) -> Row:
+            return Row(name, (cell(name), cell(self.data[name])), sort={"name": name})
+
+    class LabelsApp(ViewApp):
+        def compose(self) -> ComposeResult:
+            yield Labels(self.ctx)
+
+    Things.data.clear()
+    Things.data.update({f"d{i:03d}": i for i in range(300)})
+    app = LabelsApp(ViewContext(Store(), load_themes().themes["dark"], ASCII))
+
+    def expected(word: str) -> list[str]:
+        return sorted(n for n, size in Things.data.items() if word in f"{n} {size}".lower())
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Labels)
+        v.refresh_view()
+        v.set_filter("7")
+        assert v.filter.literal == "7" and names(v) == expected("7")
+        v.set_filter("77")
+        assert names(v) == expected("77")
+        Things.data["d001"] = 770
+        Things.data["d277"] = 5  # d277 still matches by name; d177's size goes from 177 to 1
+        Things.data["d177"] = 1
+        v._on_store_changes(Changes({"things": frozenset({"d001", "d277", "d177"})}))
+        v.refresh_view()
+        assert names(v) == expected("77") and "d001" in names(v)
+        v.set_filter("7")  # backspace
+        assert names(v) == expected("7")
+        v.set_filter("D00")
+        assert names(v) == expected("d00")
+
+    run(app, body)
+
+
+def test_orders_ahead_wait_while_a_change_is_on_its_way_to_the_screen(monkeypatch: Any) -> None:
+    from kueuetop.tui.filtering import sort_ids
+    from kueuetop.tui.views import base
+
+    Things.data.clear()
+    Things.data.update({f"e{i:03d}": i % 9 for i in range(200)})
+    ctx = ViewContext(Store(), load_themes().themes["dark"], ASCII)
+    app = ViewApp(ctx)
+    calls: list[bool] = []
+
+    def busy() -> bool:  # busy for the first three looks
+        calls.append(len(calls) < 3)
+        return calls[-1]
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Things)
+        v.refresh_view()
+        ctx.busy = busy
+        got: list[Any] = []
+        post = v.post_message
+
+        def capture(message: Any) -> bool:
+            got.append(message)
+            return post(message)
+
+        monkeypatch.setattr(v, "post_message", capture)
+        wanted = [("size", False), ("size", True)]
+        v._compute_ahead(dict(v._rows), v._sorts.generation, wanted)
+        # Waited out the busy spell, then looked again before the texts and before each order.
+        assert calls == [True, True, True, False, False, False]
+        assert got[0].orders == {w: sort_ids(v._rows, *w) for w in wanted}
+        ctx.busy = lambda: True  # always busy: the run still ends, after its longest wait
+        monkeypatch.setattr(base, "_AHEAD_YIELD_MAX", 0.05)
+        v._compute_ahead(dict(v._rows), v._sorts.generation, wanted)
+        assert got[1].orders == got[0].orders
+
+    run(app, body)
+
+
+def test_a_resize_rebuilds_no_rows_and_keeps_the_cursor_on_screen() -> None:
+    Things.data.clear()
+    Things.data.update({f"f{i:03d}": i for i in range(200)})
+    app = ViewApp(ViewContext(Store(), load_themes().themes["dark"], ASCII))
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Things)
+        v.refresh_view()
+        await pilot.pause()
+        t = v.table
+        t.move_cursor(int(t.scroll_y) + t.size.height - 2)  # the last row on screen
+        await pilot.pause()
+        Things.built.clear()
+        await pilot.resize_terminal(60, 8)
+        await pilot.pause()
+        await pilot.pause()
+        assert Things.built == []  # nothing rebuilt for a new height
+        top = int(t.scroll_y)
+        assert top <= t.cursor_row < top + t.size.height - 1  # line 0 is the header
+        assert f"f{t.cursor_row:03d}" in screen_text(app)
 
     run(app, body, size=(60, 20))

@@ -7,7 +7,8 @@ Work per refresh follows what changed, not the table's size: the view subscribes
 and collects the keys that changed; views that can build one row (`build_row` and
 `row_keys_for`) rebuild only those rows, others rebuild all (small tables). Kept sort orders
 follow changed rows by bisection (`SortCache.moved`) rather than a re-sort, and the orders of
-the sort keys are computed ahead on a worker; the filter runs over changed rows only, and
+the sort keys (and the filter text of rows built meanwhile) are computed ahead on a worker; a
+rebuilt row equal to the old one is dropped for it; the filter runs over changed rows only, and
 earlier filter texts keep their results. The rows on screen are rebuilt on every refresh, so
 their ages move; a burst of changes reaches them first, the other rows right after that frame.
 """
@@ -15,21 +16,24 @@ their ages move; a burst of changes reaches them first, the other rows right aft
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
+from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Static
 
 from kueuetop.store import Changes
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.filtering import Move, RowFilter, SortCache, narrows, parse_filter, sort_ids, widens
+from kueuetop.tui.filtering import Move, RowFilter, SortCache, narrows, parse_filter, sort_orders, widens
+from kueuetop.tui.oneline import OneLine
 from kueuetop.tui.rows import Row, same
 from kueuetop.tui.virtual_table import VirtualTable
 
@@ -43,6 +47,16 @@ _MAX_DIRTY = 50_000
 _AHEAD_DELAY = 0.5
 # More changed rows than this in one refresh: those on screen first, the rest after the frame.
 _LATER_OVER = 200
+# … and those are built this many at a time (a few milliseconds each), in at most so many steps.
+_CATCH_UP_STEP = 250
+_CATCH_UP_STEPS = 4
+# The worker's steps wait this long at a time while a store change is on its way to the screen,
+# at most the second figure in all per run.
+_AHEAD_YIELD_STEP = 0.005
+_AHEAD_YIELD_MAX = 1.0
+# Rows built since the worker last ran past this many: it runs again for their filter text (a `/`
+# typed later would otherwise join the cells of every row rebuilt meanwhile: position polls, ticks).
+_TEXT_AHEAD = 256
 # Filter results kept for the last few filter texts: backspace, or typing a filter again, finds
 # them instead of testing every row.
 _FILTER_MEMO = 8
@@ -121,10 +135,13 @@ class TableView(View):
         self._sorted: list[str] | None = None  # every id in sort order; None: sort again
         self._passes: dict[str, bool] = {}  # row id → passes the current filter
         self._memo: dict[str, dict[str, bool]] = {}  # earlier filter texts → their `_passes`
+        self._lowers: tuple[list[str], list[str]] | None = None  # (`_sorted`, its rows' `Row.lower`)
         self._sorts = SortCache()  # orders by sort name, following row changes
         self._ahead_timer: Timer | None = None
         self._later: set[Hashable] = set()  # changed keys whose rows are built after the next frame
+        self._later_step = _CATCH_UP_STEP  # … this many at a time
         self._ahead_running = False
+        self._new_rows = 0  # rows built since the last worker took its copy of the rows
         self.total = 0
         self._lock = threading.Lock()
         self._dirty: dict[str, set[Any]] = {}  # store kind → keys changed since the last refresh
@@ -132,7 +149,7 @@ class TableView(View):
         self._unsubscribe: Any = None
 
     def compose(self) -> ComposeResult:
-        yield Static(self.TITLE, classes="view-title")
+        yield OneLine(self.TITLE, classes="view-title")
         yield VirtualTable(self.COLUMNS, self._cells_of, marks=self.marks if self.MARKS else None,
                            ellipsis=self.ctx.glyphs.ellipsis, priorities=self.PRIORITIES or None)
 
@@ -213,32 +230,57 @@ class TableView(View):
                 on_screen = self._keys_on_screen()
                 if len(keys) > _LATER_OVER:
                     self._later = keys - on_screen
+                    # Each step costs a pass over the kept order too: a few steps at most (the
+                    # first list of a big cluster is one burst).
+                    self._later_step = max(_CATCH_UP_STEP, -(-len(self._later) // _CATCH_UP_STEPS))
                     keys = keys & on_screen
-                    self.call_after_refresh(self._catch_up)
-                changed, resort = self._rebuild(keys, check_sort=True)
+                    self.table.call_after_paint(self._catch_up)
+                changed, resort = self._rebuild(keys, check_sort=True, more=bool(self._later))
                 visible, _ = self._rebuild(on_screen - keys, check_sort=False)
                 return changed | visible, resort
             except NotImplementedError:
                 pass
         self._later = set()
         self._rows = {row_id(r.key): r for r in self.build_rows()}
+        self._new_rows = len(self._rows)
         self._passes = {}
         self._memo.clear()
+        self._lowers = None
         self._sorts.invalidate()
         return None, True
 
+    def on_resize(self, event: events.Resize) -> None:
+        # Rows don't depend on the height (the table draws whichever are on screen, and keeps its
+        # cursor in view): no rebuild when the filter prompt opens or the terminal is resized,
+        # only the queues whose positions are polled, and the pane under the table, follow.
+        event.prevent_default()  # not View's handler too
+        if self.display and self.is_mounted and self._unsubscribe is not None:
+            self.ctx.store.set_position_focus(self.position_focus())
+            self.after_refresh()
+        elif self.display:
+            self.refresh_view()
+
     def _catch_up(self) -> None:
-        """The changed rows left for after the frame (unless a refresh took them meanwhile)."""
+        """The changed rows left for after the frame (unless a refresh took them meanwhile), a
+        step at a time: keys pressed meanwhile are handled between steps, not after them all."""
         if not self._later or not self.is_mounted:
             return
-        keys, self._later = self._later, set()
-        changed, resort = self._rebuild(keys, check_sort=True)
+        step = self._later_step
+        if len(self._later) > step:
+            keys = set(islice(self._later, step))
+            self._later -= keys
+            self.call_later(self._catch_up)
+        else:
+            keys, self._later = self._later, set()
+        changed, resort = self._rebuild(keys, check_sort=True, more=bool(self._later))
         if changed or resort:
             self._show(changed, resort)
             self.after_refresh()
 
-    def _rebuild(self, keys: set[Hashable], check_sort: bool) -> tuple[set[str], bool]:
+    def _rebuild(self, keys: set[Hashable], check_sort: bool, more: bool = False) -> tuple[set[str], bool]:
         """Build these rows again; (ids whose rows changed, whether some order moved).
+
+        `more`: more changed rows follow after the frame (`SortCache.moved`).
 
         `check_sort` False: rows rebuilt only because they are on screen (their ages move) keep
         the sort values of their last change, so they don't wander while watched and every kept
@@ -258,23 +300,25 @@ class TableView(View):
                 continue
             if old is not None and not check_sort and old.sort != row.sort:
                 row = replace(row, sort=old.sort)
-            self._rows[rid] = row
             if old is None:
                 moves[rid] = (None, row)
             elif old.sort == row.sort:
-                if same(old.cells, row.cells):
-                    continue
+                if same(old.cells, row.cells) and old.labels == row.labels and old.state == row.state:
+                    continue  # the row as it was (with its filter text joined already)
             else:
                 moves[rid] = (old, row)
+            self._rows[rid] = row
+            self._new_rows += 1
             changed.add(rid)
             self._unfilter(rid)
         if moves:
             # The order on screen is patched whatever the number of moves; others when few.
-            self._sorts.moved(self._rows, moves, keep=(self.sort_name, self.sort_reverse))
+            self._sorts.moved(self._rows, moves, keep=(self.sort_name, self.sort_reverse), more=more)
         return changed, bool(moves)
 
     def _unfilter(self, rid: str) -> None:
         """This row changed: every kept filter result for it is out of date."""
+        self._lowers = None
         self._passes.pop(rid, None)
         for passes in self._memo.values():
             passes.pop(rid, None)
@@ -288,7 +332,14 @@ class TableView(View):
         """Sort (when needed), filter and hand the ids to the table; the cursor keeps its row."""
         # Kept orders follow row changes (`_rebuild`), so this is a look-up unless the order is new.
         self._sorted = self._sorts.sorted_ids(self._rows, self.sort_name, self.sort_reverse)
-        if self.filter.predicates:
+        if self.filter.literal is not None:
+            # One word: a substring test down the rows' text in sort order, kept while no row
+            # changes (typing on, backspace and sorts go without a look-up per row).
+            lowers = self._lowers
+            if lowers is None or lowers[0] is not self._sorted:
+                lowers = self._lowers = (self._sorted, self._lowers_of(self._sorted))
+            self._order = self.filter.select(self._sorted, lowers[1], self._rows)
+        elif self.filter.predicates:
             passes = self._passes
             missing = [rid for rid in self._sorted if rid not in passes]
             if missing:
@@ -301,34 +352,53 @@ class TableView(View):
         self._update_title()
         self._plan_ahead()
 
+    def _lowers_of(self, ids: list[str]) -> list[str]:
+        """`Row.lower` of these rows, in order (the slot read directly: joined ahead, mostly)."""
+        rows = self._rows
+        lowers = [rows[rid]._lower for rid in ids]
+        if None in lowers:
+            lowers = [low if low is not None else rows[rid].lower for rid, low in zip(ids, lowers, strict=True)]
+        return lowers  # type: ignore[return-value]
+
     # ------------------------------------------------------------ orders ahead
     def _plan_ahead(self) -> None:
-        """Some sort key's order is missing: compute it off the UI thread a little later."""
+        """Some sort key's order is missing, or many rows were built: compute the orders and
+        the rows' filter text off the UI thread a little later."""
         if self._ahead_timer is None and not self._ahead_running and self.is_mounted \
-                and self._sorts.missing(self.SORT_KEYS):
+                and (self._new_rows > _TEXT_AHEAD or self._sorts.missing(self.SORT_KEYS)):
             self._ahead_timer = self.set_timer(_AHEAD_DELAY, self._start_ahead)
 
     def _start_ahead(self) -> None:
         self._ahead_timer = None
         wanted = self._sorts.missing(self.SORT_KEYS)
-        if not wanted or not self._rows or self._ahead_running or not self.is_mounted:
+        if (not wanted and self._new_rows <= _TEXT_AHEAD) or not self._rows or self._ahead_running \
+                or not self.is_mounted:
             return
         self._ahead_running = True
+        self._new_rows = 0
         rows, generation = dict(self._rows), self._sorts.generation  # rows are immutable: a copy of the dict will do
         self.run_worker(lambda: self._compute_ahead(rows, generation, wanted), thread=True,
                         group="orders-ahead", exit_on_error=False)
 
     def _compute_ahead(self, rows: dict[str, Row], generation: int, wanted: list[tuple[str, bool]]) -> None:
         """Worker thread: the missing orders, and every row's filter text (the first `/` then
-        only searches)."""
+        only searches); each step waits while a change is on its way to the screen."""
         orders: dict[tuple[str, bool], list[str]] = {}
+        deadline = time.monotonic() + _AHEAD_YIELD_MAX
         try:
+            self._yield_to_changes(deadline)
             for row in rows.values():
-                _ = row.text
-            for name, reverse in wanted:
-                orders[(name, reverse)] = sort_ids(rows, name, reverse, self._sorts.tiebreak)
+                _ = row.lower  # and `text`
+            orders = sort_orders(rows, wanted, self._sorts.tiebreak, between=lambda: self._yield_to_changes(deadline))
         finally:
             self.post_message(self.OrdersReady(generation, orders))
+
+    def _yield_to_changes(self, deadline: float) -> None:
+        """Worker thread: wait (without the interpreter lock) while the console is busy showing a
+        store change, up to `deadline` (a steady stream of changes does not starve the orders)."""
+        busy = self.ctx.busy
+        while busy() and time.monotonic() < deadline:
+            time.sleep(_AHEAD_YIELD_STEP)
 
     def on_table_view_orders_ready(self, message: OrdersReady) -> None:
         message.stop()
@@ -351,7 +421,7 @@ class TableView(View):
         if hidden := self.table.hidden_columns:
             parts.append(f"+{len(hidden)} columns ({self.kapp.key_label('wide')}: wide)")
         # Filter text is the user's own input but still untrusted-looking: plain Text, no markup.
-        self.query_one(".view-title", Static).update(Text("  ".join(parts)))
+        self.query_one(".view-title", OneLine).show_text(Text("  ".join(parts)))
 
     def title_extra(self) -> list[str]:
         """More words for the title line (views with a setting worth showing)."""
@@ -410,12 +480,14 @@ class TableView(View):
             self._reshow()
             return
         self.filter = parse_filter(text)
-        if old.predicates and old.text != text:
+        if old.predicates and old.literal is None and old.text != text:
             self._memo.pop(old.text, None)
             self._memo[old.text] = self._passes
             while len(self._memo) > _FILTER_MEMO:
                 del self._memo[next(iter(self._memo))]
-        if text in self._memo and self.filter.predicates:
+        if self.filter.literal is not None:
+            self._passes = {}  # not used: `_show` tests every row's text in one pass
+        elif text in self._memo and self.filter.predicates:
             # Typed before (backspace, or the same filter again): rows that changed since were
             # dropped from it (`_unfilter`) and are tested again.
             self._passes = self._memo.pop(text)
