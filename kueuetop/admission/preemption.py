@@ -134,26 +134,41 @@ def _base_order_key(e: Entry, now: float) -> tuple:
     return (not e.wl.is_evicted, e.wl.effective_priority, -_quota_reserved_time(e.wl, now), e.wl.uid)
 
 
-def _index_memo(ctx: PreemptionContext) -> dict:
-    """Answers that depend on the workload index (not on quota usage): kept for one index
-    state and one instant."""
-    tag = (ctx.index.serial, ctx.now)
+_MEMO_LIMIT = 100_000  # entries kept across cycles (keys include the preemptor's class)
+
+
+def _cq_memo(ctx: PreemptionContext) -> dict:
+    """Answers derived from one ClusterQueue's quota-holding entries, kept across cycles: each
+    is stored with that queue's `reserving_version` and recomputed once it moves."""
     memo = ctx.index.memo
-    if memo.get("tag") != tag:
+    if len(memo) > _MEMO_LIMIT:
         memo.clear()
-        memo["tag"] = tag
     return memo
 
 
 def _using_entries(ctx: PreemptionContext, cq_name: str, frs: frozenset[FR]) -> list[tuple[Entry, tuple]]:
     """The CQ's quota-holding entries that use any of `frs`, with their base order keys."""
-    memo = _index_memo(ctx)
+    memo = _cq_memo(ctx)
     k = ("using", cq_name, frs)
-    found = memo.get(k)
-    if found is None:
-        found = memo[k] = [(e, _base_order_key(e, ctx.now))
-                           for e in ctx.index.reserving_in(cq_name).values() if _uses(e, frs)]
+    version = ctx.index.reserving_version.get(cq_name, 0)
+    hit = memo.get(k)
+    # A key reads `now` only for an entry without a QuotaReserved time: then it is kept for
+    # that instant alone.
+    if hit is not None and hit[0] == version and (hit[1] is None or hit[1] == ctx.now):
+        return hit[2]
+    found, at = [], None
+    for e in ctx.index.reserving_in(cq_name).values():
+        if _uses(e, frs):
+            found.append((e, _base_order_key(e, ctx.now)))
+            if at is None and _reserved_time_missing(e.wl):
+                at = ctx.now
+    memo[k] = (version, at, found)
     return found
+
+
+def _reserved_time_missing(wl: Workload) -> bool:
+    c = wl.condition("QuotaReserved")
+    return c is None or c.status != "True" or c.last_transition is None
 
 
 def _from_cq(ctx: PreemptionContext, cq_name: str, lca: Node | None, advantage: bool,
@@ -163,7 +178,7 @@ def _from_cq(ctx: PreemptionContext, cq_name: str, lca: Node | None, advantage: 
     A preemptor's classification of another workload depends only on the preemptor's CQ and
     its policy, priority (and queue-order time for LowerOrNewerEqualPriority) and on
     `advantage`: every head of a cohort with those equal gets the same list, so the list is
-    kept for the cycle's index instead of being rebuilt for each of them."""
+    kept, across cycles, while the CQ's quota-holding workloads stay the same."""
     frs = frozenset(ctx.frs)
     pol = ctx.cq.preemption
     if same is None:
@@ -171,16 +186,18 @@ def _from_cq(ctx: PreemptionContext, cq_name: str, lca: Node | None, advantage: 
     policy = pol.within_cluster_queue if same else pol.reclaim_within_cohort
     p_in = ctx.preemptor.effective_priority
     ts_in = queue_order_timestamp(ctx.preemptor, ctx.config) if policy == LOWER_OR_NEWER_EQUAL else None
-    memo = _index_memo(ctx)
+    using = _using_entries(ctx, cq_name, frs)
+    memo = _cq_memo(ctx)
     k = ("cands", cq_name, frs, same, advantage, lca, pol, p_in, ts_in)
-    found = memo.get(k)
-    if found is None:
-        found = []
-        for e, key in _using_entries(ctx, cq_name, frs):
-            v = _classify(ctx, e, advantage, same)
-            if v != V_NEVER:
-                found.append(_Candidate(e, v, lca, key))
-        memo[k] = found
+    hit = memo.get(k)
+    if hit is not None and hit[0] is using:
+        return hit[1]
+    found = []
+    for e, key in using:
+        v = _classify(ctx, e, advantage, same)
+        if v != V_NEVER:
+            found.append(_Candidate(e, v, lca, key))
+    memo[k] = (using, found)
     return found
 
 
@@ -281,28 +298,33 @@ def _one(pools: list[tuple[_Pool, object]]) -> list[tuple[_Pool, object]]:
 def _level_pool(ctx: PreemptionContext, current: Node, advantage: bool) -> _Pool:
     """The candidates of every ClusterQueue reached under `current` (as collectCandidatesFor
     HierarchicalReclaim walks it), classified as another CQ's. Depends on the preemptor only
-    through its policy, priority and queue-order time: kept per those and the tree's usage."""
+    through its policy, priority and queue-order time, and on which queues are above nominal
+    and their candidates: kept (across cycles) while those are the same."""
     frs = frozenset(ctx.frs)
     pol = ctx.cq.preemption
     ts_in = (queue_order_timestamp(ctx.preemptor, ctx.config)
              if pol.reclaim_within_cohort == LOWER_OR_NEWER_EQUAL else None)
-    memo = _index_memo(ctx)
+    parts = [(cq_node, top, _from_cq(ctx, cq_node.name, current, advantage, False))
+             for cq_node, top in _above_nominal_cqs(ctx.tree, current, frs)]
+    memo = _cq_memo(ctx)
     # What _classify reads for another CQ's workload (cheaper to hash than the whole policy).
     k = ("pool", current, frs, advantage, pol.reclaim_within_cohort, pol.borrow_within_cohort,
-         pol.max_priority_threshold, ctx.preemptor.effective_priority, ts_in, ctx.tree.version)
-    pool = memo.get(k)
-    if pool is None:
-        pool = memo[k] = _Pool([(c, top) for cq_node, top in _above_nominal_cqs(ctx.tree, current, frs)
-                                for c in _from_cq(ctx, cq_node.name, current, advantage, False)])
+         pol.max_priority_threshold, ctx.preemptor.effective_priority, ts_in)
+    hit = memo.get(k)
+    if hit is not None and len(hit[0]) == len(parts) and all(
+            a[0] is b[0] and a[1] is b[1] and a[2] is b[2] for a, b in zip(hit[0], parts, strict=True)):
+        return hit[1]
+    pool = _Pool([(c, top) for _, top, cands in parts for c in cands])
+    memo[k] = (parts, pool)
     return pool
 
 
 def _same_pool(ctx: PreemptionContext) -> _Pool:
     if ctx.cq.preemption.within_cluster_queue == NEVER:
         return _Pool([])
-    memo = _index_memo(ctx)
+    memo = _cq_memo(ctx)
     lst = _from_cq(ctx, ctx.cq.name, None, False)
-    k = ("same-pool", id(lst))
+    k = ("same-pool", ctx.cq.name, frozenset(ctx.frs), ctx.cq.preemption, ctx.preemptor.effective_priority)
     hit = memo.get(k)
     if hit is None or hit[0] is not lst:
         hit = memo[k] = (lst, _Pool([(c, None) for c in lst]))

@@ -104,7 +104,10 @@ class WorkloadIndex:
         # What the latest update() changed, so per-cycle bookkeeping that depends on which
         # workloads are pending (QueueState.last_assignments) can look at those keys only.
         self.serial = 0  # update() calls so far
-        self.memo: dict = {}  # answers derived from the entries, tagged with (serial, instant)
+        # Answers derived from one ClusterQueue's quota-holding entries (preemption candidates),
+        # kept across cycles and checked against `reserving_version` of that queue.
+        self.memo: dict = {}
+        self.reserving_version: dict[str, int] = {}  # per CQ: bumped when its reserving set changes
         self.touched: set[WorkloadKey] = set()  # keys added or dropped by the latest update()
         self.rebuilt = True  # the latest update() started from scratch (touched is incomplete)
         # Per CQ: bumped whenever its pending list changes, so a head found by a scan can be
@@ -172,6 +175,7 @@ class WorkloadIndex:
             cq = wl.admission.cluster_queue
             e = Entry(wl, cq, True, wl.usage(), None)
             self.reserving.setdefault(cq, {})[key] = e
+            self.reserving_version[cq] = self.reserving_version.get(cq, 0) + 1
             self.usage_changed.add(cq)
             total = self.cq_usage.setdefault(cq, {})
             for fr, v in e.usage.items():
@@ -194,6 +198,7 @@ class WorkloadIndex:
         self.touched.add(key)
         if e.reserving:
             self.reserving[e.cq].pop(key, None)
+            self.reserving_version[e.cq] = self.reserving_version.get(e.cq, 0) + 1
             self.usage_changed.add(e.cq)
             total = self.cq_usage[e.cq]
             for fr, v in e.usage.items():

@@ -116,6 +116,11 @@ class Placement:
         return None
 
 
+def _fit_key(placement: Placement) -> tuple:
+    """What decides where a pod can go: its constraints and its requests."""
+    return (placement.constraint_key(), tuple(sorted(placement.requests.items())))
+
+
 class _Group:
     """Nodes with the same labels (hostname aside), taints and readiness."""
 
@@ -184,6 +189,10 @@ class Kubelet:
         self._timers: list[tuple[float, PodKey]] = []
         self._node_gone: list[str] = []
         self._capacity_changed = False
+        # Bumped whenever capacity may have grown (a pod released, a node added or changed).
+        # A shape that fit nowhere keeps fitting nowhere until then: binds only take capacity.
+        self._capacity_epoch = 0
+        self._no_fit: dict[tuple, int] = {}  # shape → the epoch it was found to fit nowhere in
         self._match_cache: dict[tuple, bool] = {}
         self._messages: dict[tuple, tuple[int, float, str]] = {}
         self._node_version = 0
@@ -234,6 +243,7 @@ class Kubelet:
             self._nodes[name] = node
         self._add_to_group(node)
         self._capacity_changed = True
+        self._capacity_epoch += 1
 
     def _add_to_group(self, node: _Node) -> None:
         node.group.buckets.setdefault(node.free_gpus(), {})[node.name] = None
@@ -315,6 +325,7 @@ class Kubelet:
         state.counted = False
         state.ends_at = None
         self._capacity_changed = True
+        self._capacity_epoch += 1
 
     def _forget_pod(self, key: PodKey) -> None:
         state = self._pods.pop(key, None)
@@ -462,9 +473,16 @@ class Kubelet:
         worked = False
         for _, _, key, pod, shape in pods:
             placement = Placement.from_shape(shape, self._implicit_tolerations(pod))
-            node = self.find_node(placement)
+            # kube-scheduler parks an unschedulable pod until a cluster event could make it fit;
+            # here pods of one shape share that verdict, so a backlog of a thousand pending pods
+            # on 5,000 nodes costs one scan per shape, not one per pod.
+            fit_key = _fit_key(placement)
+            node = None if self._no_fit.get(fit_key) == self._capacity_epoch else self.find_node(placement)
             if node is None:
-                worked = self._mark_unschedulable(key, pod, placement, now) or worked
+                if len(self._no_fit) > 10_000:
+                    self._no_fit.clear()
+                self._no_fit[fit_key] = self._capacity_epoch
+                worked = self._mark_unschedulable(key, pod, placement, now, fit_key) or worked
                 continue
             worked = self._bind(key, pod, node, now, shape) or worked
         return worked
@@ -518,10 +536,11 @@ class Kubelet:
             self._patch_status(key, scheduled)
         return True
 
-    def _mark_unschedulable(self, key: PodKey, pod: Obj, placement: Placement, now: float) -> bool:
+    def _mark_unschedulable(self, key: PodKey, pod: Obj, placement: Placement, now: float,
+                            shape: tuple | None = None) -> bool:
         # The FitError text walks every node: pods of one shape share it for a while, so a
         # thousand pending pods on 5,000 nodes don't cost a full scan each time capacity moves.
-        shape = (placement.constraint_key(), tuple(sorted(placement.requests.items())))
+        shape = shape or _fit_key(placement)
         cached = self._messages.get(shape)
         if cached is not None and cached[0] == self._node_version and now - cached[1] < MESSAGE_TTL:
             message = cached[2]

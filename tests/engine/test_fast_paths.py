@@ -4,12 +4,13 @@
   removing every preempted workload again for each preempting head;
 - §6.5 a preemption search is skipped when the candidates' total usage can't cover the shortfall;
 - §6.3/§6.5 the flavor assigner's preemption oracle and the nomination share one target search;
-- §6.5 candidate lists are kept per ClusterQueue and preemptor class for the cycle, and the
-  ClusterQueues above nominal per cohort while the tree's usage is unchanged;
+- §6.5 candidate lists are kept per ClusterQueue and preemptor class while the queue's
+  quota-holding workloads are the same (across cycles), and the ClusterQueues above nominal
+  per cohort while the tree's usage is unchanged;
 - the cycle's quota tree is kept between cycles and follows the ClusterQueues whose usage
   changed instead of being built from every ClusterQueue's totals;
-- §6.5 one sorted candidate pool per cohort level, preemptor class and tree usage serves
-  every head of the cohort (each skips its own subtree) instead of a list gathered and sorted
+- §6.5 one sorted candidate pool per cohort level, preemptor class and the candidate lists
+  of the queues above nominal serves every head of the cohort, across cycles (each skips its own subtree) instead of a list gathered and sorted
   per head.
 
 Random cohorts and workloads (some admitted, so that heads preempt) are scheduled for several
@@ -93,7 +94,7 @@ def _plain():
     plain_memo = lambda ctx, memo: preemption.get_targets(ctx)  # noqa: E731
     stack.enter_context(mock.patch.object(preemption, "memo_targets", plain_memo))
     stack.enter_context(mock.patch.object(cycle, "memo_targets", plain_memo))
-    stack.enter_context(mock.patch.object(preemption, "_index_memo", lambda ctx: {}))
+    stack.enter_context(mock.patch.object(preemption, "_cq_memo", lambda ctx: {}))
     walk = preemption._above_nominal_cqs
 
     def unmemoized_walk(tree, current, frs):

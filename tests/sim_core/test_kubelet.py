@@ -98,3 +98,30 @@ def test_not_ready_nodes_and_malformed_pods_are_skipped():
     sim.store.update_status("", "nodes", node)
     sim.run(1)
     assert sim.get("pods", "default", "waits")["status"]["phase"] == "Running"
+
+
+def test_pods_of_a_shape_that_fits_nowhere_cost_one_node_scan_until_capacity_frees(monkeypatch):
+    sim = Sim(node_pool("cpu", size=2, machine="e2-standard-8"), default_runtime=500)
+    sim.run(1)
+    sim.create(bare_pod("hog-0", cpu="7", runtime="30s"))
+    sim.create(bare_pod("hog-1", cpu="7", runtime="30s"))
+    sim.run(1)
+    scans = []
+    real = sim.kubelet.find_node
+    monkeypatch.setattr(sim.kubelet, "find_node", lambda p, free=None: scans.append(p) or real(p, free))
+    for i in range(20):
+        sim.create(bare_pod(f"big-{i}", cpu="4"))
+    sim.create(bare_pod("small", cpu="500m"))  # another shape: still looked for, and it fits
+    sim.run(1)
+    big_scans = [p for p in scans if p.requests.get("cpu") == 4000]
+    assert len(big_scans) == 1  # the first big pod found no node; the other 19 share its verdict
+    assert sim.get("pods", "default", "small")["status"]["phase"] == "Running"
+    for i in range(20):
+        pod = sim.get("pods", "default", f"big-{i}")
+        assert pod["status"]["phase"] == "Pending"
+        assert "Insufficient cpu" in cond(pod, "PodScheduled")["message"]
+    # The hogs finish: capacity grows, the verdict is dropped and big pods are placed again.
+    sim.run(30)
+    running = [i for i in range(20) if running_on(sim, f"big-{i}")]
+    assert len(running) == 2  # 8 CPUs per node, 500m taken by `small` on one of them
+    assert len([p for p in scans if p.requests.get("cpu") == 4000]) > 1
