@@ -19,6 +19,7 @@ Usage (repository root, project virtualenv):
 
     python benchmarks/scale_completion.py large        # 20,000 workloads; ~7 CPU-minutes
     python benchmarks/scale_completion.py kueue-perf-baseline
+    python benchmarks/scale_completion.py xl --progress 60    # 100,000 workloads, 5,000 nodes
 """
 
 from __future__ import annotations
@@ -50,18 +51,23 @@ def _state(obj: dict) -> str:
     return "Pending"
 
 
-def run(name: str) -> dict[str, Any]:
+def run(name: str, progress: float = 0.0) -> dict[str, Any]:
     scenario = load_scenario(name)
     clock = SimClock(VIRTUAL_EPOCH)
     parts = build_cluster(scenario, clock, record_events=False)
     cluster = parts.cluster
     instant = [None, 0, 0]  # instant, cycles when it began, most cycles at one instant
+    reported = [time.process_time()]
 
     def on_step(c: Any) -> None:
         now, cycles = c.clock.now(), parts.kueue.cycles
         if now != instant[0]:
             instant[0], instant[1] = now, cycles
         instant[2] = max(instant[2], cycles - instant[1])
+        if progress and time.process_time() - reported[0] >= progress:
+            reported[0] = time.process_time()
+            print(json.dumps({"cpuSeconds": round(reported[0] - cpu0, 1), "simulatedSeconds":
+                              round(now - c.clock.start, 1), "cycles": cycles}), file=sys.stderr, flush=True)
 
     wall0, cpu0 = time.perf_counter(), time.process_time()
     cluster.run_for(HORIZON, until_idle=True, on_step=on_step)
@@ -95,8 +101,10 @@ def run(name: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scenario", help="a built-in scenario name or a scenario file")
+    ap.add_argument("--progress", type=float, default=0.0, metavar="CPU_SECONDS",
+                    help="print how far the run got to stderr every this many CPU seconds")
     args = ap.parse_args(argv)
-    result = run(args.scenario)
+    result = run(args.scenario, args.progress)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0 if result["completed"] else 1

@@ -429,56 +429,98 @@ def _goes_inadmissible(cc: CycleContext, n: Nomination) -> bool:
 
 def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
     state = cc.state
-    # Copy-on-write per CQ: the inadmissible sets can hold most of 15,000+ pending workloads.
-    inadmissible: dict[str, Mapping[WorkloadKey, int]] = dict(state.inadmissible)
+    # Copy-on-write, per mapping and per CQ: the inadmissible sets and last assignments can
+    # hold most of 100,000 pending workloads, and most cycles change a few entries or none
+    # (the controller compares the result with the state it began from; untouched mappings
+    # stay the same objects, so that comparison is by identity).
+    inadmissible = _CopyOnWrite(state.inadmissible)
     owned: dict[str, dict[WorkloadKey, int]] = {}
 
     def writable(cq_name: str) -> dict[WorkloadKey, int]:
         if cq_name not in owned:
             owned[cq_name] = dict(inadmissible.get(cq_name, {}))
-            inadmissible[cq_name] = owned[cq_name]
+            inadmissible.set(cq_name, owned[cq_name])
         return owned[cq_name]
 
-    last: dict[WorkloadKey, LastAssignment] = dict(state.last_assignments)
-    sticky = dict(state.sticky)
-    preemptors = dict(state.preemptors)
+    last = _CopyOnWrite(state.last_assignments)
+    sticky = _CopyOnWrite(state.sticky)
+    preemptors = _CopyOnWrite(state.preemptors)
     for n in noms:
         key, cq_name = n.workload.key, n.cluster_queue
         cq = cc.snapshot.cluster_queues.get(cq_name)
         if n.status == "assumed":
-            last.pop(key, None)
+            last.pop(key)
         elif n.status == "skipped" or n.preempting:
-            last.pop(key, None)  # retry every flavor next time
+            last.pop(key)  # retry every flavor next time
         elif n.assignment is not None and n.assignment.last_state is not None:
-            last[key] = n.assignment.last_state
+            last.set(key, n.assignment.last_state)
         if n.status != "assumed" and _goes_inadmissible(cc, n):
-            writable(cq_name)[key] = n.workload.meta.generation
-        elif key in inadmissible.get(cq_name, {}):
+            if inadmissible.get(cq_name, _EMPTY).get(key) != n.workload.meta.generation:
+                writable(cq_name)[key] = n.workload.meta.generation
+        elif key in inadmissible.get(cq_name, _EMPTY):
             del writable(cq_name)[key]
         if n.preempting and cq is not None and cq.queueing_strategy != STRICT_FIFO:
-            sticky[cq_name] = key
+            sticky.set(cq_name, key)
         elif sticky.get(cq_name) == key:
-            del sticky[cq_name]
+            sticky.pop(cq_name)
         # requeueIfNotPresent sets the CQ's preemptor on RequeueReasonPendingPreemption (any
         # strategy); the queue forgets it when the workload leaves (admitted or deleted).
         if n.preempting:
-            preemptors[cq_name] = (key, n.workload.meta.generation)
+            preemptors.set(cq_name, (key, n.workload.meta.generation))
         elif n.status == "assumed" and preemptors.get(cq_name, (None,))[0] == key:
-            del preemptors[cq_name]
+            preemptors.pop(cq_name)
     if cc.snapshot.config.feature_gates.get("SchedulingEquivalenceHashing", True):
         for n in noms:
             if _bulk_moves_equivalents(cc, n):
                 _park_equivalents(cc, n, writable(n.cluster_queue))
-    _forget_not_pending(cc, last)
-    return replace(state, inadmissible={k: v for k, v in inadmissible.items() if v},
-                   last_assignments=last, sticky=sticky, preemptors=_live_preemptors(cc, preemptors),
-                   index=cc.index, pruned_at=cc.index.serial)
+    for k in _not_pending(cc, last.value):
+        last.pop(k)
+    for cq_name in _dead_preemptors(cc, preemptors.value):
+        preemptors.pop(cq_name)
+    parked = inadmissible.value
+    if any(not v for v in owned.values()):
+        parked = {k: v for k, v in parked.items() if v}
+    return replace(state, inadmissible=parked, last_assignments=last.value, sticky=sticky.value,
+                   preemptors=preemptors.value, index=cc.index, pruned_at=cc.index.serial)
 
 
-def _live_preemptors(cc: CycleContext, preemptors: dict[str, tuple[WorkloadKey, int]]) -> dict:
-    """Preemptors still pending (a deleted or finished one is deleted from its queue)."""
+_EMPTY: Mapping = {}
+_MISSING = object()
+
+
+class _CopyOnWrite:
+    """A mapping of the previous queue state, copied on its first change."""
+
+    __slots__ = ("owned", "value")
+
+    def __init__(self, value: Mapping) -> None:
+        self.value, self.owned = value, False
+
+    def get(self, key: object, default: object = None) -> object:
+        return self.value.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.value
+
+    def _own(self) -> dict:
+        if not self.owned:
+            self.value, self.owned = dict(self.value), True
+        return self.value  # type: ignore[return-value]
+
+    def set(self, key: object, value: object) -> None:
+        cur = self.value.get(key, _MISSING)
+        if cur is not value and cur != value:
+            self._own()[key] = value
+
+    def pop(self, key: object) -> None:
+        if key in self.value:
+            del self._own()[key]
+
+
+def _dead_preemptors(cc: CycleContext, preemptors: Mapping[str, tuple[WorkloadKey, int]]) -> list[str]:
+    """Preemptors no longer pending (a deleted or finished one is deleted from its queue)."""
     entries = cc.index.entries
-    return {cq: p for cq, p in preemptors.items() if (e := entries.get(p[0])) is not None and e.key is not None}
+    return [cq for cq, p in preemptors.items() if (e := entries.get(p[0])) is None or e.key is None]
 
 
 def _bulk_moves_equivalents(cc: CycleContext, n: Nomination) -> bool:
@@ -526,12 +568,12 @@ def _park_equivalents(cc: CycleContext, n: Nomination, parked: dict[WorkloadKey,
             parked[key] = wl.meta.generation
 
 
-def _forget_not_pending(cc: CycleContext, last: dict[WorkloadKey, LastAssignment]) -> None:
-    """Forget the last assignment of workloads that are no longer pending.
+def _not_pending(cc: CycleContext, last: Mapping[WorkloadKey, LastAssignment]) -> list[WorkloadKey]:
+    """Workloads whose last assignment is to be forgotten: they are no longer pending.
 
     When the previous cycle pruned `last` against this same index and only one index update
     happened since, only the keys that update touched can have stopped being pending (heads
-    added this cycle are pending); otherwise prune everything.
+    added this cycle are pending); otherwise look at everything.
     """
     index = cc.index
     entries = index.entries
@@ -543,6 +585,4 @@ def _forget_not_pending(cc: CycleContext, last: dict[WorkloadKey, LastAssignment
     incremental = (cc.state.index is index and not index.rebuilt
                    and cc.state.pruned_at == index.serial - 1)
     keys = [k for k in index.touched if k in last] if incremental else list(last)
-    for k in keys:
-        if gone(k):
-            del last[k]
+    return [k for k in keys if gone(k)]

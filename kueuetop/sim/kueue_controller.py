@@ -64,6 +64,8 @@ class KueueController:
         self._base_dirty = True
         self._base = ClusterSnapshot(config=self.config)
         self._prev: ClusterSnapshot | None = None
+        self._wls_copy: dict[WorkloadKey, Workload] | None = None  # _workloads as the last snapshot saw it
+        self._last_snap: tuple[ClusterSnapshot | None, ClusterSnapshot, ClusterSnapshot] | None = None
         # Workload keys changed since the last scheduled snapshot, handed to the engine with
         # each snapshot so its per-cycle bookkeeping skips the (many) unchanged workloads.
         self._changed_since_cycle: set[WorkloadKey] = set()
@@ -131,16 +133,26 @@ class KueueController:
                 self._to_reconcile.discard(key)
                 self._wake.pop(key, None)
                 self._unindex(key)
-        self._changed_since_cycle.update(self._dirty_wl)
-        self._dirty_wl.clear()
+        if self._dirty_wl:
+            self._changed_since_cycle.update(self._dirty_wl)
+            self._dirty_wl.clear()
+            self._wls_copy = None
+        last = self._last_snap
+        if last is not None and self._wls_copy is not None and last[0] is self._prev and last[1] is self._base:
+            return last[2]  # nothing changed since: the same snapshot (most rounds of a settle)
         # A copy: the previous cycle's snapshot must keep the workloads it saw, or
         # changed_cluster_queues(prev, cur) never notices finished / evicted workloads and
-        # inadmissible heads are never requeued (Kueue's QueueInadmissibleWorkloads).
-        wls = dict(self._workloads)
+        # inadmissible heads are never requeued (Kueue's QueueInadmissibleWorkloads). The copy is
+        # kept until a workload changes (100,000 entries on xl, and many rounds change none).
+        wls = self._wls_copy
+        if wls is None:
+            wls = self._wls_copy = dict(self._workloads)
         delta = None
         if self._prev is not None:
             delta = WorkloadDelta(self._prev.workloads, wls, frozenset(self._changed_since_cycle))
-        return dataclasses.replace(self._base, workloads=wls, workload_delta=delta)
+        snap = dataclasses.replace(self._base, workloads=wls, workload_delta=delta)
+        self._last_snap = (self._prev, self._base, snap)
+        return snap
 
     def _unindex(self, key: WorkloadKey) -> None:
         prev = self._queues_of.pop(key, None)
