@@ -438,8 +438,7 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
 
     def writable(cq_name: str) -> dict[WorkloadKey, int]:
         if cq_name not in owned:
-            owned[cq_name] = dict(inadmissible.get(cq_name, {}))
-            inadmissible.set(cq_name, owned[cq_name])
+            owned[cq_name] = inadmissible.put(cq_name, dict(inadmissible.get(cq_name, _EMPTY)))
         return owned[cq_name]
 
     last = _CopyOnWrite(state.last_assignments)
@@ -511,6 +510,11 @@ class _CopyOnWrite:
         cur = self.value.get(key, _MISSING)
         if cur is not value and cur != value:
             self._own()[key] = value
+
+    def put(self, key: object, value: object) -> object:
+        """Store `value` even when it equals what is there (a copy about to be written to)."""
+        self._own()[key] = value
+        return value
 
     def pop(self, key: object) -> None:
         if key in self.value:

@@ -21,6 +21,7 @@ from kueuetop.sim.apiserver.defaults import apply_defaults, prepare_for_create
 from kueuetop.sim.apiserver.patch import merge_patch
 from kueuetop.sim.apiserver.validation import validate
 from kueuetop.sim.clock import SimClock
+from kueuetop.sim.gc_pacing import sparse_collections
 from kueuetop.sim.kinds import Kind, kind_for_object
 from kueuetop.sim.objectstore import Invalid, ObjectStore, StoreError, WatchEvent
 from kueuetop.sim.scenario import Scenario, ScenarioStep
@@ -249,6 +250,11 @@ class SimCluster:
     def run_for(self, seconds: float, until_idle: bool = False,
                 on_step: Callable[[SimCluster], None] | None = None) -> None:
         """Advance the simulation by `seconds` of simulated time (virtual or real)."""
+        with sparse_collections():
+            self._run_for(seconds, until_idle, on_step)
+
+    def _run_for(self, seconds: float, until_idle: bool,
+                 on_step: Callable[[SimCluster], None] | None) -> None:
         end = self.clock.now() + seconds
         same_instant = 0
         while not self._stop.is_set():
@@ -285,9 +291,10 @@ class SimCluster:
 
     def run_forever(self) -> None:
         """Real-time serving loop (sim serve): runs until stop()."""
-        while not self._stop.is_set():
-            self.settle()
-            self.clock.wait_until(self.next_event(), self.wake)
+        with sparse_collections():
+            while not self._stop.is_set():
+                self.settle()
+                self.clock.wait_until(self.next_event(), self.wake)
 
     def stop(self) -> None:
         self._stop.set()

@@ -119,3 +119,35 @@ def test_workload_delta_gives_same_index_and_requeues_as_a_full_scan():
     def nonzero(usage):
         return {cq: {fr: v for fr, v in u.items() if v} for cq, u in usage.items() if any(u.values())}
     assert a.pending == b.pending and nonzero(a.cq_usage) == nonzero(b.cq_usage)
+
+
+def test_unchanged_queue_state_keeps_its_mappings():
+    """A cycle that changes nothing in the queue state hands back the same mappings (the
+    simulator's fixpoint check compares states, by identity first); a cycle that changes one
+    entry copies only the mapping it changed, never the previous state's."""
+    s1 = snapshot(*BASE, workload("ns", "w", "lqa", {"cpu": "2"}), workload("ns", "other", "lqb", {"cpu": "2"}))
+    r1 = schedule(s1, NOW, None)
+    before = r1.state
+    parked = dict(before.inadmissible)
+    r2 = schedule(s1, NOW, before)  # the same input: the same decisions, nothing to remember anew
+    assert r2.state == before
+    assert r2.state.inadmissible is before.inadmissible
+    assert r2.state.last_assignments is before.last_assignments
+    # One workload leaves: its entries go, in new mappings; the old state is left as it was.
+    s2 = _with(s1, W, workload("ns", "w", "lqa", {"cpu": "2"}, active=False))
+    r3 = schedule(s2, NOW + 1, before)
+    assert W not in r3.state.last_assignments and W in before.last_assignments
+    assert dict(before.inadmissible) == parked
+    assert r3.state.last_assignments is not before.last_assignments
+
+
+def test_parking_adds_to_the_workloads_already_parked_in_a_queue():
+    """BestEffortFIFO parks each head that does not fit; a second head of the same ClusterQueue
+    parked a cycle later joins the first (the per-queue set is copied, then written)."""
+    s1 = snapshot(*BASE, workload("ns", "w", "lqa", {"cpu": "2"}, created=T0 + 1),
+                  workload("ns", "other", "lqa", {"cpu": "3"}, created=T0 + 2))
+    r1 = schedule(s1, NOW, None)
+    assert set(r1.state.inadmissible.get("a", {})) == {W}
+    r2 = schedule(s1, NOW + 1, r1.state)
+    assert set(r2.state.inadmissible["a"]) == {W, OTHER}
+    assert set(r1.state.inadmissible["a"]) == {W}  # the earlier state is left as it was
