@@ -122,10 +122,11 @@ def heads(snapshot: ClusterSnapshot, state: QueueState, now: float,
     """One head per active ClusterQueue, in CQ name order."""
     index = index or state.workload_index(snapshot)
     out = []
-    pending = index.pending
-    for name in _sorted_names(snapshot.cluster_queues):
-        if not pending.get(name):
-            continue  # nothing queued, no head (a sticky preemptor is queued too)
+    cqs = snapshot.cluster_queues
+    # Only queues with something queued have a head (a sticky preemptor is queued too).
+    for name in index.queued_in_order():
+        if name not in cqs:
+            continue
         is_active = active[name] if active is not None else cluster_queue_active(snapshot, name).active
         if not is_active:
             continue
@@ -133,20 +134,6 @@ def heads(snapshot: ClusterSnapshot, state: QueueState, now: float,
         if h is not None:
             out.append(h)
     return out
-
-
-_sorted_cache: tuple = (None, [])  # the latest ClusterQueues mapping and its names in order
-
-
-def _sorted_names(cqs: Mapping[str, object]) -> list[str]:
-    # Snapshots share the ClusterQueues mapping until a ClusterQueue changes (sorting 1,000
-    # names every cycle showed in profiles). One tuple, replaced whole, so a thread never sees
-    # a mapping with another's names.
-    global _sorted_cache
-    cached = _sorted_cache
-    if cached[0] is not cqs:
-        cached = _sorted_cache = (cqs, sorted(cqs))
-    return cached[1]
 
 
 def pending_workloads(snapshot: ClusterSnapshot, state: QueueState, cq: str,

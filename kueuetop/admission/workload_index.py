@@ -119,6 +119,10 @@ class WorkloadIndex:
         self.epoch = next(_EPOCHS)
         self.head_memo: dict[str, tuple] = {}
         self.added_pending: dict[str, list[WorkloadKey]] = {}  # per CQ, by the latest update()
+        # ClusterQueues with a workload queued, and the same in name order once asked for: a
+        # cycle looks for heads only there (most of 1,000 queues have none on `xl`).
+        self.queued_cqs: set[str] = set()
+        self._queued_sorted: list[str] | None = None
         self._seen: Mapping[WorkloadKey, Workload] | None = None  # workloads of the latest update()
 
     # maintenance ----------------------------------------------------------------
@@ -187,7 +191,11 @@ class WorkloadIndex:
             else:
                 sk = sort_key(wl, snapshot.config)
                 e = Entry(wl, cq, False, {}, sk, parked_until(wl))
-                bisect.insort(self.pending.setdefault(cq, []), (sk, key))
+                lst = self.pending.setdefault(cq, [])
+                if not lst:
+                    self.queued_cqs.add(cq)
+                    self._queued_sorted = None
+                bisect.insort(lst, (sk, key))
                 self.pending_version[cq] = self.pending_version.get(cq, 0) + 1
                 self.added_pending.setdefault(cq, []).append(key)
         self.entries[key] = e
@@ -208,11 +216,21 @@ class WorkloadIndex:
             i = bisect.bisect_left(lst, (e.key, key))
             if i < len(lst) and lst[i][1] == key:
                 del lst[i]
+                if not lst:
+                    self.queued_cqs.discard(e.cq)
+                    self._queued_sorted = None
             self.pending_version[e.cq] = self.pending_version.get(e.cq, 0) + 1
 
     # queries ----------------------------------------------------------------------
     def pending_keys(self, cq: str) -> list[tuple[SortKey, WorkloadKey]]:
         return self.pending.get(cq, [])
+
+    def queued_in_order(self) -> list[str]:
+        """ClusterQueues with at least one queued workload, by name."""
+        names = self._queued_sorted
+        if names is None:
+            names = self._queued_sorted = sorted(self.queued_cqs)
+        return names
 
     def reserving_in(self, cq: str) -> dict[WorkloadKey, Entry]:
         return self.reserving.get(cq, {})

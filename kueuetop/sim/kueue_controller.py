@@ -22,6 +22,7 @@ from kueuetop.admission.cycle import schedule
 from kueuetop.admission.decisions import Admit, Decision, Evict, MarkAdmitted, Preempt
 from kueuetop.admission.queue_state import QueueState, changed_cluster_queues
 from kueuetop.admission.queue_totals import QueueTotals
+from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.admission.workload_controller import reconcile_keys
 from kueuetop.kueue.config import KueueConfig
@@ -64,7 +65,7 @@ class KueueController:
         self._base_dirty = True
         self._base = ClusterSnapshot(config=self.config)
         self._prev: ClusterSnapshot | None = None
-        self._wls_copy: dict[WorkloadKey, Workload] | None = None  # _workloads as the last snapshot saw it
+        self._wls = SharedMap.of()  # _workloads as the latest snapshot saw it
         self._last_snap: tuple[ClusterSnapshot | None, ClusterSnapshot, ClusterSnapshot] | None = None
         # Workload keys changed since the last scheduled snapshot, handed to the engine with
         # each snapshot so its per-cycle bookkeeping skips the (many) unchanged workloads.
@@ -116,6 +117,7 @@ class KueueController:
             # A LocalQueue's CQ may have changed: re-index every workload's queues.
             for key, wl in self._workloads.items():
                 self._index(key, wl)
+        changes: dict[WorkloadKey, object] = {}
         for key in self._dirty_wl:
             obj = self.store.try_get(KUEUE, "workloads", key[0], key[1], copy=False)
             old = self._workloads.get(key)
@@ -124,11 +126,13 @@ class KueueController:
                 self._mark_status(key)
             if isinstance(wl, Workload):
                 self._workloads[key] = wl
+                changes[key] = wl
                 self._to_reconcile.add(key)
                 self._index(key, wl)
                 self._mark_status(key)
             else:
                 self._workloads.pop(key, None)
+                changes[key] = DELETE
                 self._parsed_from.pop(key, None)
                 self._to_reconcile.discard(key)
                 self._wake.pop(key, None)
@@ -136,17 +140,14 @@ class KueueController:
         if self._dirty_wl:
             self._changed_since_cycle.update(self._dirty_wl)
             self._dirty_wl.clear()
-            self._wls_copy = None
         last = self._last_snap
-        if last is not None and self._wls_copy is not None and last[0] is self._prev and last[1] is self._base:
+        if not changes and last is not None and last[0] is self._prev and last[1] is self._base:
             return last[2]  # nothing changed since: the same snapshot (most rounds of a settle)
-        # A copy: the previous cycle's snapshot must keep the workloads it saw, or
+        # The previous cycle's snapshot must keep the workloads it saw, or
         # changed_cluster_queues(prev, cur) never notices finished / evicted workloads and
-        # inadmissible heads are never requeued (Kueue's QueueInadmissibleWorkloads). The copy is
-        # kept until a workload changes (100,000 entries on xl, and many rounds change none).
-        wls = self._wls_copy
-        if wls is None:
-            wls = self._wls_copy = dict(self._workloads)
+        # inadmissible heads are never requeued (Kueue's QueueInadmissibleWorkloads): each
+        # snapshot has its own version of the map, sharing what did not change with the last.
+        wls = self._wls = self._wls.evolve(changes)
         delta = None
         if self._prev is not None:
             delta = WorkloadDelta(self._prev.workloads, wls, frozenset(self._changed_since_cycle))

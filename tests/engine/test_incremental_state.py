@@ -119,6 +119,30 @@ def test_workload_delta_gives_same_index_and_requeues_as_a_full_scan():
     def nonzero(usage):
         return {cq: {fr: v for fr, v in u.items() if v} for cq, u in usage.items() if any(u.values())}
     assert a.pending == b.pending and nonzero(a.cq_usage) == nonzero(b.cq_usage)
+    assert a.queued_in_order() == b.queued_in_order() == sorted(cq for cq, lst in b.pending.items() if lst)
+    # The simulator's snapshots hold versions of one SharedMap: the same answers again.
+    from kueuetop.admission.shared_map import DELETE, SharedMap
+    v1 = SharedMap.of(s1.workloads)
+    v2 = v1.evolve({k: wls.get(k, DELETE) for k in delta.keys})
+    shared_prev = replace(s1, workloads=v1)
+    shared = replace(s1, workloads=v2, workload_delta=WorkloadDelta(v1, v2, delta.keys))
+    assert changed_cluster_queues(shared_prev, shared) == {"a"}
+    r1s = schedule(shared_prev, NOW, None)
+    via_shared = schedule(shared, NOW + 1, r1s.state)
+    assert via_shared.decisions == full.decisions and via_shared.state == full.state
+
+
+def test_queues_with_nothing_queued_are_not_looked_at_for_heads():
+    """The index keeps which ClusterQueues have a queued workload; a queue whose last one
+    leaves drops out, and one that gets one back returns."""
+    s1 = snapshot(*BASE, workload("ns", "w", "lqa", {"cpu": "2"}), workload("ns", "other", "lqb", {"cpu": "2"}))
+    r1 = schedule(s1, NOW, None)
+    assert r1.state.index.queued_in_order() == ["a", "b"]
+    s2 = _with(s1, W, workload("ns", "w", "lqa", {"cpu": "2"}, active=False))
+    r2 = schedule(s2, NOW + 1, r1.state)
+    assert r2.state.index.queued_in_order() == ["b"]
+    r3 = schedule(s1, NOW + 2, r2.state)
+    assert r3.state.index.queued_in_order() == ["a", "b"]
 
 
 def test_unchanged_queue_state_keeps_its_mappings():
