@@ -80,7 +80,9 @@ def head_of(snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex, 
     if memo is not None and memo[2] <= now < memo[3] and (
             memo[1] is inadmissible or memo[1] is None
             or (inadmissible is not None and memo[1].items() <= inadmissible.items())):
-        if memo[0] == version and memo[5] == serial:
+        # The version moves with every change to the CQ's pending list (an entry changes only
+        # by being dropped and added again), so an equal version means the same list.
+        if memo[0] == version:
             if memo[1] is inadmissible:
                 return entries[memo[6][1]].wl if memo[6] is not None else None
             start, until = memo[4], memo[3]
@@ -123,12 +125,22 @@ def heads(snapshot: ClusterSnapshot, state: QueueState, now: float,
     index = index or state.workload_index(snapshot)
     out = []
     cqs = snapshot.cluster_queues
+    versions, memos, entries = index.pending_version, index.head_memo, index.entries
+    inadmissible, sticky = state.inadmissible, state.sticky
     # Only queues with something queued have a head (a sticky preemptor is queued too).
     for name in index.queued_in_order():
         if name not in cqs:
             continue
         is_active = active[name] if active is not None else cluster_queue_active(snapshot, name).active
         if not is_active:
+            continue
+        # head_of's own memo, checked here first: most queues' heads are the same as last
+        # cycle, and a thousand calls per cycle add up.
+        memo = memos.get(name)
+        if (memo is not None and memo[0] == versions.get(name, 0) and memo[1] is inadmissible.get(name)
+                and memo[2] <= now < memo[3] and name not in sticky):
+            if memo[6] is not None:
+                out.append(entries[memo[6][1]].wl)
             continue
         h = head_of(snapshot, state, index, name, now)
         if h is not None:

@@ -197,6 +197,7 @@ class Kubelet:
         self._messages: dict[tuple, tuple[int, float, str]] = {}
         self._node_version = 0
         self._shapes: dict[str, PodShape] = {}  # spec content → parsed shape
+        self._shape_by_spec: dict[int, tuple[object, PodShape]] = {}  # id(spec) → (spec, shape)
 
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
@@ -491,6 +492,11 @@ class Kubelet:
         """The pod's requests and placement constraints. Pods of one template have equal specs:
         the parsed shape is kept by spec content (a shape depends on the spec alone)."""
         spec = pod.get("spec")
+        # Stored objects are never changed in place: a pod looked at again (every capacity
+        # change re-examines the pending ones) has the very same spec object.
+        seen = self._shape_by_spec.get(id(spec))
+        if seen is not None and seen[0] is spec:
+            return seen[1]
         key = repr(spec) if isinstance(spec, dict) and not spec.get("nodeName") else None
         shape = self._shapes.get(key) if key is not None else None
         if shape is None:
@@ -499,6 +505,9 @@ class Kubelet:
                 if len(self._shapes) >= 4096:
                     self._shapes.clear()
                 self._shapes[key] = shape
+        if len(self._shape_by_spec) >= 50_000:
+            self._shape_by_spec.clear()
+        self._shape_by_spec[id(spec)] = (spec, shape)
         return shape
 
     @staticmethod
