@@ -19,6 +19,7 @@ such keys are remembered, and an older version looks for them in every chunk.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -30,10 +31,11 @@ class _Lineage:
     """What all versions grown from one `SharedMap.of` share. Written only by `evolve` on the
     newest version; read by every version (a dict read beside a write is safe in CPython)."""
 
-    __slots__ = ("chunk", "moved", "newest", "where")
+    __slots__ = ("chunk", "lock", "moved", "newest", "where")
 
     def __init__(self, chunk: int) -> None:
         self.chunk = chunk
+        self.lock = threading.Lock()  # one evolve at a time claims the newest version
         self.where: dict[Any, int] = {}  # key → chunk it was put in last
         self.moved: set[Any] = set()  # keys put in another chunk after a delete
         self.newest: SharedMap | None = None
@@ -111,14 +113,22 @@ class SharedMap(Mapping):
 
     # ------------------------------------------------------------------ writes
     def evolve(self, changes: Mapping) -> SharedMap:
-        """The next version: `changes` maps keys to new values, or to DELETE. Only the newest
-        version of a lineage evolves (older ones are left as they were); a map that lost most
-        of its keys to deletes starts a new, compact lineage."""
-        lineage = self._lineage
-        if lineage.newest is not self:
-            raise ValueError("only the newest version of a SharedMap evolves")
+        """The next version: `changes` maps keys to new values, or to DELETE. The newest
+        version of a lineage grows it; an older one (a what-if replaying an earlier queue
+        state, say) starts a lineage of its own from a copy. A map that lost most of its keys
+        to deletes starts a new, compact lineage."""
         if not changes:
             return self
+        lineage = self._lineage
+        with lineage.lock:
+            if lineage.newest is self:
+                m = self._grow(changes)
+                lineage.newest = m
+                return m
+        return SharedMap.of(self, lineage.chunk).evolve(changes)
+
+    def _grow(self, changes: Mapping) -> SharedMap:
+        lineage = self._lineage
         chunks = list(self._chunks)
         owned: set[int] = set()
         where, moved, chunk = lineage.where, lineage.moved, lineage.chunk
@@ -151,6 +161,4 @@ class SharedMap(Mapping):
             length += 1
         if len(chunks) > 8 and length < len(chunks) * chunk // 4:
             return SharedMap.of(SharedMap(chunks, length, lineage), chunk)  # mostly holes: compact
-        m = SharedMap(chunks, length, lineage)
-        lineage.newest = m
-        return m
+        return SharedMap(chunks, length, lineage)

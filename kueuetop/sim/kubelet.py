@@ -198,6 +198,7 @@ class Kubelet:
         self._node_version = 0
         self._shapes: dict[str, PodShape] = {}  # spec content → parsed shape
         self._shape_by_spec: dict[int, tuple[object, PodShape]] = {}  # id(spec) → (spec, shape)
+        self._examined: dict[PodKey, tuple[Obj, tuple | None]] = {}  # pod → (object, _examine's answer)
 
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
@@ -274,6 +275,7 @@ class Kubelet:
                 self._release(key, state)
             self._to_schedule.pop(key, None)
             self._unschedulable.pop(key, None)
+            self._examined.pop(key, None)
             return
         if not node_name:
             if meta.get("deletionTimestamp") or spec.get("schedulingGates") or awaiting_admission_webhook(pod):
@@ -284,6 +286,7 @@ class Kubelet:
                 self._to_schedule[key] = None
             return
         # Bound (by us or by a client that set nodeName): account for it on its node.
+        self._examined.pop(key, None)
         if state is None or not state.counted:
             self._account(key, pod, node_name)
         state = self._pods.get(key)
@@ -329,6 +332,7 @@ class Kubelet:
         self._capacity_epoch += 1
 
     def _forget_pod(self, key: PodKey) -> None:
+        self._examined.pop(key, None)
         state = self._pods.pop(key, None)
         if state is not None and state.counted:
             self._release(key, state)
@@ -452,32 +456,28 @@ class Kubelet:
         keys = list(self._to_schedule)
         self._to_schedule.clear()
         pods = []
+        examined = self._examined
         for key in keys:
             pod = self.store.try_get("", "pods", key[0], key[1], copy=False)
-            if pod is None or (pod.get("spec") or {}).get("nodeName"):
+            if pod is None:
                 continue
-            spec = pod.get("spec") or {}
-            if spec.get("schedulingGates") or awaiting_admission_webhook(pod):
-                continue
-            if (pod.get("status") or {}).get("phase", "Pending") != "Pending":
-                continue
-            try:
-                shape = self._shape_of(pod)
-            except KueueParseError as exc:
-                _log.warning("kubelet: cannot schedule pod %s/%s: %s", key[0], key[1], exc)
-                continue
-            prio = spec.get("priority") if isinstance(spec.get("priority"), int) else 0
-            created = (pod.get("metadata") or {}).get("creationTimestamp", "")
-            pods.append((-prio, created, key, pod, shape))
+            # Every capacity change looks at each unschedulable pod again: what a pod object
+            # says about scheduling is worked out once (stored objects never change in place).
+            seen = examined.get(key)
+            if seen is not None and seen[0] is pod:
+                entry = seen[1]
+            else:
+                entry = self._examine(key, pod)
+                examined[key] = (pod, entry)
+            if entry is not None:
+                pods.append(entry)
         # kube-scheduler's queue: priority, then age; the sort is stable, so arrival order breaks ties.
         pods.sort(key=lambda p: (p[0], p[1]))
         worked = False
-        for _, _, key, pod, shape in pods:
-            placement = Placement.from_shape(shape, self._implicit_tolerations(pod))
+        for _, _, key, pod, shape, placement, fit_key in pods:
             # kube-scheduler parks an unschedulable pod until a cluster event could make it fit;
             # here pods of one shape share that verdict, so a backlog of a thousand pending pods
             # on 5,000 nodes costs one scan per shape, not one per pod.
-            fit_key = _fit_key(placement)
             node = None if self._no_fit.get(fit_key) == self._capacity_epoch else self.find_node(placement)
             if node is None:
                 if len(self._no_fit) > 10_000:
@@ -487,6 +487,24 @@ class Kubelet:
                 continue
             worked = self._bind(key, pod, node, now, shape) or worked
         return worked
+
+    def _examine(self, key: PodKey, pod: Obj) -> tuple | None:
+        """(-priority, created, key, pod, shape, placement, fit key) of a pod waiting for a
+        node, or None when it is not the scheduler's to place (bound, gated, not Pending)."""
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName") or spec.get("schedulingGates") or awaiting_admission_webhook(pod):
+            return None
+        if (pod.get("status") or {}).get("phase", "Pending") != "Pending":
+            return None
+        try:
+            shape = self._shape_of(pod)
+        except KueueParseError as exc:
+            _log.warning("kubelet: cannot schedule pod %s/%s: %s", key[0], key[1], exc)
+            return None
+        prio = spec.get("priority") if isinstance(spec.get("priority"), int) else 0
+        created = (pod.get("metadata") or {}).get("creationTimestamp", "")
+        placement = Placement.from_shape(shape, self._implicit_tolerations(pod))
+        return (-prio, created, key, pod, shape, placement, _fit_key(placement))
 
     def _shape_of(self, pod: Obj) -> PodShape:
         """The pod's requests and placement constraints. Pods of one template have equal specs:

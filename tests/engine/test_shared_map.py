@@ -67,8 +67,40 @@ def test_unchanged_chunks_are_shared_and_only_the_newest_evolves():
     assert all(a is b for a, b in zip(nxt._chunks[1:], base._chunks[1:], strict=True))
     assert base[("ns", "w0")] == 0 and nxt[("ns", "w0")] == -1
     assert nxt.evolve({}) is nxt
-    with pytest.raises(ValueError):
-        base.evolve({("ns", "w1"): 7})
+    # An older version evolves into a lineage of its own; the newer one is untouched.
+    other = base.evolve({("ns", "w1"): 7})
+    assert other[("ns", "w1")] == 7 and other[("ns", "w0")] == 0
+    assert nxt[("ns", "w1")] == 1 and nxt[("ns", "w0")] == -1 and base[("ns", "w1")] == 1
+    assert nxt.evolve({("ns", "new"): 1})[("ns", "new")] == 1 and ("ns", "new") not in other
+
+
+def test_two_threads_evolving_one_version_get_separate_maps():
+    """What-if previews replay the queue state on other threads while the scheduler moves on."""
+    base = SharedMap.of({i: 0 for i in range(2_000)}, chunk=16)
+    results: dict[int, SharedMap] = {}
+    start = threading.Barrier(4)
+
+    def grow(n: int) -> None:
+        start.wait()
+        m = base
+        for r in range(50):
+            m = m.evolve({n * 10_000 + r: n, r: n, 1_000 + r: DELETE})
+        results[n] = m
+
+    threads = [threading.Thread(target=grow, args=(n,)) for n in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for n, m in results.items():
+        expect = {i: 0 for i in range(2_000)}
+        for r in range(50):
+            expect[n * 10_000 + r] = n
+            expect[r] = n
+            expect.pop(1_000 + r, None)
+        assert dict(m.items()) == expect and len(m) == len(expect)
+        assert all(m[k] == v for k, v in expect.items())
+    assert dict(base.items()) == {i: 0 for i in range(2_000)}
 
 
 def test_readers_in_another_thread_see_a_whole_version():
@@ -81,11 +113,13 @@ def test_readers_in_another_thread_see_a_whole_version():
         while not stop.is_set():
             seen.append(sum(old.values()))
 
-    t = threading.Thread(target=read)
+    t = threading.Thread(target=read, daemon=True)
     t.start()
-    for round_ in range(1, 200):
-        m = m.evolve({i: round_ for i in range(round_ % 50, 5_000, 50)} | {10_000 + round_: 1})
-    stop.set()
-    t.join()
+    try:
+        for round_ in range(1, 200):
+            m = m.evolve({i: round_ for i in range(round_ % 50, 5_000, 50)} | {10_000 + round_: 1})
+    finally:
+        stop.set()
+        t.join(10)
     assert seen and set(seen) == {0}
     assert len(m) == 5_000 + 199
