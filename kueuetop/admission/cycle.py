@@ -8,7 +8,7 @@ snapshot whose usage accumulates → decisions, and the queue state for the next
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from kueuetop.admission import decisions as d
@@ -33,8 +33,9 @@ from kueuetop.admission.preemption import (
     preemption_message,
 )
 from kueuetop.admission.queue_order import heads
-from kueuetop.admission.queue_state import LastAssignment, QueueState
+from kueuetop.admission.queue_state import QueueState
 from kueuetop.admission.quota_tree import FR, Node, QuotaStructure, QuotaTree
+from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.admission.workload_index import WorkloadIndex, queue_order_timestamp
 from kueuetop.kueue.cluster_queue import ANY, BEST_EFFORT_FIFO, STRICT_FIFO
@@ -441,7 +442,7 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
             owned[cq_name] = inadmissible.put(cq_name, dict(inadmissible.get(cq_name, _EMPTY)))
         return owned[cq_name]
 
-    last = _CopyOnWrite(state.last_assignments)
+    last = _Changes(state.last_assignments)
     sticky = _CopyOnWrite(state.sticky)
     preemptors = _CopyOnWrite(state.preemptors)
     for n in noms:
@@ -472,14 +473,14 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
         for n in noms:
             if _bulk_moves_equivalents(cc, n):
                 _park_equivalents(cc, n, writable(n.cluster_queue))
-    for k in _not_pending(cc, last.value):
+    for k in _not_pending(cc, last):
         last.pop(k)
     for cq_name in _dead_preemptors(cc, preemptors.value):
         preemptors.pop(cq_name)
     parked = inadmissible.value
     if any(not v for v in owned.values()):
         parked = {k: v for k, v in parked.items() if v}
-    return replace(state, inadmissible=parked, last_assignments=last.value, sticky=sticky.value,
+    return replace(state, inadmissible=parked, last_assignments=last.result(), sticky=sticky.value,
                    preemptors=preemptors.value, index=cc.index, pruned_at=cc.index.serial)
 
 
@@ -519,6 +520,52 @@ class _CopyOnWrite:
     def pop(self, key: object) -> None:
         if key in self.value:
             del self._own()[key]
+
+
+class _Changes:
+    """Changes to a big mapping of the previous queue state (the last assignments: one per
+    pending workload), kept aside and made into the next version of a SharedMap that shares
+    every chunk they do not touch."""
+
+    __slots__ = ("base", "changes")
+
+    def __init__(self, base: Mapping) -> None:
+        self.base, self.changes = base, {}
+
+    def get(self, key: object, default: object = None) -> object:
+        v = self.changes.get(key, _MISSING)
+        if v is _MISSING:
+            return self.base.get(key, default)
+        return default if v is DELETE else v
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    def __iter__(self) -> Iterator:
+        changes = self.changes
+        for k in self.base:
+            if changes.get(k) is not DELETE:
+                yield k
+        for k, v in changes.items():
+            if v is not DELETE and k not in self.base:
+                yield k
+
+    def set(self, key: object, value: object) -> None:
+        cur = self.get(key, _MISSING)
+        if cur is not value and cur != value:
+            self.changes[key] = value
+
+    def pop(self, key: object) -> None:
+        if key in self:
+            self.changes[key] = DELETE
+
+    def result(self) -> Mapping:
+        base = self.base
+        if not self.changes:
+            return base
+        if not isinstance(base, SharedMap):
+            base = SharedMap.of(base)
+        return base.evolve(self.changes)
 
 
 def _dead_preemptors(cc: CycleContext, preemptors: Mapping[str, tuple[WorkloadKey, int]]) -> list[str]:
@@ -572,7 +619,7 @@ def _park_equivalents(cc: CycleContext, n: Nomination, parked: dict[WorkloadKey,
             parked[key] = wl.meta.generation
 
 
-def _not_pending(cc: CycleContext, last: Mapping[WorkloadKey, LastAssignment]) -> list[WorkloadKey]:
+def _not_pending(cc: CycleContext, last: _Changes) -> list[WorkloadKey]:
     """Workloads whose last assignment is to be forgotten: they are no longer pending.
 
     When the previous cycle pruned `last` against this same index and only one index update

@@ -20,7 +20,7 @@ from typing import Any
 from kueuetop.admission import status_updates as su
 from kueuetop.admission.cycle import schedule
 from kueuetop.admission.decisions import Admit, Decision, Evict, MarkAdmitted, Preempt
-from kueuetop.admission.queue_state import QueueState, changed_cluster_queues
+from kueuetop.admission.queue_state import QueueState, changed_cluster_queues, same_queue_state
 from kueuetop.admission.queue_totals import QueueTotals
 from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadDelta
@@ -350,7 +350,7 @@ class KueueController:
             self.state = result.state
             self._prev = snap
             self._changed_since_cycle = set()
-            self._last_cycle = (now, self._base, result.state == before)
+            self._last_cycle = (now, self._base, same_queue_state(before, result.state))
             for d in result.decisions:
                 key = d.victim if isinstance(d, Preempt) else d.workload
                 wrote |= self._write(key, d, now, snap)
