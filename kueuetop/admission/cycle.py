@@ -499,9 +499,6 @@ class _CopyOnWrite:
     def get(self, key: object, default: object = None) -> object:
         return self.value.get(key, default)
 
-    def __contains__(self, key: object) -> bool:
-        return key in self.value
-
     def _own(self) -> dict:
         if not self.owned:
             self.value, self.owned = dict(self.value), True

@@ -4,7 +4,7 @@ A simulated cluster allocates in bursts (every status write builds a new object 
 JSON objects are trees, not cycles, so reference counting frees nearly all of it. Python's
 default collector still runs a young collection every 700 net allocations: on `xl` (100,000
 Workloads) that was about a fifth of the CPU of a scheduling cycle, for nothing found. While a
-run is in progress the first threshold is raised; older generations keep their own pacing, and
+run is in progress the young threshold is raised to 100,000 and the older two to at least 50;
 the thresholds are put back when the last run ends.
 """
 

@@ -152,7 +152,7 @@ def test_unchanged_queue_state_keeps_its_mappings():
     s1 = snapshot(*BASE, workload("ns", "w", "lqa", {"cpu": "2"}), workload("ns", "other", "lqb", {"cpu": "2"}))
     r1 = schedule(s1, NOW, None)
     before = r1.state
-    parked = dict(before.inadmissible)
+    parked = {cq: dict(keys) for cq, keys in before.inadmissible.items()}  # the per-queue sets too
     r2 = schedule(s1, NOW, before)  # the same input: the same decisions, nothing to remember anew
     assert r2.state == before
     assert r2.state.inadmissible is before.inadmissible
@@ -161,7 +161,7 @@ def test_unchanged_queue_state_keeps_its_mappings():
     s2 = _with(s1, W, workload("ns", "w", "lqa", {"cpu": "2"}, active=False))
     r3 = schedule(s2, NOW + 1, before)
     assert W not in r3.state.last_assignments and W in before.last_assignments
-    assert dict(before.inadmissible) == parked
+    assert {cq: dict(keys) for cq, keys in before.inadmissible.items()} == parked
     assert r3.state.last_assignments is not before.last_assignments
 
 
