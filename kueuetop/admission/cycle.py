@@ -87,14 +87,14 @@ class CycleContext:
     state: QueueState
     index: WorkloadIndex
     tree: QuotaTree
-    active: dict[str, bool]
+    active: Mapping[str, bool]  # shared between cycles: read only
     now: float
 
     @staticmethod
     def build(snapshot: ClusterSnapshot, state: QueueState, now: float) -> CycleContext:
         index = state.workload_index(snapshot)
         tree = _BASE_TREE.tree_for_index(_quota_structure(snapshot), index)
-        return CycleContext(snapshot, state, index, tree, dict(_active_map(snapshot)), now)
+        return CycleContext(snapshot, state, index, tree, _active_map(snapshot), now)
 
 
 class _BaseTree:

@@ -27,16 +27,41 @@ from kueuetop.kueue.workload import Workload
 _EMPTY: Mapping = MappingProxyType({})
 
 
+_FINGERPRINTS: dict[int, tuple[ClusterQueue, int]] = {}  # id(cq) → (cq, its fingerprint)
+
+
 def cq_fingerprint(cq: ClusterQueue | None) -> int:
-    """Changes when the CQ's allocatable resources change (Kueue's AllocatableResourceGeneration)."""
+    """Changes when the CQ's allocatable resources change (Kueue's AllocatableResourceGeneration).
+
+    Kept per parsed object (they are immutable): every nomination asks, and the repr of the
+    resource groups was a twentieth of a busy scheduler's time."""
     if cq is None:
         return 0
-    return hash(repr((cq.resource_groups, cq.cohort)))
+    hit = _FINGERPRINTS.get(id(cq))
+    if hit is not None and hit[0] is cq:
+        return hit[1]
+    fp = hash(repr((cq.resource_groups, cq.cohort)))
+    if len(_FINGERPRINTS) >= 10_000:
+        _FINGERPRINTS.clear()
+    _FINGERPRINTS[id(cq)] = (cq, fp)
+    return fp
+
+
+_SHAPES: dict[int, tuple[tuple, int]] = {}  # id(pod sets) → (pod sets, their shape)
 
 
 def workload_shape(wl: Workload) -> int:
-    """Changes when the workload's scheduling shape changes."""
-    return hash(tuple((ps.name, ps.count, tuple(sorted(ps.requests.items()))) for ps in wl.pod_sets))
+    """Changes when the workload's scheduling shape changes. Kept per pod-set tuple: parsing
+    hands workloads of one spec the same tuple."""
+    pod_sets = wl.pod_sets
+    hit = _SHAPES.get(id(pod_sets))
+    if hit is not None and hit[0] is pod_sets:
+        return hit[1]
+    shape = hash(tuple((ps.name, ps.count, tuple(sorted(ps.requests.items()))) for ps in pod_sets))
+    if len(_SHAPES) >= 10_000:
+        _SHAPES.clear()
+    _SHAPES[id(pod_sets)] = (pod_sets, shape)
+    return shape
 
 
 @dataclass(frozen=True, slots=True)

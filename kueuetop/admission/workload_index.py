@@ -118,6 +118,10 @@ class WorkloadIndex:
         self.usage_changed: set[str] = set()
         self.epoch = next(_EPOCHS)
         self.head_memo: dict[str, tuple] = {}
+        # queue_order.heads' answers from its last call, and the queues whose pending list
+        # changed since (a rebuild starts both afresh).
+        self.heads_cache: object | None = None
+        self.heads_dirty: set[str] = set()
         self.added_pending: dict[str, list[WorkloadKey]] = {}  # per CQ, by the latest update()
         # ClusterQueues with a workload queued, and the same in name order once asked for: a
         # cycle looks for heads only there (most of 1,000 queues have none on `xl`).
@@ -197,6 +201,7 @@ class WorkloadIndex:
                     self._queued_sorted = None
                 bisect.insort(lst, (sk, key))
                 self.pending_version[cq] = self.pending_version.get(cq, 0) + 1
+                self.heads_dirty.add(cq)
                 self.added_pending.setdefault(cq, []).append(key)
         self.entries[key] = e
         self.touched.add(key)
@@ -220,6 +225,7 @@ class WorkloadIndex:
                     self.queued_cqs.discard(e.cq)
                     self._queued_sorted = None
             self.pending_version[e.cq] = self.pending_version.get(e.cq, 0) + 1
+            self.heads_dirty.add(e.cq)
 
     # queries ----------------------------------------------------------------------
     def pending_keys(self, cq: str) -> list[tuple[SortKey, WorkloadKey]]:

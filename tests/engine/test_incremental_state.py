@@ -175,3 +175,42 @@ def test_parking_adds_to_the_workloads_already_parked_in_a_queue():
     r2 = schedule(s1, NOW + 1, r1.state)
     assert set(r2.state.inadmissible["a"]) == {W, OTHER}
     assert set(r1.state.inadmissible["a"]) == {W}  # the earlier state is left as it was
+
+
+def test_heads_kept_between_cycles_match_heads_found_afresh():
+    """§6.1 heads: the answers kept from the last cycle (recomputed only for queues whose
+    pending list, parked set or sticky head changed, or whose backoff ended) are the heads a
+    fresh index finds, over random sequences of arrivals, departures, backoffs and requeues."""
+    import random
+
+    from kueuetop.admission.cycle import _active_map
+    from kueuetop.admission.queue_order import heads
+
+    rng = random.Random(7)
+    cqs = [cluster_queue(f"q{i}", group("cpu", fq("f1", cpu="2")), cohort="c" if i < 3 else "")
+           for i in range(5)]
+    base = snapshot(namespace("ns"), flavor("f1"), *cqs, *(local_queue("ns", f"l{i}", f"q{i}") for i in range(5)))
+    wls: dict = {}  # parsed once: unchanged workloads keep their identity, as in the simulator
+    state, now, compared = None, NOW, 0
+    for step in range(120):
+        for _ in range(rng.randint(0, 3)):
+            name = f"w{step}-{rng.randint(0, 999)}"
+            wl = workload("ns", name, f"l{rng.randrange(5)}", {"cpu": str(rng.randint(1, 3))},
+                          priority=rng.choice([0, 10]), created=T0 + rng.randint(0, 50))
+            if rng.random() < 0.2:
+                wl["status"] = {"requeueState": {"count": 1, "requeueAt": ts(now + rng.randint(1, 6))},
+                                "conditions": [condition("Requeued", True, "BackoffFinished")]}
+            wls[("ns", name)] = snapshot(wl).workloads[("ns", name)]
+        if wls and rng.random() < 0.3:
+            del wls[rng.choice(sorted(wls))]
+        snap = replace(base, workloads=dict(wls))
+        if state is not None and rng.random() < 0.3:
+            state = state.requeue_inadmissible([f"q{rng.randrange(5)}"])
+        if state is not None:
+            kept = heads(snap, state, now, state.workload_index(snap), _active_map(snap))
+            fresh = heads(snap, replace(state, index=None), now, None, None)
+            assert [w.key for w in kept] == [w.key for w in fresh], step
+            compared += bool(fresh)
+        state = schedule(snap, now, state).state
+        now += rng.choice([0, 1, 2])
+    assert compared > 50  # the sequences did put heads in front of the check
