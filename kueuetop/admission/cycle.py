@@ -79,22 +79,28 @@ class CycleResult:
     nominations: tuple[Nomination, ...] = ()
 
 
-@dataclass
 class CycleContext:
-    """Everything one cycle shares: snapshot, index, quota tree (cycle copy), activity."""
+    """Everything one cycle shares: snapshot, index, quota tree (cycle copy), activity.
 
-    snapshot: ClusterSnapshot
-    state: QueueState
-    index: WorkloadIndex
-    tree: QuotaTree
-    active: Mapping[str, bool]  # shared between cycles: read only
-    now: float
+    The tree is copied when first asked for: a cycle without heads (most cycles on a busy
+    simulated cluster: pods starting, conditions moving) needs none."""
+
+    __slots__ = ("_tree", "active", "index", "now", "snapshot", "state")
+
+    def __init__(self, snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex,
+                 tree: QuotaTree | None, active: Mapping[str, bool], now: float) -> None:
+        self.snapshot, self.state, self.index, self.active, self.now = snapshot, state, index, active, now
+        self._tree = tree
+
+    @property
+    def tree(self) -> QuotaTree:
+        if self._tree is None:
+            self._tree = _BASE_TREE.tree_for_index(_quota_structure(self.snapshot), self.index)
+        return self._tree
 
     @staticmethod
     def build(snapshot: ClusterSnapshot, state: QueueState, now: float) -> CycleContext:
-        index = state.workload_index(snapshot)
-        tree = _BASE_TREE.tree_for_index(_quota_structure(snapshot), index)
-        return CycleContext(snapshot, state, index, tree, _active_map(snapshot), now)
+        return CycleContext(snapshot, state, state.workload_index(snapshot), None, _active_map(snapshot), now)
 
 
 class _BaseTree:
@@ -355,6 +361,8 @@ def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = N
     noms = [nominate(cc, wl, cc.index.entries[wl.key].cq) for wl in heads(snapshot, state, now, cc.index, cc.active)]
     decisions: list[d.Decision] = []
     preempted: dict[WorkloadKey, Target] = {}
+    if not noms:  # nothing to order, reserve or admit: only the queue state's bookkeeping
+        return CycleResult((), _next_state(cc, noms), ())
     minus_preempted = _MinusPreempted(cc.tree)
     blocked = _pods_ready_blocked(cc)
     granular = cfg.feature_gates.get("UnadmittedWorkloadsObservability", False)
