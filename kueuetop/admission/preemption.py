@@ -427,7 +427,66 @@ def _cannot_cover(ctx: PreemptionContext, candidates: _Ordered) -> bool:
     return False
 
 
+def _allowed(by_priority: Mapping[int, Mapping[FR, int]] | None, fr: FR, policy: str, p_in: int) -> int:
+    """Usage of `fr` in `by_priority` (usage per effective priority) by the workloads whose
+    priority `policy` could let a preemptor of priority `p_in` evict (LowerOrNewerEqualPriority:
+    every equal one counted)."""
+    if policy == NEVER or not by_priority:
+        return 0
+    if policy == LOWER_PRIORITY:
+        return sum(u.get(fr, 0) for p, u in by_priority.items() if p < p_in)
+    if policy == LOWER_OR_NEWER_EQUAL:
+        return sum(u.get(fr, 0) for p, u in by_priority.items() if p <= p_in)
+    return sum(u.get(fr, 0) for u in by_priority.values())  # Any (or unknown: no bound)
+
+
+_OTHERS: dict[int, tuple[Node, list[str]]] = {}  # id(CQ node) → the other CQs of its cohort tree
+
+
+def _cohort_others(node: Node) -> list[str]:
+    hit = _OTHERS.get(id(node))
+    if hit is None or hit[0] is not node:
+        if len(_OTHERS) >= 10_000:
+            _OTHERS.clear()
+        hit = _OTHERS[id(node)] = (node, [n.name for n in node.root().subtree_cqs() if n is not node])
+    return hit[1]
+
+
+def _surely_uncoverable(ctx: PreemptionContext) -> bool:
+    """_cannot_cover without collecting the candidates: for some flavor-resource even every
+    workload the policies could ever allow — the own CQ's under withinClusterQueue, the rest of
+    the cohort tree's under reclaimWithinCohort, by priority alone — frees less than the
+    shortfall. Candidates are a subset of those, so the search would return [] as well.
+
+    Most preemption questions on a busy cluster end here: a best-effort head asks the oracle
+    for every resource of every flavor, and nothing ranks below it."""
+    tree, node, pol, index = ctx.tree, ctx.node, ctx.cq.preemption, ctx.index
+    p_in = ctx.preemptor.effective_priority
+    within = pol.within_cluster_queue
+    reclaim = pol.reclaim_within_cohort if node.parent is not None else NEVER
+    for fr, v in ctx.usage.items():
+        short = v - tree.available(node, fr)
+        if short <= 0:
+            continue
+        # Every CQ's allowed usage at once first: nothing of a lower priority anywhere is common.
+        widest = max(_allowed(index.total_by_priority, fr, within, p_in),
+                     _allowed(index.total_by_priority, fr, reclaim, p_in))
+        if widest < short:
+            return True
+        total = _allowed(index.usage_by_priority.get(ctx.cq.name), fr, within, p_in)
+        if total < short and reclaim != NEVER:
+            for name in _cohort_others(node):
+                total += _allowed(index.usage_by_priority.get(name), fr, reclaim, p_in)
+                if total >= short:
+                    break
+        if total < short:
+            return True
+    return False
+
+
 def classical_targets(ctx: PreemptionContext) -> list[Target]:
+    if _surely_uncoverable(ctx):
+        return []
     everything = _ordered_candidates(ctx)
     if not everything.size or _cannot_cover(ctx, everything):
         return []

@@ -129,8 +129,18 @@ def same_queue_state(a: QueueState, b: QueueState) -> bool:
             and a.sticky is b.sticky and a.preemptors is b.preemptors)
 
 
-def _cohort_tree_members(snapshot: ClusterSnapshot, names: set[str]) -> set[str]:
-    """Expand CQ names to every CQ sharing a cohort tree root with one of them."""
+_TREES: tuple[Mapping, Mapping, dict[str, frozenset[str]]] | None = None  # see _tree_of
+
+
+def _tree_of(snapshot: ClusterSnapshot) -> dict[str, frozenset[str]]:
+    """Per cohorted ClusterQueue, every CQ under the same cohort tree root. Kept while the
+    snapshot's ClusterQueues and Cohorts are the same mappings (a busy cluster requeues after
+    every finish, and walking a thousand queues for it was a fortieth of the run)."""
+    global _TREES
+    memo = _TREES
+    if memo is not None and memo[0] is snapshot.cluster_queues and memo[1] is snapshot.cohorts:
+        return memo[2]
+
     def root(cohort: str) -> str:
         seen: set[str] = set()
         while cohort and cohort not in seen:
@@ -141,16 +151,23 @@ def _cohort_tree_members(snapshot: ClusterSnapshot, names: set[str]) -> set[str]
             cohort = obj.parent
         return cohort
 
-    roots = set()
-    for n in names:
-        cq = snapshot.cluster_queues.get(n)
-        if cq is not None and cq.cohort:
-            roots.add(root(cq.cohort))
+    by_root: dict[str, set[str]] = {}
+    for name, cq in snapshot.cluster_queues.items():
+        if cq.cohort:
+            by_root.setdefault(root(cq.cohort), set()).add(name)
+    trees = {name: frozenset(members) for members in by_root.values() for name in members}
+    _TREES = (snapshot.cluster_queues, snapshot.cohorts, trees)
+    return trees
+
+
+def _cohort_tree_members(snapshot: ClusterSnapshot, names: set[str]) -> set[str]:
+    """Expand CQ names to every CQ sharing a cohort tree root with one of them."""
+    trees = _tree_of(snapshot)
     out = set(names)
-    if roots:
-        for name, cq in snapshot.cluster_queues.items():
-            if cq.cohort and root(cq.cohort) in roots:
-                out.add(name)
+    for n in names:
+        members = trees.get(n)
+        if members is not None:
+            out |= members
     return out
 
 

@@ -108,6 +108,10 @@ class WorkloadIndex:
         # kept across cycles and checked against `reserving_version` of that queue.
         self.memo: dict = {}
         self.reserving_version: dict[str, int] = {}  # per CQ: bumped when its reserving set changes
+        # Per CQ: the usage of its quota-holding entries by effective priority (preemption's
+        # quick bound on what any eviction could free).
+        self.usage_by_priority: dict[str, dict[int, dict[FR, int]]] = {}
+        self.total_by_priority: dict[int, dict[FR, int]] = {}  # the same over every CQ
         self.touched: set[WorkloadKey] = set()  # keys added or dropped by the latest update()
         self.rebuilt = True  # the latest update() started from scratch (touched is incomplete)
         # Per CQ: bumped whenever its pending list changes, so a head found by a scan can be
@@ -186,8 +190,13 @@ class WorkloadIndex:
             self.reserving_version[cq] = self.reserving_version.get(cq, 0) + 1
             self.usage_changed.add(cq)
             total = self.cq_usage.setdefault(cq, {})
+            prio = wl.effective_priority
+            by_prio = self.usage_by_priority.setdefault(cq, {}).setdefault(prio, {})
+            everywhere = self.total_by_priority.setdefault(prio, {})
             for fr, v in e.usage.items():
                 total[fr] = total.get(fr, 0) + v
+                by_prio[fr] = by_prio.get(fr, 0) + v
+                everywhere[fr] = everywhere.get(fr, 0) + v
         else:
             cq = queued_in(wl, snapshot)
             if cq is None:
@@ -214,8 +223,12 @@ class WorkloadIndex:
             self.reserving_version[e.cq] = self.reserving_version.get(e.cq, 0) + 1
             self.usage_changed.add(e.cq)
             total = self.cq_usage[e.cq]
+            by_prio = self.usage_by_priority[e.cq][e.wl.effective_priority]
+            everywhere = self.total_by_priority[e.wl.effective_priority]
             for fr, v in e.usage.items():
                 total[fr] = total.get(fr, 0) - v
+                by_prio[fr] = by_prio.get(fr, 0) - v
+                everywhere[fr] = everywhere.get(fr, 0) - v
         elif e.key is not None:
             lst = self.pending[e.cq]
             i = bisect.bisect_left(lst, (e.key, key))

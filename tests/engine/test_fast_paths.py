@@ -2,7 +2,8 @@
 
 - §6.2 fits(): the cycle keeps earlier preemptions removed on a copy of the tree instead of
   removing every preempted workload again for each preempting head;
-- §6.5 a preemption search is skipped when the candidates' total usage can't cover the shortfall;
+- §6.5 a preemption search is skipped when the candidates' total usage can't cover the shortfall,
+  and before gathering them when not even every workload the policies allow by priority could;
 - §6.3/§6.5 the flavor assigner's preemption oracle and the nomination share one target search;
 - §6.5 candidate lists are kept per ClusterQueue and preemptor class while the queue's
   quota-holding workloads are the same (across cycles), and the ClusterQueues above nominal
@@ -91,6 +92,7 @@ def _plain():
     stack.enter_context(mock.patch.object(preemption, "_ordered_candidates", _plain_ordered))
     stack.enter_context(mock.patch.object(cycle, "_MinusPreempted", _RemoveAllEachTime))
     stack.enter_context(mock.patch.object(preemption, "_cannot_cover", lambda ctx, c: False))
+    stack.enter_context(mock.patch.object(preemption, "_surely_uncoverable", lambda ctx: False))
     plain_memo = lambda ctx, memo: preemption.get_targets(ctx)  # noqa: E731
     stack.enter_context(mock.patch.object(preemption, "memo_targets", plain_memo))
     stack.enter_context(mock.patch.object(cycle, "memo_targets", plain_memo))
