@@ -21,6 +21,7 @@ from kueuetop.kueue.quota import ResourceGroup, ResourceQuota
 
 FR = tuple[str, str]  # (flavor, resource)
 _NO_QUOTA = ResourceQuota(0)
+_NO_USAGE: dict = {}  # read only
 
 
 @dataclass(eq=False)
@@ -38,9 +39,11 @@ class Node:
     in_cycle: bool = False  # this node's cohort chain has a cycle
     explicit: bool = True  # a Cohort object exists (implicit cohorts only have names)
 
-    @property
-    def key(self) -> str:
-        return ("cq/" if self.is_cq else "cohort/") + self.name
+    key: str = field(init=False, repr=False)  # the usage key: CQs and cohorts may share names
+
+    def __post_init__(self) -> None:
+        # Asked for at every usage lookup (millions per busy run): built once.
+        self.key = ("cq/" if self.is_cq else "cohort/") + self.name
 
     def quota(self, fr: FR) -> ResourceQuota:
         return self.quotas.get(fr, _NO_QUOTA)
@@ -231,7 +234,7 @@ class QuotaTree:
         return self.structure.cqs.get(name)
 
     def used(self, node: Node, fr: FR) -> int:
-        return self.usage.get(node.key, {}).get(fr, 0)
+        return self.usage.get(node.key, _NO_USAGE).get(fr, 0)
 
     # queries (resource_node.go) ---------------------------------------------
     def local_available(self, node: Node, fr: FR) -> int:
