@@ -35,6 +35,7 @@ PM_NO_FIT, PM_NO_CANDIDATES, PM_PREEMPT, PM_RECLAIM, PM_FIT = range(5)
 _PM_NAMES = {PM_NO_FIT: "NoFit", PM_NO_CANDIDATES: "NoCandidates", PM_PREEMPT: "Preempt",
              PM_RECLAIM: "Reclaim", PM_FIT: "Fit"}
 _BIG = 1 << 62
+_PM_OF = {"NoCandidates": PM_NO_CANDIDATES, "Preempt": PM_PREEMPT, "Reclaim": PM_RECLAIM}  # oracle answers
 
 # Granular QuotaReserved reasons for a NoFit assignment, by severity.
 NO_MATCHING_FLAVOR = "NoMatchingFlavor"
@@ -294,7 +295,7 @@ def fits_resource_quota(ctx: AssignContext, fr: FR, earlier: int, request: int) 
     if (q.nominal >= val or may_reclaim or can_preempt_while_borrowing(ctx.cq, ctx.fair_sharing)) \
             and ctx.oracle is not None:
         possibility, borrow_after = ctx.oracle(fr, val)
-        pm = {"NoCandidates": PM_NO_CANDIDATES, "Preempt": PM_PREEMPT, "Reclaim": PM_RECLAIM}[possibility]
+        pm = _PM_OF[possibility]
         return out(pm, borrow_after, "", msg, limited)
     return out(PM_NO_FIT, borrow, WAITING_FOR_QUOTA, msg, limited)
 
@@ -341,8 +342,7 @@ def _find_flavor(ctx: AssignContext, ps_idx: int, ps: PodSet, group: ResourceGro
             fits.append(rf)
             if rf.message:
                 reasons.append(rf.message)
-            pm = {"NoCandidates": PM_NO_CANDIDATES, "Preempt": PM_PREEMPT,
-                  "Reclaim": PM_RECLAIM}.get(rf.preemption, PM_FIT if rf.mode == FIT else PM_NO_FIT)
+            pm = _PM_OF.get(rf.preemption, PM_FIT if rf.mode == FIT else PM_NO_FIT)
             mode = (pm, rf.borrow_level)
             if _is_preferred(rep, mode, preference):
                 rep = mode  # keep the worst mode across resources
