@@ -433,11 +433,23 @@ def _allowed(by_priority: Mapping[int, Mapping[FR, int]] | None, fr: FR, policy:
     every equal one counted)."""
     if policy == NEVER or not by_priority:
         return 0
+    total = 0
     if policy == LOWER_PRIORITY:
-        return sum(u.get(fr, 0) for p, u in by_priority.items() if p < p_in)
-    if policy == LOWER_OR_NEWER_EQUAL:
-        return sum(u.get(fr, 0) for p, u in by_priority.items() if p <= p_in)
-    return sum(u.get(fr, 0) for u in by_priority.values())  # Any (or unknown: no bound)
+        for p, u in by_priority.items():
+            if p < p_in:
+                total += u.get(fr, 0)
+    elif policy == LOWER_OR_NEWER_EQUAL:
+        for p, u in by_priority.items():
+            if p <= p_in:
+                total += u.get(fr, 0)
+    else:  # Any (or unknown: no bound)
+        for u in by_priority.values():
+            total += u.get(fr, 0)
+    return total
+
+
+# Policies by how much they could allow (the widest of two bounds the cluster-wide check).
+_WIDTH = {NEVER: 0, LOWER_PRIORITY: 1, LOWER_OR_NEWER_EQUAL: 2}
 
 
 _OTHERS: dict[int, tuple[Node, list[str]]] = {}  # id(CQ node) → the other CQs of its cohort tree
@@ -464,14 +476,13 @@ def _surely_uncoverable(ctx: PreemptionContext) -> bool:
     p_in = ctx.preemptor.effective_priority
     within = pol.within_cluster_queue
     reclaim = pol.reclaim_within_cohort if node.parent is not None else NEVER
+    wider = within if _WIDTH.get(within, 3) >= _WIDTH.get(reclaim, 3) else reclaim
     for fr, v in ctx.usage.items():
         short = v - tree.available(node, fr)
         if short <= 0:
             continue
         # Every CQ's allowed usage at once first: nothing of a lower priority anywhere is common.
-        widest = max(_allowed(index.total_by_priority, fr, within, p_in),
-                     _allowed(index.total_by_priority, fr, reclaim, p_in))
-        if widest < short:
+        if _allowed(index.total_by_priority, fr, wider, p_in) < short:
             return True
         total = _allowed(index.usage_by_priority.get(ctx.cq.name), fr, within, p_in)
         if total < short and reclaim != NEVER:
