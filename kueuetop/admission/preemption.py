@@ -486,13 +486,24 @@ def _surely_uncoverable(ctx: PreemptionContext) -> bool:
             return True
         total = _allowed(index.usage_by_priority.get(ctx.cq.name), fr, within, p_in)
         if total < short and reclaim != NEVER:
-            for name in _cohort_others(node):
-                total += _allowed(index.usage_by_priority.get(name), fr, reclaim, p_in)
-                if total >= short:
-                    break
+            total += _others_allowed(ctx, fr, reclaim, p_in)
         if total < short:
             return True
     return False
+
+
+def _others_allowed(ctx: PreemptionContext, fr: FR, policy: str, p_in: int) -> int:
+    """_allowed summed over the rest of the preemptor's cohort tree. Kept for the index's
+    current update: the heads of one cohort, requeued together, ask it in turn."""
+    memo = _cq_memo(ctx)
+    k = ("others", ctx.node, fr, policy, p_in)
+    hit = memo.get(k)
+    if hit is not None and hit[0] == ctx.index.serial:
+        return hit[1]
+    by_cq = ctx.index.usage_by_priority
+    total = sum(_allowed(by_cq.get(name), fr, policy, p_in) for name in _cohort_others(ctx.node))
+    memo[k] = (ctx.index.serial, total)
+    return total
 
 
 def classical_targets(ctx: PreemptionContext) -> list[Target]:

@@ -163,3 +163,31 @@ def test_fits_check_sees_usage_admitted_after_a_preemption():
     assert hb.message == "Workload no longer fits after processing another workload"
     with _plain():
         assert schedule(snapshot(*objs), T0 + 100).decisions == r.decisions
+
+
+def test_quick_bound_follows_the_cohorts_workloads_between_cycles():
+    """§6.5 the quick "nothing could free enough" answer is kept per index update only: once a
+    lower-priority borrower holds the cohort's quota, the head that could not preempt before
+    reclaims it."""
+    from dataclasses import replace
+
+    from tests.builders import cluster_queue, flavor, fq, group, local_queue, namespace
+
+    base = snapshot(namespace("ns"), flavor("f"),
+                    *(cluster_queue(f"cq{i}", group("cpu", fq("f", cpu="2")), cohort="co" if i < 2 else "other",
+                                    within="LowerPriority", reclaim="LowerPriority") for i in range(3)),
+                    *(local_queue("ns", f"lq{i}", f"cq{i}") for i in range(3)))
+
+    def parsed(obj):
+        return snapshot(obj).workloads[("ns", obj["metadata"]["name"])]
+
+    head = parsed(workload("ns", "head", "lq0", {"cpu": "2"}, priority=5))
+    high = parsed(admit(workload("ns", "high", "lq1", {"cpu": "4"}, priority=10), "cq1", {"cpu": "f"}))
+    low = parsed(admit(workload("ns", "low", "lq1", {"cpu": "4"}, priority=0), "cq1", {"cpu": "f"}))
+    # Low priority usage elsewhere: the cluster-wide sum alone can't rule the head out.
+    away = parsed(admit(workload("ns", "away", "lq2", {"cpu": "2"}, priority=0), "cq2", {"cpu": "f"}))
+    first = schedule(replace(base, workloads={head.key: head, high.key: high, away.key: away}), T0 + 100, None)
+    assert not any(isinstance(x, (d.Preempt, d.Admit)) for x in first.decisions)
+    state = first.state.requeue_inadmissible(["cq0", "cq1"])
+    second = schedule(replace(base, workloads={head.key: head, low.key: low, away.key: away}), T0 + 101, state)
+    assert [x.victim for x in second.decisions if isinstance(x, d.Preempt)] == [low.key]
