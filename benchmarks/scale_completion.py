@@ -17,9 +17,9 @@ Exit status 0 when the run completed: idle, no errors, every active workload fin
 
 Usage (repository root, project virtualenv):
 
-    python benchmarks/scale_completion.py large        # 20,000 workloads; ~4 CPU-minutes
+    python benchmarks/scale_completion.py large        # 20,000 workloads; ~3 CPU-minutes
     python benchmarks/scale_completion.py kueue-perf-baseline
-    python benchmarks/scale_completion.py xl --progress 60    # 100,000 workloads, 5,000 nodes; ~41 CPU-minutes
+    python benchmarks/scale_completion.py xl --progress 60    # 100,000 workloads, 5,000 nodes; ~28 CPU-minutes
 """
 
 from __future__ import annotations
