@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from kueuetop.admission import decisions as d
 from kueuetop.admission.fair_sharing import TargetOrdering, almost_lcas, dominant_resource_share
+from kueuetop.admission.object_memo import ObjectMemo
 from kueuetop.admission.quota_tree import FR, Node, QuotaTree
 from kueuetop.admission.workload_index import Entry, WorkloadIndex, queue_order_timestamp
 from kueuetop.kueue.cluster_queue import ANY, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, ClusterQueue
@@ -452,16 +453,15 @@ def _allowed(by_priority: Mapping[int, Mapping[FR, int]] | None, fr: FR, policy:
 _WIDTH = {NEVER: 0, LOWER_PRIORITY: 1, LOWER_OR_NEWER_EQUAL: 2}
 
 
-_OTHERS: dict[int, tuple[Node, list[str]]] = {}  # id(CQ node) → the other CQs of its cohort tree
+_OTHERS: ObjectMemo[Node, list[str]] = ObjectMemo()  # CQ node → the other CQs of its cohort tree
 
 
 def _cohort_others(node: Node) -> list[str]:
-    hit = _OTHERS.get(id(node))
-    if hit is None or hit[0] is not node:
-        if len(_OTHERS) >= 10_000:
-            _OTHERS.clear()
-        hit = _OTHERS[id(node)] = (node, [n.name for n in node.root().subtree_cqs() if n is not node])
-    return hit[1]
+    return _OTHERS.get(node, _others_of)
+
+
+def _others_of(node: Node) -> list[str]:
+    return [n.name for n in node.root().subtree_cqs() if n is not node]
 
 
 def _surely_uncoverable(ctx: PreemptionContext) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from kueuetop.admission.object_memo import ObjectMemo
 from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.admission.workload_index import WorkloadIndex
 from kueuetop.kueue.cluster_queue import ClusterQueue
@@ -27,41 +28,32 @@ from kueuetop.kueue.workload import Workload
 _EMPTY: Mapping = MappingProxyType({})
 
 
-_FINGERPRINTS: dict[int, tuple[ClusterQueue, int]] = {}  # id(cq) → (cq, its fingerprint)
+_FINGERPRINTS: ObjectMemo[ClusterQueue, int] = ObjectMemo()
+_SHAPES: ObjectMemo[tuple, int] = ObjectMemo()
 
 
 def cq_fingerprint(cq: ClusterQueue | None) -> int:
     """Changes when the CQ's allocatable resources change (Kueue's AllocatableResourceGeneration).
 
-    Kept per parsed object (they are immutable): every nomination asks, and the repr of the
-    resource groups was a twentieth of a busy scheduler's time."""
+    Kept per parsed object: every nomination asks, and the repr of the resource groups was a
+    twentieth of a busy scheduler's time."""
     if cq is None:
         return 0
-    hit = _FINGERPRINTS.get(id(cq))
-    if hit is not None and hit[0] is cq:
-        return hit[1]
-    fp = hash(repr((cq.resource_groups, cq.cohort)))
-    if len(_FINGERPRINTS) >= 10_000:
-        _FINGERPRINTS.clear()
-    _FINGERPRINTS[id(cq)] = (cq, fp)
-    return fp
+    return _FINGERPRINTS.get(cq, _fingerprint_of)
 
 
-_SHAPES: dict[int, tuple[tuple, int]] = {}  # id(pod sets) → (pod sets, their shape)
+def _fingerprint_of(cq: ClusterQueue) -> int:
+    return hash(repr((cq.resource_groups, cq.cohort)))
 
 
 def workload_shape(wl: Workload) -> int:
     """Changes when the workload's scheduling shape changes. Kept per pod-set tuple: parsing
     hands workloads of one spec the same tuple."""
-    pod_sets = wl.pod_sets
-    hit = _SHAPES.get(id(pod_sets))
-    if hit is not None and hit[0] is pod_sets:
-        return hit[1]
-    shape = hash(tuple((ps.name, ps.count, tuple(sorted(ps.requests.items()))) for ps in pod_sets))
-    if len(_SHAPES) >= 10_000:
-        _SHAPES.clear()
-    _SHAPES[id(pod_sets)] = (pod_sets, shape)
-    return shape
+    return _SHAPES.get(wl.pod_sets, _shape_of)
+
+
+def _shape_of(pod_sets: tuple) -> int:
+    return hash(tuple((ps.name, ps.count, tuple(sorted(ps.requests.items()))) for ps in pod_sets))
 
 
 @dataclass(frozen=True, slots=True)
