@@ -467,8 +467,9 @@ def _others_of(node: Node) -> list[str]:
 def _surely_uncoverable(ctx: PreemptionContext) -> bool:
     """_cannot_cover without collecting the candidates: for some flavor-resource even every
     workload the policies could ever allow — the own CQ's under withinClusterQueue, the rest of
-    the cohort tree's under reclaimWithinCohort, by priority alone — frees less than the
-    shortfall. Candidates are a subset of those, so the search would return [] as well.
+    the cohort tree's under reclaimWithinCohort, by priority alone, then only those of its
+    queues above nominal — frees less than the shortfall. Candidates are a subset of those, so
+    the search would return [] as well.
 
     Most preemption questions on a busy cluster end here: a best-effort head asks the oracle
     for every resource of every flavor, and nothing ranks below it."""
@@ -484,12 +485,27 @@ def _surely_uncoverable(ctx: PreemptionContext) -> bool:
         # Every CQ's allowed usage at once first: nothing of a lower priority anywhere is common.
         if _allowed(index.total_by_priority, fr, wider, p_in) < short:
             return True
-        total = _allowed(index.usage_by_priority.get(ctx.cq.name), fr, within, p_in)
-        if total < short and reclaim != NEVER:
-            total += _others_allowed(ctx, fr, reclaim, p_in)
-        if total < short:
+        own = _allowed(index.usage_by_priority.get(ctx.cq.name), fr, within, p_in)
+        if own >= short:
+            continue
+        if reclaim == NEVER or own + _others_allowed(ctx, fr, reclaim, p_in) < short:
+            return True
+        if own + _borrowing_others_allowed(ctx, fr, reclaim, p_in) < short:
             return True
     return False
+
+
+def _borrowing_others_allowed(ctx: PreemptionContext, fr: FR, policy: str, p_in: int) -> int:
+    """_allowed over the other ClusterQueues of the cohort tree that are above nominal on the
+    searched flavor-resources: collectCandidatesForHierarchicalReclaim only takes candidates
+    from queues (under cohorts) not within nominal, so the rest can never be candidates."""
+    tree, by_cq, frs = ctx.tree, ctx.index.usage_by_priority, ctx.frs
+    total = 0
+    for name in _cohort_others(ctx.node):
+        other = tree.cq(name)
+        if other is not None and not tree.within_nominal(other, frs):
+            total += _allowed(by_cq.get(name), fr, policy, p_in)
+    return total
 
 
 def _others_allowed(ctx: PreemptionContext, fr: FR, policy: str, p_in: int) -> int:

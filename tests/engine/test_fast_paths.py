@@ -3,7 +3,8 @@
 - §6.2 fits(): the cycle keeps earlier preemptions removed on a copy of the tree instead of
   removing every preempted workload again for each preempting head;
 - §6.5 a preemption search is skipped when the candidates' total usage can't cover the shortfall,
-  and before gathering them when not even every workload the policies allow by priority could;
+  and before gathering them when not even every workload the policies allow by priority could
+  (in the own queue and the other queues above nominal);
 - §6.3/§6.5 the flavor assigner's preemption oracle and the nomination share one target search;
 - §6.5 candidate lists are kept per ClusterQueue and preemptor class while the queue's
   quota-holding workloads are the same (across cycles), and the ClusterQueues above nominal
@@ -191,3 +192,32 @@ def test_quick_bound_follows_the_cohorts_workloads_between_cycles():
     state = first.state.requeue_inadmissible(["cq0", "cq1"])
     second = schedule(replace(base, workloads={head.key: head, low.key: low, away.key: away}), T0 + 101, state)
     assert [x.victim for x in second.decisions if isinstance(x, d.Preempt)] == [low.key]
+
+
+def test_quick_bound_skips_queues_within_nominal_and_only_them():
+    """§6.5 collectCandidatesForHierarchicalReclaim takes other queues' workloads only from
+    queues above nominal: a lower-priority workload of a queue within its nominal quota can't
+    free anything for a borrowing head, so the bound answers before any candidate is
+    gathered; once that queue borrows, its workload is found and reclaimed."""
+    from tests.builders import cluster_queue, flavor, fq, group, local_queue, namespace
+
+    def objs(low_cpu: str, head_cpu: str):
+        return [namespace("ns"), flavor("f"),
+                *(cluster_queue(f"cq{i}", group("cpu", fq("f", cpu="2")), cohort="co", within="LowerPriority",
+                                reclaim="LowerPriority", borrow_within="LowerPriority") for i in range(2)),
+                *(local_queue("ns", f"lq{i}", f"cq{i}") for i in range(2)),
+                admit(workload("ns", "low", "lq1", {"cpu": low_cpu}, priority=0), "cq1", {"cpu": "f"}),
+                workload("ns", "head", "lq0", {"cpu": head_cpu}, priority=5)]
+
+    def gathered(ctx):
+        raise AssertionError("candidates gathered although none could cover the shortfall")
+
+    # low holds cq1's own 2: the head (4, borrowing) is short by 2 and low is no candidate.
+    with mock.patch.object(preemption, "_ordered_candidates", gathered):
+        within = schedule(snapshot(*objs("2", "4")), T0 + 100)
+    assert not any(isinstance(x, (d.Preempt, d.Admit)) for x in within.decisions)
+    with _plain():
+        assert schedule(snapshot(*objs("2", "4")), T0 + 100).decisions == within.decisions
+    # low borrows 1 of cq0's quota: the head (2, within cq0's nominal) reclaims it.
+    above = schedule(snapshot(*objs("3", "2")), T0 + 100)
+    assert [x.victim[1] for x in above.decisions if isinstance(x, d.Preempt)] == ["low"]
