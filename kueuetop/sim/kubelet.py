@@ -7,7 +7,8 @@ and required node affinity (NodeAffinity), NoSchedule/NoExecute taints tolerated
 (NodeResourcesFit). Among feasible nodes the one with the fewest free GPUs that still fit is
 taken (bin packing, the scoring GPU clusters configure so whole 8-GPU nodes stay free).
 A pod that fits nowhere gets `PodScheduled=False reason Unschedulable` with kube-scheduler's
-message and is retried whenever capacity changes.
+message and is retried whenever capacity changes; waiting pods are kept by shape, so that retry
+tries one pod of a shape that still fits nowhere, not every pod.
 
 Per-node allocation is kept incrementally from pod events (a pod holds its requests from binding
 until it terminates or is deleted), and nodes with identical labels and taints are grouped so a
@@ -21,6 +22,7 @@ succeeds. Deleted pods free their allocation; pods on a deleted node are deleted
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import heapq
 import logging
@@ -159,6 +161,28 @@ class _Node:
         return None
 
 
+class _Waiting:
+    """Unschedulable pods of one fit key in scheduling order, and the message all of them
+    carry (None when they differ): once the first fits nowhere, the others do not either and,
+    while that message stands, a pass has nothing to write for them."""
+
+    __slots__ = ("fit_key", "members", "message")
+
+    def __init__(self, fit_key: tuple) -> None:
+        self.fit_key = fit_key
+        self.members: list[tuple[tuple, PodKey]] = []  # (rank, pod), sorted
+        self.message: str | None = None
+
+    def settle(self, messages: Mapping[PodKey, str]) -> None:
+        """Recheck the common message after a pass wrote some of them."""
+        first = messages.get(self.members[0][1]) if self.members else None
+        self.message = first if all(messages.get(k) == first for _, k in self.members) else None
+
+
+def _consumed_request(pod: Obj) -> object:
+    return ((pod.get("metadata") or {}).get("annotations") or {}).get(CONSUME_PROVREQ_ANNOTATION)
+
+
 @dataclass
 class _Pod:
     node: str = ""
@@ -185,6 +209,12 @@ class Kubelet:
         self._pods: dict[PodKey, _Pod] = {}
         self._to_schedule: dict[PodKey, None] = {}
         self._unschedulable: dict[PodKey, str] = {}  # → last message written
+        # The same pods by fit key, in scheduling order, so a capacity change tries one pod of
+        # a key that fits nowhere instead of sorting and walking every waiting pod again.
+        self._waiting: dict[tuple, _Waiting] = {}
+        self._waiting_of: dict[PodKey, tuple[_Waiting, tuple, object, object]] = {}  # → group, order, spec, ann
+        self._waiting_seq = 0  # order of entry into _unschedulable (the old queue's tie-break)
+        self._retry_waiting = False
         self._to_start: dict[PodKey, float] = {}
         self._timers: list[tuple[float, PodKey]] = []
         self._node_gone: list[str] = []
@@ -274,16 +304,24 @@ class Kubelet:
             if state is not None and state.counted:
                 self._release(key, state)
             self._to_schedule.pop(key, None)
-            self._unschedulable.pop(key, None)
+            self._unwait(key)
             self._examined.pop(key, None)
             return
         if not node_name:
             if meta.get("deletionTimestamp") or spec.get("schedulingGates") or awaiting_admission_webhook(pod):
                 self._to_schedule.pop(key, None)
-                self._unschedulable.pop(key, None)
+                self._unwait(key)
                 return
-            if key not in self._unschedulable:
+            waiting = self._waiting_of.get(key)
+            if waiting is None:
                 self._to_schedule[key] = None
+            elif waiting[2] is not pod.get("spec") or waiting[3] != _consumed_request(pod):
+                if self._fit_key_of(pod) != waiting[0].fit_key:
+                    # What decides where it fits changed: it queues again like a new pod.
+                    self._unwait(key)
+                    self._to_schedule[key] = None
+                else:
+                    self._waiting_of[key] = (*waiting[:2], pod.get("spec"), _consumed_request(pod))
             return
         # Bound (by us or by a client that set nodeName): account for it on its node.
         self._examined.pop(key, None)
@@ -316,7 +354,7 @@ class Kubelet:
             self._add_to_group(node)
             state.counted = True
         self._to_schedule.pop(key, None)
-        self._unschedulable.pop(key, None)
+        self._unwait(key)
 
     def _release(self, key: PodKey, state: _Pod) -> None:
         node = self._nodes.get(state.node)
@@ -337,7 +375,7 @@ class Kubelet:
         if state is not None and state.counted:
             self._release(key, state)
         self._to_schedule.pop(key, None)
-        self._unschedulable.pop(key, None)
+        self._unwait(key)
         self._to_start.pop(key, None)
 
     # ------------------------------------------------------------------ queries
@@ -422,9 +460,8 @@ class Kubelet:
         worked = self._finish_due(now) or worked
         if self._capacity_changed:
             self._capacity_changed = False
-            for key in self._unschedulable:
-                self._to_schedule[key] = None
-        if self._to_schedule:
+            self._retry_waiting = bool(self._waiting)
+        if self._to_schedule or self._retry_waiting:
             worked = self._schedule(now) or worked
         if self._to_start:
             worked = self._start_due(now) or worked
@@ -453,40 +490,99 @@ class Kubelet:
         return bool(keys)
 
     def _schedule(self, now: float) -> bool:
-        keys = list(self._to_schedule)
-        self._to_schedule.clear()
-        pods = []
-        examined = self._examined
-        for key in keys:
-            pod = self.store.try_get("", "pods", key[0], key[1], copy=False)
-            if pod is None:
-                continue
-            # Every capacity change looks at each unschedulable pod again: what a pod object
-            # says about scheduling is worked out once (stored objects never change in place).
-            seen = examined.get(key)
-            if seen is not None and seen[0] is pod:
-                entry = seen[1]
-            else:
-                entry = self._examine(key, pod)
-                examined[key] = (pod, entry)
+        """One pass of kube-scheduler's queue: the pods new since the last pass and, after a
+        capacity change, the waiting (unschedulable) ones, by priority, then age; ties by
+        arrival, new pods before waiting ones (the order one stable sort of both gave)."""
+        new = []
+        for key in self._to_schedule:
+            entry = self._entry(key)
             if entry is not None:
-                pods.append(entry)
-        # kube-scheduler's queue: priority, then age; the sort is stable, so arrival order breaks ties.
-        pods.sort(key=lambda p: (p[0], p[1]))
+                new.append(entry)
+        self._to_schedule.clear()
+        new.sort(key=lambda p: (p[0], p[1]))
+        n_new = len(new)
+        # One heap of the new pods and each waiting group's next pod (order keys are unique).
+        heap: list[tuple[tuple, int]] = [((e[0], e[1], 0, i), i) for i, e in enumerate(new)]
+        groups: list[tuple[_Waiting, list[tuple[tuple, PodKey]]]] = []
+        if self._retry_waiting:
+            self._retry_waiting = False
+            for w in self._waiting.values():
+                heap.append((w.members[0][0], n_new + len(groups)))
+                groups.append((w, list(w.members)))  # pods that start waiting in this pass wait for the next
+        heapq.heapify(heap)
+        at = [0] * len(groups)  # each group's position in its member list
+        walked: list[_Waiting] = []
         worked = False
-        for _, _, key, pod, shape, placement, fit_key in pods:
+        epoch = self._capacity_epoch
+        while heap:
+            _, src = heapq.heappop(heap)
+            w = None
+            if src < n_new:
+                entry = new[src]
+            else:
+                g = src - n_new
+                w, members = groups[g]
+                pos = at[g]
+                at[g] = pos + 1
+                key = members[pos][1]
+                entry = self._entry(key) if key in self._waiting_of else None  # not bound or gone meanwhile
+                if entry is None:
+                    if pos + 1 < len(members):
+                        heapq.heappush(heap, (members[pos + 1][0], src))
+                    continue
+            _, _, key, pod, shape, placement, fit_key = entry
             # kube-scheduler parks an unschedulable pod until a cluster event could make it fit;
             # here pods of one shape share that verdict, so a backlog of a thousand pending pods
             # on 5,000 nodes costs one scan per shape, not one per pod.
-            node = None if self._no_fit.get(fit_key) == self._capacity_epoch else self.find_node(placement)
+            node = None if self._no_fit.get(fit_key) == epoch else self.find_node(placement)
             if node is None:
                 if len(self._no_fit) > 10_000:
                     self._no_fit.clear()
-                self._no_fit[fit_key] = self._capacity_epoch
-                worked = self._mark_unschedulable(key, pod, placement, now, fit_key) or worked
-                continue
-            worked = self._bind(key, pod, node, now, shape) or worked
+                self._no_fit[fit_key] = epoch
+                if w is not None and w.message is not None and w.message == self._message(placement, fit_key, now):
+                    continue  # every pod of the group already says so: the rest would write nothing
+                worked = self._mark_unschedulable(key, pod, placement, now, fit_key, (entry[0], entry[1])) or worked
+                if w is not None and (not walked or walked[-1] is not w):
+                    walked.append(w)
+            else:
+                worked = self._bind(key, pod, node, now, shape) or worked
+            if w is not None and pos + 1 < len(members):
+                heapq.heappush(heap, (members[pos + 1][0], src))
+        for w in walked:
+            w.settle(self._unschedulable)
         return worked
+
+    def _entry(self, key: PodKey) -> tuple | None:
+        pod = self.store.try_get("", "pods", key[0], key[1], copy=False)
+        if pod is None:
+            return None
+        # Every capacity change looks at waiting pods again: what a pod object says about
+        # scheduling is worked out once (stored objects never change in place).
+        seen = self._examined.get(key)
+        if seen is not None and seen[0] is pod:
+            return seen[1]
+        entry = self._examine(key, pod)
+        self._examined[key] = (pod, entry)
+        return entry
+
+    def _unwait(self, key: PodKey) -> None:
+        """The pod no longer waits for capacity (bound, gone, gated, finished)."""
+        self._unschedulable.pop(key, None)
+        waiting = self._waiting_of.pop(key, None)
+        if waiting is None:
+            return
+        w, rank = waiting[0], waiting[1]
+        i = bisect.bisect_left(w.members, (rank,))
+        if i < len(w.members) and w.members[i][1] == key:
+            del w.members[i]
+        if not w.members:
+            del self._waiting[w.fit_key]
+
+    def _fit_key_of(self, pod: Obj) -> tuple | None:
+        try:
+            return _fit_key(Placement.from_shape(self._shape_of(pod), self._implicit_tolerations(pod)))
+        except KueueParseError:
+            return None
 
     def _examine(self, key: PodKey, pod: Obj) -> tuple | None:
         """(-priority, created, key, pod, shape, placement, fit key) of a pod waiting for a
@@ -530,8 +626,7 @@ class Kubelet:
 
     @staticmethod
     def _implicit_tolerations(pod: Obj) -> tuple[Toleration, ...]:
-        ann = (pod.get("metadata") or {}).get("annotations") or {}
-        if ann.get(CONSUME_PROVREQ_ANNOTATION):
+        if _consumed_request(pod):
             return (Toleration(QUEUED_TAINT, "Exists", "", "NoSchedule"),)
         return ()
 
@@ -563,22 +658,36 @@ class Kubelet:
             self._patch_status(key, scheduled)
         return True
 
-    def _mark_unschedulable(self, key: PodKey, pod: Obj, placement: Placement, now: float,
-                            shape: tuple | None = None) -> bool:
+    def _message(self, placement: Placement, fit_key: tuple, now: float) -> str:
         # The FitError text walks every node: pods of one shape share it for a while, so a
         # thousand pending pods on 5,000 nodes don't cost a full scan each time capacity moves.
-        shape = shape or _fit_key(placement)
-        cached = self._messages.get(shape)
+        cached = self._messages.get(fit_key)
         if cached is not None and cached[0] == self._node_version and now - cached[1] < MESSAGE_TTL:
-            message = cached[2]
-        else:
-            message = self.unschedulable_message(placement)
-            if len(self._messages) > 10_000:
-                self._messages.clear()
-            self._messages[shape] = (self._node_version, now, message)
+            return cached[2]
+        message = self.unschedulable_message(placement)
+        if len(self._messages) > 10_000:
+            self._messages.clear()
+        self._messages[fit_key] = (self._node_version, now, message)
+        return message
+
+    def _mark_unschedulable(self, key: PodKey, pod: Obj, placement: Placement, now: float,
+                            fit_key: tuple, order: tuple) -> bool:
+        message = self._message(placement, fit_key, now)
         if self._unschedulable.get(key) == message:
             return False
         self._unschedulable[key] = message
+        waiting = self._waiting_of.get(key)
+        if waiting is None:
+            w = self._waiting.get(fit_key)
+            if w is None:
+                w = self._waiting[fit_key] = _Waiting(fit_key)
+            self._waiting_seq += 1
+            rank = (*order, 1, self._waiting_seq)
+            bisect.insort(w.members, (rank, key))
+            w.message = message if len(w.members) == 1 or w.message == message else None
+            self._waiting_of[key] = (w, rank, pod.get("spec"), _consumed_request(pod))
+        elif waiting[0].message != message:
+            waiting[0].message = None
         cond = find_condition(pod, "PodScheduled")
         if cond is not None and cond.get("status") == "False" and cond.get("message") == message:
             return False

@@ -125,3 +125,47 @@ def test_pods_of_a_shape_that_fits_nowhere_cost_one_node_scan_until_capacity_fre
     running = [i for i in range(20) if running_on(sim, f"big-{i}")]
     assert len(running) == 2  # 8 CPUs per node, 500m taken by `small` on one of them
     assert len([p for p in scans if p.requests.get("cpu") == 4000]) > 1
+
+
+def test_waiting_pods_keep_kube_schedulers_order_and_a_stuck_shape_costs_one_look(monkeypatch):
+    """After a capacity change the waiting pods are tried by priority, then age, across shapes
+    and together with new pods; a shape that still fits nowhere is passed over after its first
+    pod (its other pods already carry the message), and a node change rewrites every message."""
+    sim = Sim(node_pool("cpu", size=1, machine="e2-standard-8"), default_runtime=500)
+    sim.run(1)
+    sim.create(bare_pod("hog", cpu="7", runtime="30s"))
+    sim.create(bare_pod("tick", cpu="500m", runtime="10s"))
+    sim.run(1)
+
+    def pod(name, cpu, priority):
+        p = bare_pod(name, cpu=cpu)
+        p["spec"]["priority"] = priority
+        return p
+
+    sim.create(pod("low-big", "1500m", 0))
+    sim.run(1)
+    sim.create(pod("high-big", "4", 10))
+    sim.create(pod("mid-small", "2", 5))
+    for i in range(30):
+        sim.create(pod(f"stuck-{i}", "7500m", 1))  # never fits next to anything
+    sim.run(1)
+    assert all(running_on(sim, n) is None for n in ("low-big", "high-big", "mid-small"))
+    looked = []
+    real = sim.kubelet._entry
+    monkeypatch.setattr(sim.kubelet, "_entry", lambda key: looked.append(key[1]) or real(key))
+    sim.run(8)  # `tick` ends: capacity changes, nothing new fits
+    assert "tick" not in looked and sum(n.startswith("stuck-") for n in looked) == 1
+    assert all(running_on(sim, n) is None for n in ("low-big", "high-big", "mid-small"))
+    # The hog ends: high-big (10), mid-small (5) and a later pod of priority 3 are placed;
+    # low-big (0), the oldest, no longer fits.
+    sim.create(pod("new-3", "1500m", 3))
+    sim.run(20)
+    assert running_on(sim, "high-big") and running_on(sim, "mid-small") and running_on(sim, "new-3")
+    assert running_on(sim, "low-big") is None
+    # A node joins: every waiting pod's FitError names the two nodes now.
+    sim.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra", "labels": {}},
+                              "status": {"allocatable": {"cpu": "1", "pods": "110"},
+                                         "conditions": [{"type": "Ready", "status": "True"}]}})
+    sim.run(1)
+    messages = {cond(sim.get("pods", "default", f"stuck-{i}"), "PodScheduled")["message"] for i in range(30)}
+    assert len(messages) == 1 and next(iter(messages)).startswith("0/2 nodes are available")
