@@ -33,7 +33,7 @@ from kueuetop.admission.preemption import (
     preemption_message,
 )
 from kueuetop.admission.queue_order import heads
-from kueuetop.admission.queue_state import QueueState
+from kueuetop.admission.queue_state import ParkedSets, QueueState
 from kueuetop.admission.quota_tree import FR, Node, QuotaStructure, QuotaTree
 from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
@@ -488,6 +488,8 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
     parked = inadmissible.value
     if any(not v for v in owned.values()):
         parked = {k: v for k, v in parked.items() if v}
+    if parked is not state.inadmissible:
+        parked = ParkedSets(parked, state.inadmissible, owned)
     return replace(state, inadmissible=parked, last_assignments=last.result(), sticky=sticky.value,
                    preemptors=preemptors.value, index=cc.index, pruned_at=cc.index.serial)
 

@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from kueuetop.admission.cq_status import cluster_queue_active
-from kueuetop.admission.queue_state import QueueState
+from kueuetop.admission.queue_state import ParkedSets, QueueState
 from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.admission.workload_index import (
     WorkloadIndex,
@@ -156,6 +156,10 @@ def _changed_queues(old: Mapping, new: Mapping) -> set[str]:
     """Keys whose values are other objects in `new` than in `old` (or only in one of them)."""
     if old is new:
         return set()
+    if isinstance(new, ParkedSets):
+        found = new.changed_since(old)
+        if found is not None:
+            return found
     out = {k for k, v in new.items() if old.get(k, _ABSENT) is not v}
     out.update(k for k in old if k not in new)
     return out

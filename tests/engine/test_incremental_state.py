@@ -214,3 +214,25 @@ def test_heads_kept_between_cycles_match_heads_found_afresh():
         state = schedule(snap, now, state).state
         now += rng.choice([0, 1, 2])
     assert compared > 50  # the sequences did put heads in front of the check
+
+
+def test_parked_sets_name_the_queues_changed_since_a_recent_mapping():
+    """The heads cache asks which queues' parked sets changed since the mapping it saw last:
+    the answer covers every change along the way, and a mapping too far back (its link cut so
+    old mappings are freed) gets no answer, which makes the caller compare every queue."""
+    from kueuetop.admission.queue_state import ParkedSets, QueueState
+
+    start = {f"cq{i}": {("ns", f"w{i}"): 1} for i in range(8)}
+    states = [QueueState(inadmissible=start)]
+    for i in range(ParkedSets.KEEP + 2):
+        states.append(states[-1].requeue_inadmissible([f"cq{i}"]))
+    newest = states[-1].inadmissible
+    assert newest.changed_since(states[-2].inadmissible) == {f"cq{ParkedSets.KEEP + 1}"}
+    assert newest.changed_since(states[-4].inadmissible) == {f"cq{i}" for i in range(ParkedSets.KEEP - 1,
+                                                                                      ParkedSets.KEEP + 2)}
+    assert newest.changed_since(states[0].inadmissible) is None
+    assert newest.changed_since({}) is None
+    # The queues it names are exactly those whose sets are other objects.
+    old = states[-3].inadmissible
+    named = newest.changed_since(old)
+    assert named == {k for k in old.keys() | newest.keys() if old.get(k) is not newest.get(k)}
