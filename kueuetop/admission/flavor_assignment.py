@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from kueuetop.admission.queue_state import LastAssignment, cq_fingerprint, workload_shape
 from kueuetop.admission.quota_tree import FR, Node, QuotaTree
@@ -134,8 +135,9 @@ class AssignmentResult:
     no_fit_reason: str = ""
     fr_modes: Mapping[FR, str] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def mode(self) -> str:
+        # Asked many times per nomination (ordering, processing, status): worked out once.
         if not self.pod_sets:
             return NO_FIT
         return min((ps.mode for ps in self.pod_sets), key=_MODE_RANK.__getitem__)
