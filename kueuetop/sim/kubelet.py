@@ -55,6 +55,7 @@ DEFAULT_RUNTIME = 300.0
 MESSAGE_TTL = 30.0  # simulated seconds a shape's FitError message is reused while no node changes
 PODS = "pods"
 _TERMINAL = ("Succeeded", "Failed")
+_NOTHING_FREE: Mapping[str, int] = {}
 
 
 def pod_runtime(pod: Mapping[str, Any], default: float = DEFAULT_RUNTIME) -> float:
@@ -134,6 +135,9 @@ class _Group:
         self.ready = ready
         self.cordoned = cordoned
         self.buckets: dict[int, dict[str, None]] = {}  # free GPUs → node names (insertion order)
+        # Per bucket, at least the most any of its nodes has free of each resource (absent: 0):
+        # a CPU pod skips the thousands of nodes whose GPUs, and so CPUs, are all taken.
+        self.most_free: dict[int, dict[str, int]] = {}
         self.size = 0
 
 
@@ -278,15 +282,24 @@ class Kubelet:
         self._capacity_epoch += 1
 
     def _add_to_group(self, node: _Node) -> None:
-        node.group.buckets.setdefault(node.free_gpus(), {})[node.name] = None
+        level = node.free_gpus()
+        node.group.buckets.setdefault(level, {})[node.name] = None
+        bound = node.group.most_free.setdefault(level, {})
+        used = node.used
+        for r, a in node.alloc.items():
+            f = a - used.get(r, 0)
+            if f > bound.get(r, 0):
+                bound[r] = f
         node.group.size += 1
 
     def _drop_from_group(self, node: _Node) -> None:
-        bucket = node.group.buckets.get(node.free_gpus())
+        level = node.free_gpus()
+        bucket = node.group.buckets.get(level)
         if bucket is not None:
-            bucket.pop(node.name, None)
+            bucket.pop(node.name, None)  # the bucket's bound stays an upper bound
             if not bucket:
-                del node.group.buckets[node.free_gpus()]
+                del node.group.buckets[level]
+                node.group.most_free.pop(level, None)
         node.group.size -= 1
 
     def _on_pod(self, event: WatchEvent) -> None:
@@ -426,12 +439,24 @@ class Kubelet:
         levels = sorted({lvl for g in groups for lvl in g.buckets if lvl >= need_gpu or free is not None})
         for lvl in levels:
             for g in groups:
-                for name in g.buckets.get(lvl, ()):
+                bucket = g.buckets.get(lvl)
+                if not bucket:
+                    continue
+                if free is None:
+                    bound = g.most_free.get(lvl, _NOTHING_FREE)
+                    if any(v > bound.get(r, 0) for r, v in requests.items()):
+                        continue  # no node of the bucket has that much free
+                for name in bucket:
                     node = self._nodes[name]
                     if hostname and not placement.labels_match(node.labels):
                         continue
                     if node.fits(requests, free.get(name) if free is not None else None) is None:
                         return name
+                if free is None and not hostname:
+                    # Every node was looked at: what they really have free bounds the next look.
+                    bound = g.most_free.setdefault(lvl, {})
+                    for r in requests:
+                        bound[r] = max(self._nodes[n].free(r) for n in bucket)
         return None
 
     def simulate(self, placements: Iterable[Placement]) -> int:

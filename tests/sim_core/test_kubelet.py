@@ -169,3 +169,36 @@ def test_waiting_pods_keep_kube_schedulers_order_and_a_stuck_shape_costs_one_loo
     sim.run(1)
     messages = {cond(sim.get("pods", "default", f"stuck-{i}"), "PodScheduled")["message"] for i in range(30)}
     assert len(messages) == 1 and next(iter(messages)).startswith("0/2 nodes are available")
+
+
+def test_buckets_skipped_by_their_free_bounds_place_pods_as_a_full_scan_would():
+    """find_node passes over a bucket of nodes when its bound says none has enough free: over
+    random binds and finishes, it picks the very node a scan of every node picks (the `free`
+    override path scans without the bounds)."""
+    import random
+
+    from kueuetop.sim.kubelet import Placement
+
+    rng = random.Random(7)
+    sim = Sim(node_pool("gpu", size=6, gpus=4, machine="g2-standard-48") + "---\n"
+              + node_pool("cpu", size=3, machine="e2-standard-8"), default_runtime=50)
+    sim.run(1)
+    kubelet = sim.kubelet
+    shapes = [{"cpu": 1000}, {"cpu": 4000, "memory": 8 << 30}, {"cpu": 7000},
+              {"cpu": 12000, "nvidia.com/gpu": 1}, {"cpu": 2000, "nvidia.com/gpu": 2}, {"cpu": 40_000}]
+    tol = tuple(Placement.from_shape(kubelet._shape_of(bare_pod("t", gpus=1, tolerations=GPU_TOLERATION))).tolerations)
+    checked = placed = 0
+    for step in range(60):
+        for i in range(rng.randint(1, 6)):
+            gpus = rng.choice([0, 0, 1, 2])
+            sim.create(bare_pod(f"p{step}-{i}", gpus=gpus, cpu=rng.choice(["500m", "2", "6", "11"]),
+                                tolerations=GPU_TOLERATION, runtime=f"{rng.randint(1, 9)}s"))
+        sim.run(rng.choice([1, 2, 3]))
+        for req in shapes:
+            p = Placement(req, tolerations=tol)
+            everything = {n: kubelet.free(n) for n in kubelet.nodes()}
+            found = kubelet.find_node(p)
+            assert found == kubelet.find_node(p, everything)
+            checked += 1
+            placed += found is not None
+    assert checked == 360 and 0 < placed < checked  # both answers were exercised
