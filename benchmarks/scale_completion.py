@@ -19,7 +19,7 @@ Usage (repository root, project virtualenv):
 
     python benchmarks/scale_completion.py large        # 20,000 workloads; ~3 CPU-minutes
     python benchmarks/scale_completion.py kueue-perf-baseline
-    python benchmarks/scale_completion.py xl --progress 60    # 100,000 workloads, 5,000 nodes; ~25 CPU-minutes
+    python benchmarks/scale_completion.py xl --progress 60    # 100,000 workloads, 5,000 nodes; ~22 CPU-minutes
 """
 
 from __future__ import annotations

@@ -42,21 +42,32 @@ class InstantWatch:
             f"simulated clock stuck at t={now - cluster.clock.start:.3f}s for {spent} cycles")
 
 
-def run_to_completion(name: str, duration: float = 24 * 3600.0):
+def run_to_completion(name: str, duration: float = 24 * 3600.0, sample_every: int = SAMPLE_EVERY,
+                      stats: dict | None = None):
+    """Run `name` until idle, checking the quota invariants every `sample_every` steps and at
+    the end, that no instant spins, and that simulated time never runs backwards. `stats`, when
+    given, receives the steps, checks and the most cycles spent at one instant."""
     scenario = load_scenario(name)
     clock = SimClock(VIRTUAL_EPOCH)
     parts = build_cluster(scenario, clock, record_events=False)
-    steps = [0]
+    steps = [0, 0]  # steps, invariant checks
+    last = [clock.now()]
     watch = InstantWatch(parts)
 
     def on_step(cluster) -> None:
         steps[0] += 1
+        now = cluster.clock.now()
+        assert now >= last[0], f"simulated time ran backwards: {now} after {last[0]}"
+        last[0] = now
         watch(cluster)
-        if steps[0] % SAMPLE_EVERY == 0:
+        if steps[0] % sample_every == 0:
+            steps[1] += 1
             check_invariants(parts)
 
     parts.cluster.run_for(duration, until_idle=True, on_step=on_step)
     check_invariants(parts)
+    if stats is not None:
+        stats.update(steps=steps[0], invariantChecks=steps[1] + 1, mostCyclesAtOneInstant=watch.most)
     return scenario, parts
 
 
