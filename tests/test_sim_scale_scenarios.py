@@ -106,5 +106,8 @@ def test_large_runs_to_completion():
     cqs, _ = parts.cluster.store.list(KUEUE, "clusterqueues", copy=False)
     assert all((cq.get("status") or {}).get("reservingWorkloads") == 0 for cq in cqs)
     pods, _ = parts.cluster.store.list("", "pods", copy=False)
-    jobs_pods = [p for p in pods if any(r.get("kind") == "Job" for r in p["metadata"].get("ownerReferences") or [])]
-    assert not [p for p in jobs_pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")]
+    # Its Workloads have no Job: their pods are owned by the Workload itself.
+    wl_pods = [p for p in pods if any(r.get("kind") in ("Job", "Workload")
+                                      for r in p["metadata"].get("ownerReferences") or [])]
+    assert any((p.get("status") or {}).get("phase") == "Succeeded" for p in wl_pods)
+    assert not [p for p in wl_pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")]

@@ -31,9 +31,9 @@ def test_xl_runs_to_completion(xl_run):
     assert 0 < result["inactive"] <= XL_WORKLOADS // 100 and result["inactiveHoldingQuota"] == 0
     assert result["finished"] + result["inactive"] == XL_WORKLOADS
     assert result["clusterQueues"] == 1_000 and result["reservingClusterQueues"] == []
-    # Every Job pod ran and ended: none waits or runs on a node any more.
-    assert result["jobPodsByPhase"].get("Succeeded", 0) > 0
-    assert not {"Pending", "Running"} & result["jobPodsByPhase"].keys()
+    # Every workload's pods ran and ended: none waits or runs on a node any more.
+    assert result["workloadPodsByPhase"].get("Succeeded", 0) > 0
+    assert not {"Pending", "Running"} & result["workloadPodsByPhase"].keys()
     assert result["invariantChecks"] > 10 and result["steps"] > 0
     xl_run.summary = "xl ran to completion: " + ", ".join(f"{k} {result[k]}" for k in (
         "cpuSeconds", "wallSeconds", "simulatedSeconds", "cycles", "steps", "invariantChecks"))

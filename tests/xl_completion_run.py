@@ -29,8 +29,9 @@ def summary(name: str = "xl") -> dict:
     store = parts.cluster.store
     cqs, _ = store.list(KUEUE, "clusterqueues", copy=False)
     pods, _ = store.list("", "pods", copy=False)
+    # The scale scenarios' Workloads have no Job: their pods are owned by the Workload itself.
     job_pods = Counter((p.get("status") or {}).get("phase", "Pending") for p in pods
-                       if any(r.get("kind") == "Job" for r in p["metadata"].get("ownerReferences") or []))
+                       if any(r.get("kind") in ("Job", "Workload") for r in p["metadata"].get("ownerReferences") or []))
     inactive = [w for w in snap.workloads.values() if not w.active]
     return {
         "cpuSeconds": round(cpu, 1), "wallSeconds": round(wall, 1),
@@ -45,7 +46,7 @@ def summary(name: str = "xl") -> dict:
         "reservingClusterQueues": sorted(cq["metadata"]["name"] for cq in cqs
                                          if (cq.get("status") or {}).get("reservingWorkloads")),
         "clusterQueues": len(cqs),
-        "jobPodsByPhase": dict(job_pods),
+        "workloadPodsByPhase": dict(job_pods),
         "cycles": parts.kueue.cycles,
         **stats,
     }
