@@ -20,6 +20,13 @@ Usage (repository root, project virtualenv):
     python benchmarks/scale_completion.py large        # 20,000 workloads; ~3 CPU-minutes
     python benchmarks/scale_completion.py kueue-perf-baseline
     python benchmarks/scale_completion.py xl --progress 60    # 100,000 workloads, 5,000 nodes; ~22 CPU-minutes
+    python benchmarks/scale_completion.py xl --check          # the same run under the completion tests'
+                                                              # checks (benchmarks/completion_checks.py)
+
+`--check` is how `xl` runs to completion outside the test suite (it takes longer than the suite's
+15-minute budget): quota invariants every 2,000 steps, simulated time never backwards, no spinning
+instant, and the end state (every active workload finished, the inactive ones holding nothing, no
+ClusterQueue reserving, every pod ended). Exit status 1 and the failed checks listed when one fails.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import json
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from kueuetop.sim.clock import SimClock
@@ -103,11 +111,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("scenario", help="a built-in scenario name or a scenario file")
     ap.add_argument("--progress", type=float, default=0.0, metavar="CPU_SECONDS",
                     help="print how far the run got to stderr every this many CPU seconds")
+    ap.add_argument("--check", action="store_true",
+                    help="run under the completion tests' invariant and end-state checks")
     args = ap.parse_args(argv)
+    if args.check:
+        return _checked(args.scenario)
     result = run(args.scenario, args.progress)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0 if result["completed"] else 1
+
+
+# Expected end-state sizes of the generated scale scenarios (ARCHITECTURE §5).
+SIZES = {"xl": (100_000, 1_000), "large": (20_000, 500)}
+
+
+def _checked(name: str) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' invariant checker
+    from benchmarks.completion_checks import failures, summary
+
+    try:
+        result = summary(name)
+    except AssertionError as exc:  # an invariant broken mid-run is the finding: report it
+        json.dump({"scenario": name, "completed": False, "failures": [f"invariant: {exc}"]}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 1
+    workloads, cqs = SIZES.get(name, (result["workloads"], result["clusterQueues"]))
+    failed = failures(result, workloads, cqs)
+    json.dump({"scenario": name, "completed": not failed, "failures": failed, **result}, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -333,6 +333,7 @@ class PrometheusSource:
         if c.token:
             headers["Authorization"] = f"Bearer {c.token}"
         s = session or requests.Session()
+        self._session = s  # closed by close(): PrometheusConnect.close() exists only from 0.7.1
         s.verify = c.ca_file if (c.verify and c.ca_file) else c.verify
         if c.client_cert:
             s.cert = c.client_cert
@@ -347,7 +348,7 @@ class PrometheusSource:
             self._prom.headers = headers
 
     def close(self) -> None:
-        self._prom.close()
+        self._session.close()
 
     # -------------------------------------------------------------------- plumbing
 
