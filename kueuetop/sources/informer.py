@@ -2,7 +2,10 @@
 
 Loop: paginated list (limit=500, continue) → REPLACE event → watch from the list's
 resourceVersion with bookmarks → UPSERT/DELETE events. A watch that ends normally is resumed
-from the last seen resourceVersion; `410 Gone` (or an ERROR event carrying it) relists;
+from the last seen resourceVersion; `410 Gone` (or an ERROR event carrying it) relists, and so
+does `504 Too large resource version` (a restarted server); a stream silent past the silence
+bound is dropped and resumed, and the liveness probe (sources/liveness.py) marks the data stale
+and drops the streams as soon as the API server stops answering;
 transport errors, 429 and 5xx retry with exponential backoff (Retry-After honoured);
 403/404 mark the source forbidden/unavailable and retry slowly, never affecting other
 sources. Objects that fail to parse are kept as wire dicts with the reason, and logged.
@@ -20,7 +23,7 @@ from typing import Any
 import urllib3
 
 from kueuetop.kueue.parse import parse_object
-from kueuetop.sources.kube_http import ApiError, Stream, request
+from kueuetop.sources.kube_http import ApiError, Stream, request, status_causes
 from kueuetop.store import Entry, SourceState, Store, StoreEvent
 
 _log = logging.getLogger(__name__)
@@ -63,6 +66,16 @@ class InformerConfig:
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
     forbidden_retry: float = 60.0  # RBAC or CRDs may change: look again now and then
+    # A watch stream silent (no event, no bookmark) for this long is dead: it is closed and
+    # resumed. kube-apiserver sends a bookmark to every watcher that asked for them about once a
+    # minute (cacher.go bookmarkFrequency), so a healthy stream is never this quiet; a stream a
+    # middlebox dropped silently would otherwise be noticed only at the end of its timeoutSeconds.
+    silence_bound: float = 150.0
+    # How often the API server is asked for /version while streams are open, and how long an
+    # answer may take: a held or partitioned connection is noticed within both, not at a stream's
+    # read timeout. 0 turns the probe off.
+    probe_interval: float = 5.0
+    probe_timeout: float = 3.0
 
 
 class Backoff:
@@ -105,6 +118,8 @@ class Informer:
         self.skipped = 0  # malformed objects seen
         self.lists = 0  # full lists done (1 + relists): tests and the debug view read it
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # the open stream, between this informer and the probe
+        self._watching = False  # a stream is open and has been answered
         self._stream: Stream | None = None
         self._thread: threading.Thread | None = None
         self._listed_once = False
@@ -126,6 +141,23 @@ class Informer:
     def join(self, timeout: float | None = None) -> None:
         if self._thread is not None:
             self._thread.join(timeout)
+
+    def confirm(self) -> None:
+        """The API server just answered a probe: an open, answered stream is as fresh as now."""
+        with self._lock:
+            if self._watching:
+                self._state(SourceState.LIVE, ok=True)
+
+    def suspect(self, message: str) -> None:
+        """The API server stopped answering: say the data may be behind, and drop the open stream
+        so the loop resumes from its resourceVersion once the server answers again."""
+        with self._lock:
+            if self._stop.is_set() or not self._listed_once:
+                return
+            self._state(SourceState.STALE, message)
+            stream, self._watching = self._stream, False
+        if stream is not None:
+            stream.close()
 
     @property
     def alive(self) -> bool:
@@ -154,8 +186,12 @@ class Informer:
                 # keeps a server that compacts constantly from being hammered.
                 self._sleep(min(backoff.next(), 1.0))
             except ApiError as e:
-                if e.status == 410:
+                if e.status == 410 or e.too_large_resource_version:
+                    # 410: our version was compacted away. Too large: the server has not reached
+                    # it (it restarted and its versions started over): what we hold may include
+                    # objects it no longer has, so only a fresh list is the truth.
                     need_list = True
+                    self._sleep(min(backoff.next(), 1.0) if e.status != 410 else 0.0)
                     continue
                 if e.status in (401, 403):
                     need_list = True
@@ -179,8 +215,12 @@ class Informer:
                 if self._stop.is_set():
                     break
                 delay = backoff.next()
-                self._state(SourceState.ERROR if need_list else SourceState.RELISTING,
-                            f"connection problem ({type(e).__name__}), retrying in {delay:.0f}s")
+                current = self.store.source(src)
+                if not need_list and current is not None and current.state is SourceState.STALE:
+                    pass  # the probe already said why; keep its word until the stream is back
+                else:
+                    self._state(SourceState.ERROR if need_list else SourceState.RELISTING,
+                                f"connection problem ({type(e).__name__}), retrying in {delay:.0f}s")
                 _log.debug("%s: %s", src, e)
                 self._sleep(delay)
             except Exception:  # a bug here must not kill the thread: report and retry from a list
@@ -237,18 +277,26 @@ class Informer:
         timeout = int(cfg.watch_timeout * (0.8 + 0.2 * random.random())) or 1
         query = {**self._query(), "watch": "true", "resourceVersion": self.resource_version,
                  "allowWatchBookmarks": "true", "timeoutSeconds": timeout}
-        stream = Stream(self.api, self.spec.path, query, timeout=(cfg.connect_timeout, timeout + 30))
-        self._stream = stream
+        # Each read waits at most the silence bound: a stream with nothing to say still sends
+        # bookmarks, so a longer silence means it is dead.
+        read_timeout = min(timeout + 30, cfg.silence_bound)
+        stream = Stream(self.api, self.spec.path, query, timeout=(cfg.connect_timeout, read_timeout))
+        with self._lock:
+            self._stream = stream
+            self._watching = not self._stop.is_set()
+            if self._watching:
+                self._state(SourceState.LIVE)
         try:
             if self._stop.is_set():
                 return
-            self._state(SourceState.LIVE)
             for ev in stream:
                 if self._stop.is_set():
                     return
                 self._handle(ev)
         finally:
-            self._stream = None
+            with self._lock:
+                self._stream = None
+                self._watching = False
             stream.close()
 
     def _handle(self, ev: Any) -> None:
@@ -263,7 +311,7 @@ class Informer:
             if code == 410:
                 raise Gone()
             raise ApiError(int(code) if isinstance(code, int) else 500, str(obj.get("reason") or ""),
-                           str(obj.get("message") or ""))
+                           str(obj.get("message") or ""), causes=status_causes(obj))
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         rv = meta.get("resourceVersion")
         if typ == "BOOKMARK":

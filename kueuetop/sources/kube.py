@@ -29,6 +29,7 @@ from kueuetop.kueue.core import GPU_RESOURCE
 from kueuetop.kueue.workload import PODSET_LABEL
 from kueuetop.sources.informer import Backoff, Informer, InformerConfig, ResourceSpec
 from kueuetop.sources.kube_http import ApiError, request
+from kueuetop.sources.liveness import LivenessProbe
 from kueuetop.store import QueuePosition, SourceState, Store, StoreEvent
 from kueuetop.store import events as K
 from kueuetop.store.events import Op
@@ -307,6 +308,9 @@ class KubeSources:
         specs = list(specs) if specs is not None else resource_specs(
             conn, include_events=include_events, unmanaged_gpu_pods=unmanaged_gpu_pods)
         self.informers = [Informer(conn.api, s, store, self.applier.put, config) for s in specs]
+        cfg = config or InformerConfig()
+        self.liveness = LivenessProbe(conn.api, self.informers, interval=cfg.probe_interval,
+                                      timeout=cfg.probe_timeout)
         self.visibility: VisibilityPoller | None = None
         if conn.kueue.visibility_version and visibility_interval > 0:
             self.visibility = VisibilityPoller(conn.api, conn.kueue.visibility_version, store,
@@ -321,14 +325,17 @@ class KubeSources:
             inf.start()
         if self.visibility is not None:
             self.visibility.start()
+        self.liveness.start()
         return self
 
     def stop(self, timeout: float = 3.0) -> None:
+        self.liveness.stop()
         for inf in self.informers:
             inf.stop()
         if self.visibility is not None:
             self.visibility.stop()
         deadline = time.monotonic() + timeout
+        self.liveness.join(max(0.0, deadline - time.monotonic()))
         for inf in self.informers:
             inf.join(max(0.0, deadline - time.monotonic()))
         if self.visibility is not None:

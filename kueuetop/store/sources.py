@@ -10,6 +10,7 @@ class SourceState(StrEnum):
     CONNECTING = "connecting"  # first list not finished yet
     LIVE = "live"  # listed and watching (or polling successfully)
     RELISTING = "relisting"  # the watch broke; data is kept but may be behind
+    STALE = "stale"  # the API server stopped answering: data is kept, and may be behind by its age
     FORBIDDEN = "forbidden"  # 403: RBAC does not allow this read; the others keep working
     UNAVAILABLE = "unavailable"  # 404: the server does not serve this resource
     ERROR = "error"  # retrying after errors

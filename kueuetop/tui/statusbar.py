@@ -1,7 +1,7 @@
 """The status bar: context, connection state, data age per source, badges, last action result.
 
-Informer sources are summarised as one `kube` entry (worst state wins); polling sources
-(visibility, GPU metrics) show their data age, since that is what goes stale.
+Informer sources are summarised as one `kube` entry (worst state wins, oldest data age); polling
+sources (visibility, GPU metrics) show their data age too: every entry says how old its data is.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from kueuetop.tui.rows import age
 from kueuetop.views.safe_text import clean
 
 _SEVERITY = {SourceState.LIVE: 0, SourceState.CONNECTING: 1, SourceState.RELISTING: 2, SourceState.UNAVAILABLE: 0,
-             SourceState.FORBIDDEN: 2, SourceState.STOPPED: 3, SourceState.ERROR: 3}
+             SourceState.FORBIDDEN: 2, SourceState.STALE: 3, SourceState.STOPPED: 3, SourceState.ERROR: 3}
 _POLLING = ("visibility", "gpu", "prom", "dcgm", "scrape")
 
 
@@ -30,7 +30,10 @@ def summarize_sources(sources: Mapping[str, SourceStatus], now: float) -> list[t
     kube = [s for n, s in sources.items() if not _is_polling(n)]
     if kube:
         worst = max(kube, key=lambda s: _SEVERITY.get(s.state, 3))
-        ages = [s.age(now) for s in kube if s.state is not SourceState.LIVE and s.age(now) is not None]
+        # The data age: how long ago the oldest watched resource was last known current (an event,
+        # a bookmark, a list, or a liveness probe answered while its stream was open).
+        ages = [a for s in kube if s.state not in (SourceState.FORBIDDEN, SourceState.UNAVAILABLE)
+                and (a := s.age(now)) is not None]
         txt = worst.state.value + (f" {age(max(ages))}" if ages else "")
         out.append(("kube", txt, worst.state not in (SourceState.LIVE, SourceState.UNAVAILABLE)))
     else:

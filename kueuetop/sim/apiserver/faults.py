@@ -31,6 +31,7 @@ class Faults:
         self.seed = seed
         self._rng = random.Random(seed)
         self._epoch = time.monotonic()
+        self.delayed = 0  # requests that waited for latency_ms: tests check the delay was applied
 
     def update(self, body: dict[str, Any]) -> None:
         """Apply settings from the JSON of POST /kueuetop/v1/faults (camelCase keys)."""
@@ -63,6 +64,8 @@ class Faults:
 
     def delay(self) -> None:
         if self.latency_ms > 0:
+            with self._lock:
+                self.delayed += 1
             time.sleep(self.latency_ms / 1000.0)
 
     def injected_error(self) -> ApiError | None:

@@ -13,7 +13,15 @@ from kueuetop.sim.apiserver.defaults import apply_defaults, prepare_for_create
 from kueuetop.sim.apiserver.hooks import ServerHooks, WriteRequest
 from kueuetop.sim.apiserver.patch import json_patch, merge_patch
 from kueuetop.sim.apiserver.routing import Route
-from kueuetop.sim.apiserver.status import ApiError, bad_request, invalid, not_found, status_body
+from kueuetop.sim.apiserver.status import (
+    ApiError,
+    bad_request,
+    invalid,
+    not_found,
+    parse_rv,
+    status_body,
+    too_large_resource_version,
+)
 from kueuetop.sim.apiserver.validation import validate
 from kueuetop.sim.apiserver.versions import ALL_VERSIONS, ServedVersions
 from kueuetop.sim.kinds import Kind
@@ -128,6 +136,9 @@ class Resources:
             limit = int(ctx.query.get("limit") or 0)
         except ValueError:
             raise bad_request(f"invalid limit: {ctx.query.get('limit')}") from None
+        wanted = parse_rv(ctx.query.get("resourceVersion"))
+        if wanted is not None and wanted > self.store.resource_version:
+            raise too_large_resource_version(wanted, self.store.resource_version)
         after = None
         token = ctx.query.get("continue")
         if token:

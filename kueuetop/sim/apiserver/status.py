@@ -81,3 +81,29 @@ def invalid(kind: Kind, name: str, causes: list[dict[str, str]]) -> ApiError:
     if kind.group:
         details["group"] = kind.group
     return ApiError(422, f'{kind_name} "{name}" is invalid: {summary}', "Invalid", details)
+
+
+def parse_rv(raw: str | None) -> int | None:
+    """A request's resourceVersion: None for unset, "" or "0" (any version will do)."""
+    if raw in (None, "", "0"):
+        return None
+    try:
+        return int(str(raw))
+    except ValueError:
+        raise bad_request(f'invalid resource version: "{raw}"') from None
+
+
+def too_large_resource_version(requested: int, current: int) -> ApiError:
+    """A list or watch from a resourceVersion the server has not reached yet.
+
+    kube-apiserver's watch cache waits up to 3 s for it (waitUntilFreshAndBlock), then answers 504
+    with storage.NewTooLargeResourceVersionError: reason Timeout, a ResourceVersionTooLarge cause
+    and Retry-After 1 (k8s.io/apiserver/pkg/storage/errors.go). client-go's reflector relists on it
+    (reflector.go isTooLargeResourceVersionError), which is how a client notices a restarted
+    server whose versions started over."""
+    return ApiError(504, f"Too large resource version: {requested}, current: {current}", "Timeout",
+                    details={"causes": [{"reason": "ResourceVersionTooLarge",
+                                         "message": "Too large resource version"}],
+                             "retryAfterSeconds": 1},
+                    headers={"Retry-After": "1"})
+

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from kueuetop.sim.apiserver import codec, tables
 from kueuetop.sim.apiserver.faults import Faults
 from kueuetop.sim.apiserver.resources import Ctx, Resources
-from kueuetop.sim.apiserver.status import bad_request, status_body
+from kueuetop.sim.apiserver.status import bad_request, parse_rv, status_body, too_large_resource_version
 from kueuetop.sim.objectstore import Expired, ObjectStore, Watcher, WatchEvent
 
 Obj = dict[str, Any]
@@ -22,15 +22,6 @@ class EventSink(Protocol):
     def start(self, content_type: str, headers: dict[str, str]) -> None: ...
     def send(self, data: bytes) -> None: ...
     def end(self) -> None: ...
-
-
-def parse_rv(raw: str | None) -> int | None:
-    if raw in (None, "", "0"):
-        return None
-    try:
-        return int(str(raw))
-    except ValueError:
-        raise bad_request(f'invalid resource version: "{raw}"') from None
 
 
 class WatchStream:
@@ -84,6 +75,8 @@ class WatchStream:
             raise bad_request(f"invalid timeoutSeconds: {q.get('timeoutSeconds')}") from None
         headers = self.resources._warnings(self.ctx, self.kind)
         content_type = "application/json"
+        if rv is not None and rv > self.store.resource_version:
+            raise too_large_resource_version(rv, self.store.resource_version)
         try:
             watcher, initial = self.store.watch(self.kind.group, self.kind.plural,
                                                 self.ctx.route.namespace or None, rv)
