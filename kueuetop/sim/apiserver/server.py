@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -397,6 +398,13 @@ class _HTTPServer(ThreadingHTTPServer):
     block_on_close = False
     allow_reuse_address = True
     api: ApiServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that resets its connection mid-request (a dropped watch, a killed console) is
+        # ordinary traffic for an API server, not a traceback on stderr.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class _ChunkedSink:
