@@ -6,6 +6,9 @@ Workloads; `xl`: 5,000 nodes, 100,000 Workloads) is served *paused* from a child
 the bytes it writes. This process is the console's data layer: `connect()` + `KubeSources` +
 `Store`, exactly as `kueuetop` starts them (no TUI). Prints one JSON document:
 
+- headless_snapshot: whole `kueuetop snapshot -o json` processes against `kubectl get workloads
+  -A -o json`, timed from outside, three runs each (min / median); budget ≤ 0.5× (§5). The
+  server is paused here; the same command against a live `sim serve large` is in the notes.
 - first_snapshot: `seconds` from `connect()` until `KubeSources.synced()` (every informer has
   listed and its list is in the store), against `kubectl_seconds`, the sum of
   `kubectl get clusterqueues,localqueues,workloads,resourceflavors,cohorts,nodes -A -o json`
@@ -116,6 +119,27 @@ def p99(values: list[float]) -> float:
 def ms(values: list[float]) -> dict[str, float]:
     return {"median": round(statistics.median(values), 2), "p99": round(p99(values), 2),
             "max": round(max(values), 2)}
+
+
+# ===================================================================== 0. headless snapshot
+HEADLESS_BUDGET_RATIO = 0.5  # ARCHITECTURE §5: `snapshot -o json` ≤ 0.5× the same kubectl list
+
+
+def headless_snapshot(server: Server, env: dict[str, str], runs: int = 3) -> dict[str, Any]:
+    """Whole processes, timed from outside: `kueuetop snapshot -o json` (into a pipe, as a script
+    runs it) against `kubectl get workloads -A -o json`, `runs` of each, alternating."""
+    kt, ct = [], []
+    kenv = {**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "kueuetop", "snapshot", "-o", "json", "--timeout", "600s"],
+                       env=kenv, capture_output=True, timeout=900, check=True)
+        kt.append(time.perf_counter() - t0)
+        ct.append(kubectl(env, "get", "workloads", "-A", "-o", "json")[0])
+    ratio = statistics.median(kt) / statistics.median(ct)
+    return {"kueuetop_s": {"min": round(min(kt), 2), "median": round(statistics.median(kt), 2)},
+            "kubectl_s": {"min": round(min(ct), 2), "median": round(statistics.median(ct), 2)},
+            "ratio": round(ratio, 2), "budget_ratio": HEADLESS_BUDGET_RATIO, "ok": ratio <= HEADLESS_BUDGET_RATIO}
 
 
 # ===================================================================== 1. first snapshot
@@ -278,6 +302,7 @@ def run(scenario: str, skip_traffic: bool, churn: float) -> dict[str, Any]:
         result["server_startup_s"] = round(server.startup_s, 1)
         env = kubectl_env(server, Path(tmp))
         kubectl(env, "get", "clusterqueues", "-o", "name")  # fill kubectl's discovery cache
+        result["headless_snapshot"] = headless_snapshot(server, env)
 
         gc.collect()
         seconds, conn, store, sources = kueuetop_sync(server, sync_timeout)

@@ -10,6 +10,7 @@ aws, kubelogin…) run through the kubernetes client. Every failure becomes a
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from kueuetop.sources.kube_http import ApiError, request
+from kueuetop.sources.retry import call_with_retry
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
@@ -181,9 +183,13 @@ def _auth_hint(text: str) -> str:
 
 # ===================================================================== discovery
 def _get(api: k8s.ApiClient, path: str, info: ClusterInfo, timeout: float) -> Any:
-    """GET for discovery; None on 404; ConnectionProblem for everything that stops us."""
+    """GET for discovery; None on 404; ConnectionProblem for everything that stops us.
+
+    A busy server (429, 5xx) is asked again with backoff within `timeout` (sources/retry.py)."""
+    deadline = time.monotonic() + timeout
     try:
-        return request(api, path, timeout=(timeout, timeout))
+        return call_with_retry(lambda: request(api, path, timeout=(timeout, max(0.1, deadline - time.monotonic()))),
+                               deadline=deadline)
     except ApiError as e:
         if e.status == 404:
             return None

@@ -144,10 +144,11 @@ def cluster_queue_rows(store: Store, snap: ClusterSnapshot) -> list[dict[str, An
 def _engine_positions(snap: ClusterSnapshot) -> dict[tuple[str, str], tuple[int, int]]:
     """(position in CQ, position in LQ), 0-based, in the embedded engine's queue order."""
     state = QueueState()
+    index = state.workload_index(snap)  # once: it indexes every ClusterQueue's pending workloads
     out: dict[tuple[str, str], tuple[int, int]] = {}
     for cq in snap.cluster_queues:
         per_lq: dict[tuple[str, str], int] = {}
-        for i, wl in enumerate(pending_workloads(snap, state, cq)):
+        for i, wl in enumerate(pending_workloads(snap, state, cq, index)):
             lq = (wl.namespace, wl.queue_name)
             out[wl.key] = (i, per_lq.get(lq, 0))
             per_lq[lq] = per_lq.get(lq, 0) + 1
