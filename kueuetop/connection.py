@@ -20,6 +20,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
+from kueuetop.redact import one_line, redact
 from kueuetop.sources.kube_http import ApiError, request
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -33,8 +34,9 @@ class ConnectionProblem(Exception):
     """Cannot talk to the cluster. `str()` is one line; `hint` says what to try."""
 
     def __init__(self, message: str, hint: str = "") -> None:
-        self.message = message
-        self.hint = hint
+        # Messages name the server URL, which may carry credentials (https://user:pass@host).
+        self.message = redact(message)
+        self.hint = redact(hint)
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -168,8 +170,7 @@ def _sa_namespace() -> str:
 
 
 def _one_line(e: BaseException) -> str:
-    text = " ".join(str(e).split())
-    return text[:300] + ("…" if len(text) > 300 else "")
+    return one_line(str(e))
 
 
 def _auth_hint(text: str) -> str:

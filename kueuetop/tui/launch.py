@@ -110,9 +110,11 @@ def start_demo(scenario: str, speed: float = 1.0, timeout: float = DEMO_START_TI
 
 
 def _say(message: str, hint: str = "") -> None:
-    print(f"kueuetop: {message}", file=sys.stderr)
+    from kueuetop.redact import one_line
+
+    print(f"kueuetop: {one_line(message, 1000)}", file=sys.stderr)
     if hint:
-        print(f"  hint: {hint}", file=sys.stderr)
+        print(f"  hint: {one_line(hint, 1000)}", file=sys.stderr)
 
 
 def run_console(args: argparse.Namespace) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 from dataclasses import dataclass
@@ -35,7 +36,13 @@ def load_tokens(source: str | os.PathLike[str] | dict[str, Any]) -> dict[str, Us
         data: Any = source
     else:
         text = Path(source).read_text()
-        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+        try:
+            data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as exc:
+            where = getattr(exc, "problem_mark", None)
+            at = f" at line {where.line + 1}" if where is not None else ""
+            what = getattr(exc, "problem", None) or getattr(exc, "msg", None) or type(exc).__name__
+            raise ValueError(f"token file {source} is not valid YAML or JSON{at}: {what}") from None
     if isinstance(data, dict) and isinstance(data.get("tokens"), dict):
         data = data["tokens"]
     if not isinstance(data, dict):
@@ -52,8 +59,20 @@ def load_tokens(source: str | os.PathLike[str] | dict[str, Any]) -> dict[str, Us
 
 
 class Authorizer:
-    def __init__(self, tokens: dict[str, User] | None) -> None:
+    """tokens None: no authentication, everyone is admin of the API, but the fault switches and
+    other admin endpoints of kueuetop itself still need `admin_token` when one is set."""
+
+    def __init__(self, tokens: dict[str, User] | None, admin_token: str | None = None) -> None:
         self.tokens = tokens
+        self.admin_token = admin_token
+
+    def may_change_faults(self, user: User, authorization: str | None) -> bool:
+        if user.role != "admin":
+            return False
+        if self.tokens is not None or not self.admin_token:
+            return True
+        given = authorization[7:].strip() if authorization and authorization.lower().startswith("bearer ") else ""
+        return hmac.compare_digest(given.encode(), self.admin_token.encode())
 
     @property
     def enabled(self) -> bool:
