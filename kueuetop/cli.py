@@ -333,10 +333,31 @@ def cmd_action(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_action(args: argparse.Namespace) -> int:
+    """An action command, after checking that the credentials work and the server is a Kubernetes
+    API server (an HTML login page or a failing exec plugin is one line, not a traceback from deep
+    in the client); anything the action lets escape is one line too."""
+    from kueuetop.connection import ConnectionProblem, check_api_server
+    from kueuetop.redact import one_line
+
+    try:
+        check_api_server(args.kubeconfig, args.context)
+    except ConnectionProblem as exc:
+        return _fail(f"{args.action} {args.target}: {exc.describe()}")
+    try:
+        return cmd_action(args)
+    except Exception as exc:  # the server answered something no Kubernetes API server sends
+        return _fail(f"{args.action} {args.target}: failed: {type(exc).__name__}: {one_line(str(exc), 300)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     from kueuetop.redact import install_log_redaction
 
     install_log_redaction()
+    import logging
+
+    # urllib3 logs every retry as a warning; the command's own error line says what failed.
+    logging.getLogger("urllib3").setLevel(logging.ERROR)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "version":
@@ -358,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "snapshot":
         return cmd_snapshot(args)
     if getattr(args, "action", None):
-        return cmd_action(args)
+        return _run_action(args)
     if args.command is None:
         from kueuetop.tui.launch import run_console
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import shutil
 import signal
 import subprocess
@@ -75,8 +74,11 @@ def _die_with_parent() -> None:  # runs in the child before exec
 
 
 def start_demo(scenario: str, speed: float = 1.0, timeout: float = DEMO_START_TIMEOUT) -> DemoCluster:
-    tmpdir = Path(tempfile.mkdtemp(prefix="kueuetop-demo-"))
-    os.chmod(tmpdir, 0o700)
+    from kueuetop.sim.apiserver.kubeconfig import private_dir
+
+    # mkdtemp creates it 0700 with a name nobody could have pre-created, inside the per-user
+    # private directory; the child writes its kubeconfig (admin token) there exclusively.
+    tmpdir = Path(tempfile.mkdtemp(prefix="demo-", dir=private_dir()))
     kubeconfig = tmpdir / "kubeconfig"
     log = open(tmpdir / "sim.log", "wb")  # noqa: SIM115 - lives as long as the child
     cmd = [sys.executable, "-m", "kueuetop", "sim", "serve", scenario, "--port", "0", "--speed", f"{speed:g}",
@@ -126,6 +128,7 @@ def run_console(args: argparse.Namespace) -> int:
     conn = None
     sources: Any = None
     poller: Any = None
+    previous_term = _exit_on_sigterm()
     try:
         kubeconfig, context = getattr(args, "kubeconfig", None), getattr(args, "context", None)
         if getattr(args, "demo", None):
@@ -164,9 +167,11 @@ def run_console(args: argparse.Namespace) -> int:
         if app.return_code == EXIT_HANGUP:
             silence_std_streams()  # the terminal is gone; the cleanup below must not write to it
         return int(code or 0) if app.return_code is None else int(app.return_code or code or 0)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Terminated):
         return EXIT_FAILED
     finally:
+        with contextlib.suppress(ValueError, TypeError):
+            signal.signal(signal.SIGTERM, previous_term)
         if poller is not None:
             poller.stop(timeout=1.0)
         if sources is not None:
@@ -175,6 +180,21 @@ def run_console(args: argparse.Namespace) -> int:
             conn.close()
         if demo is not None:
             demo.stop()
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so the cleanup runs (demo cluster stopped, its
+    private directory with the kubeconfig removed) instead of the process just vanishing."""
+
+
+def _exit_on_sigterm() -> Any:
+    def _term(signum: int, frame: Any) -> None:
+        raise _Terminated
+
+    try:
+        return signal.signal(signal.SIGTERM, _term)
+    except ValueError:  # not the main thread (embedded): leave signals alone
+        return signal.SIG_DFL
 
 
 def _start_gpu_poller(conn: Any, store: Any, prometheus: str | None) -> Any:
