@@ -165,6 +165,10 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
     scenario = _load(args.scenario)
     if scenario is None:
         return EXIT_USAGE
+    import logging
+
+    # A refused step is in the report and in the one error line below, not logged a second time.
+    logging.getLogger("kueuetop.sim.cluster").setLevel(logging.ERROR)
     report, stats = run_scenario(scenario, args.duration, until_idle=args.until_idle)
     report["run"] = stats
     text = json.dumps(report, indent=2) + "\n" if args.report == "json" else render_table(report)

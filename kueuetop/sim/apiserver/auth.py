@@ -43,14 +43,23 @@ def load_tokens(source: str | os.PathLike[str] | dict[str, Any]) -> dict[str, Us
             at = f" at line {where.line + 1}" if where is not None else ""
             what = getattr(exc, "problem", None) or getattr(exc, "msg", None) or type(exc).__name__
             raise ValueError(f"token file {source} is not valid YAML or JSON{at}: {what}") from None
+    try:
+        return _users(data)
+    except ValueError as exc:
+        if isinstance(source, dict):
+            raise
+        raise ValueError(f"token file {source}: {exc}") from None
+
+
+def _users(data: Any) -> dict[str, User]:
     if isinstance(data, dict) and isinstance(data.get("tokens"), dict):
         data = data["tokens"]
     if not isinstance(data, dict):
-        raise ValueError("token file must map token -> {user, role}")
+        raise ValueError("it must map token -> {user, role}")
     out: dict[str, User] = {}
-    for token, entry in data.items():
-        if not isinstance(entry, dict):
-            raise ValueError(f"token entry for {str(token)[:4]}… must be a mapping")
+    for n, (token, entry) in enumerate(data.items(), 1):
+        if not isinstance(entry, dict):  # the token itself is a secret: the entry is named by position
+            raise ValueError(f"entry {n} must be a mapping {{user, role}}")
         role = entry.get("role", "viewer")
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r} (expected admin or viewer)")
