@@ -206,6 +206,5 @@ def _start_gpu_poller(conn: Any, store: Any, prometheus: str | None) -> Any:
     try:
         return GpuPoller(store, gpu_source_for(conn, prometheus), interval=5.0).start()
     except Exception as exc:  # a bad URL must not stop the console; the status bar shows gpu:none
-        store_note = f"GPU metrics unavailable: {type(exc).__name__}: {exc}"
-        print(f"kueuetop: {store_note}", file=sys.stderr)
+        _say(f"GPU metrics unavailable: {type(exc).__name__}: {exc}")  # redacted: the URL may hold a password
         return None
