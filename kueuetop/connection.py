@@ -166,7 +166,8 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> tu
                                 _auth_hint(str(e))) from None
     cfg.retries = 1  # informers retry with backoff themselves; discovery must fail fast
     cfg.connection_pool_maxsize = 32  # one connection per informer stream plus short requests
-    info = ClusterInfo(context=str(chosen), server=str(cfg.host), user=str(ctx.get("user") or ""),
+    # `server` is for display (status bar, snapshot, messages); requests use cfg.host.
+    info = ClusterInfo(context=str(chosen), server=redact(str(cfg.host)), user=str(ctx.get("user") or ""),
                        namespace=str(ctx.get("namespace") or "default"))
     return k8s.ApiClient(cfg), info
 
