@@ -154,3 +154,24 @@ def test_console_on_sigterm_stops_the_demo_and_removes_its_files(tmp_path: Path)
     assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")
     assert proc.returncode != 0
     assert wait_until(lambda: list((run / "kueuetop").iterdir()) == [], timeout=10)
+
+
+def test_a_stale_kubeconfig_in_the_private_dir_is_replaced(tmp_path: Path, monkeypatch) -> None:
+    """A server killed with SIGKILL leaves its kubeconfig; the next one on that port replaces
+    it (the private directory is ours alone), rather than refusing to start."""
+    from kueuetop.sim.scenario import load_scenario
+    from kueuetop.sim.serve import start_served
+    from tests.test_serve_process import free_port
+
+    (tmp_path / "run").mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    port = free_port()
+    stale = private_dir() / f"sim-{port}.kubeconfig"
+    stale.write_text("stale")
+    served = start_served(load_scenario("refarch"), port=port)
+    try:
+        assert served.kubeconfig == stale and "stale" not in stale.read_text()
+        assert stat.S_IMODE(stale.stat().st_mode) == 0o600
+    finally:
+        served.stop()
+    assert not stale.exists()

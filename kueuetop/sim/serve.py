@@ -174,8 +174,14 @@ def start_served(scenario: Scenario, *, port: int = 0, speed: float = 1.0, token
                        tls=server_tls.server_context() if server_tls else None, admin_token=switch_token).start()
     ca_pem = server_tls.ca_pem if server_tls else None
     try:
-        path = write_kubeconfig(kubeconfig or default_kubeconfig_path(server.port), server.url,
-                                token=admin or switch_token, ca_pem=ca_pem)
+        path = Path(kubeconfig) if kubeconfig else default_kubeconfig_path(server.port)
+        if not kubeconfig:
+            # Left by a server on this port that was killed (kill -9); the directory is checked
+            # to be ours and private, so nobody else could have put it there. unlink() removes a
+            # symlink itself, never its target.
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        path = write_kubeconfig(path, server.url, token=admin or switch_token, ca_pem=ca_pem)
     except OSError:
         server.stop()
         raise
