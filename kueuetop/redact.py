@@ -19,7 +19,9 @@ _SECRET_PARAM = re.compile(
     r"(?P<key>[?&#;](?:[a-z0-9_.-]*(?:token|password|passwd|pwd|secret|signature|sig|key|auth|"
     r"credential)s?[a-z0-9_.-]*)=)(?P<value>[^&#\s\"'<>]*)", re.IGNORECASE)
 # An Authorization header or bearer token echoed into a message.
-_BEARER = re.compile(r"(?P<key>\b(?:bearer|basic)\s+)(?P<value>[A-Za-z0-9._~+/=-]{4,})", re.IGNORECASE)
+# ("basic" alone is an ordinary word: only after "Authorization:".)
+_BEARER = re.compile(r"(?P<key>(?:\bauthorization:\s*(?:basic|bearer)|\bbearer)\s+)(?P<value>[A-Za-z0-9._~+/=-]{4,})",
+                     re.IGNORECASE)
 
 
 def redact(text: str) -> str:

@@ -24,14 +24,20 @@ from tests.test_serve_process import free_port
     ("https://h/x?a=1&access_token=zz-top-secret", "zz-top-secret"),
     ("proxy said: Authorization: Bearer eyJhbGciOi.payload.sig", "eyJhbGciOi.payload.sig"),
     ("url=https://u:p%40ss@host/path#frag", "p%40ss"),
+    ("echoed Authorization: Basic YWxpY2U6c2VjcmV0", "YWxpY2U6c2VjcmV0"),
+    ("token rejected: bearer abc.def-ghi", "abc.def-ghi"),
 ])
 def test_redact_masks_credentials(text: str, secret: str) -> None:
     out = redact(text)
     assert secret not in out and "***" in out
 
 
-def test_redact_keeps_plain_urls_and_text() -> None:
-    text = "cannot reach https://api.example.com:6443/version?limit=500 (connection refused)"
+@pytest.mark.parametrize("text", [
+    "cannot reach https://api.example.com:6443/version?limit=500 (connection refused)",
+    "the basic quota of cq-a is exhausted; email admin@example.com",
+    "workloads?labelSelector=team%3Da&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ",
+])
+def test_redact_keeps_plain_urls_and_text(text: str) -> None:
     assert redact(text) == text
 
 
