@@ -79,36 +79,41 @@ def start_demo(scenario: str, speed: float = 1.0, timeout: float = DEMO_START_TI
     # mkdtemp creates it 0700 with a name nobody could have pre-created, inside the per-user
     # private directory; the child writes its kubeconfig (admin token) there exclusively.
     tmpdir = Path(tempfile.mkdtemp(prefix="demo-", dir=private_dir()))
-    kubeconfig = tmpdir / "kubeconfig"
-    log = open(tmpdir / "sim.log", "wb")  # noqa: SIM115 - lives as long as the child
-    cmd = [sys.executable, "-m", "kueuetop", "sim", "serve", scenario, "--port", "0", "--speed", f"{speed:g}",
-           "--kubeconfig", str(kubeconfig)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-                            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-    demo = DemoCluster(proc, kubeconfig, tmpdir)
-    ready = threading.Event()
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        kubeconfig = tmpdir / "kubeconfig"
+        log = open(tmpdir / "sim.log", "wb")  # noqa: SIM115 - lives as long as the child
+        cmd = [sys.executable, "-m", "kueuetop", "sim", "serve", scenario, "--port", "0", "--speed", f"{speed:g}",
+               "--kubeconfig", str(kubeconfig)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        demo = DemoCluster(proc, kubeconfig, tmpdir)
+        ready = threading.Event()
 
-    def drain() -> None:
-        # Read the announcement lines, then keep the pipe empty so the child never blocks on it.
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if b"kubeconfig written to" in line:
-                ready.set()
-        ready.set()
+        def drain() -> None:
+            # Read the announcement lines, then keep the pipe empty so the child never blocks on it.
+            assert proc is not None and proc.stdout is not None
+            for line in proc.stdout:
+                if b"kubeconfig written to" in line:
+                    ready.set()
+            ready.set()
 
-    threading.Thread(target=drain, name="kueuetop-demo-stdout", daemon=True).start()
-    deadline = time.monotonic() + timeout
-    while not ready.wait(0.1):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            break
-    if proc.poll() is not None or not kubeconfig.exists():
-        demo.stop() if proc.poll() is None else None
+        threading.Thread(target=drain, name="kueuetop-demo-stdout", daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not ready.wait(0.1):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                break
+        if proc.poll() is None and kubeconfig.exists():
+            return demo
         err = ""
-        with contextlib.suppress(OSError):
-            err = (tmpdir / "sim.log").read_text(errors="replace").strip().splitlines()[-1:][0]
-        shutil.rmtree(tmpdir, ignore_errors=True)
+        with contextlib.suppress(OSError, IndexError):
+            err = (tmpdir / "sim.log").read_text(errors="replace").strip().splitlines()[-1]
         raise DemoProblem(f"the simulated cluster did not start ({err or 'no output'})")
-    return demo
+    except BaseException:  # failed, or interrupted (SIGTERM, Ctrl-C) while starting: nothing left behind
+        if proc is not None:
+            DemoCluster(proc, tmpdir / "kubeconfig", tmpdir).stop()
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        raise
 
 
 def _say(message: str, hint: str = "") -> None:
