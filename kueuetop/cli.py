@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from kueuetop import __version__
 from kueuetop.live_cli import add_connection_args, cmd_explain_live, cmd_snapshot
@@ -31,17 +31,47 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: use a number from 0 to 65535") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {port}: use a number from 0 to 65535 (0: a free one)")
+    return port
+
+
+def _speed(text: str) -> float:
+    try:
+        speed = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid speed {text!r}: use a positive number") from None
+    if not (speed > 0 and speed < float("inf")):
+        raise argparse.ArgumentTypeError(f"invalid speed {text!r}: use a positive number")
+    return speed
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line: `kueuetop: error: …` (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        from kueuetop.redact import one_line
+
+        self.exit(EXIT_USAGE, f"kueuetop: {self.prog}: {one_line(message, 1000)} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kueuetop", description="A terminal console for Kueue GPU clusters.")
+    p = _Parser(prog="kueuetop", description="A terminal console for Kueue GPU clusters.")
     p.add_argument("--version", action="version", version=f"kueuetop {__version__}")
     from kueuetop.tui.launch import add_console_options  # argparse only; Textual loads in run_console
 
     add_console_options(p)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.add_parser("version", help="print the version")
 
     sim = sub.add_parser("sim", help="the embedded simulated cluster")
-    simsub = sim.add_subparsers(dest="sim_command", metavar="SIMCOMMAND")
+    sim.set_defaults(sim_parser=sim)
+    simsub = sim.add_subparsers(dest="sim_command", metavar="SIMCOMMAND", parser_class=_Parser)
     simsub.add_parser("list", help="list the built-in scenarios")
     run = simsub.add_parser("run", help="run a scenario headless in virtual time and report")
     run.add_argument("scenario", help="built-in scenario name or a YAML file")
@@ -52,13 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--output", help="write the report to this file instead of stdout")
     serve = simsub.add_parser("serve", help="serve a scenario over a Kubernetes-compatible API on loopback")
     serve.add_argument("scenario", nargs="?", default="refarch")
-    serve.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (default: a free one)")
-    serve.add_argument("--speed", type=float, default=1.0, help="simulated seconds per second (default 1)")
+    serve.add_argument("--port", type=_port, default=0, help="TCP port on 127.0.0.1 (default: a free one)")
+    serve.add_argument("--speed", type=_speed, default=1.0, help="simulated seconds per second (default 1)")
     serve.add_argument("--kueue-api", choices=("v1beta2", "v1beta1"), default="v1beta2",
                        help="kueue.x-k8s.io API to serve: v1beta2 (Kueue >= 0.15, also serves the "
                             "deprecated v1beta1) or v1beta1 (Kueue <= 0.14, v1beta1 only)")
-    serve.add_argument("--token-file", help="bearer tokens and roles (YAML: token: {user, role})")
-    serve.add_argument("--kubeconfig", help="where to write the kubeconfig (default: runtime dir)")
+    serve.add_argument("--token-file", help="bearer tokens and roles (YAML: token: {user, role}); serves "
+                                            "HTTPS with a generated CA, which the kubeconfig trusts")
+    serve.add_argument("--kubeconfig", help="where to write the kubeconfig, a new file (default: "
+                                            "$XDG_RUNTIME_DIR/kueuetop or a private temporary directory); "
+                                            "removed on exit")
 
     ex = sub.add_parser("explain", help="why a workload waits, with the evidence")
     ex.add_argument("workload", metavar="NAMESPACE/NAME")
@@ -132,6 +165,10 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
     scenario = _load(args.scenario)
     if scenario is None:
         return EXIT_USAGE
+    import logging
+
+    # A refused step is in the report and in the one error line below, not logged a second time.
+    logging.getLogger("kueuetop.sim.cluster").setLevel(logging.ERROR)
     report, stats = run_scenario(scenario, args.duration, until_idle=args.until_idle)
     report["run"] = stats
     text = json.dumps(report, indent=2) + "\n" if args.report == "json" else render_table(report)
@@ -140,6 +177,10 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
             fh.write(text)
     else:
         sys.stdout.write(text)
+    errors = report.get("errors") or []
+    if errors:
+        more = f" (and {len(errors) - 1} more, listed in the report)" if len(errors) > 1 else ""
+        return _fail(f"scenario {scenario.name}: step refused: {errors[0]}{more}")
     return EXIT_OK
 
 
@@ -152,10 +193,11 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         served = start_served(scenario, port=args.port, speed=args.speed, token_file=args.token_file,
-                              kubeconfig=args.kubeconfig, kueue_api=args.kueue_api)
-    except (OSError, ValueError) as exc:
-        print(f"kueuetop: cannot start the simulated cluster: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+                              kubeconfig=args.kubeconfig, kueue_api=args.kueue_api, tls=bool(args.token_file))
+    except ValueError as exc:  # a bad token file or option: bad input
+        return _fail(f"cannot start the simulated cluster: {exc}", EXIT_USAGE)
+    except OSError as exc:
+        return _fail(f"cannot start the simulated cluster: {exc.strerror if exc.strerror and exc.filename is None else exc}")
     print(f"kueuetop: serving scenario {scenario.name} at {served.url} (kueue.x-k8s.io/{args.kueue_api})",
           flush=True)
     print(f"kueuetop: kubeconfig written to {served.kubeconfig}", flush=True)
@@ -210,7 +252,9 @@ def _kube_identity(kubeconfig: str | None, context: str | None) -> tuple[str, st
 
 
 def _fail(message: str, code: int = EXIT_FAILED) -> int:
-    print("kueuetop: " + " ".join(message.split()), file=sys.stderr)
+    from kueuetop.redact import one_line
+
+    print("kueuetop: " + one_line(message, 1000), file=sys.stderr)
     return code
 
 
@@ -315,7 +359,31 @@ def cmd_action(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_action(args: argparse.Namespace) -> int:
+    """An action command, after checking that the credentials work and the server is a Kubernetes
+    API server (an HTML login page or a failing exec plugin is one line, not a traceback from deep
+    in the client); anything the action lets escape is one line too."""
+    from kueuetop.connection import ConnectionProblem, check_api_server
+    from kueuetop.redact import one_line
+
+    try:
+        check_api_server(args.kubeconfig, args.context)
+    except ConnectionProblem as exc:
+        return _fail(f"{args.action} {args.target}: {exc.describe()}")
+    try:
+        return cmd_action(args)
+    except Exception as exc:  # the server answered something no Kubernetes API server sends
+        return _fail(f"{args.action} {args.target}: failed: {type(exc).__name__}: {one_line(str(exc), 300)}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    from kueuetop.redact import install_log_redaction
+
+    install_log_redaction()
+    import logging
+
+    # urllib3 logs every retry as a warning; the command's own error line says what failed.
+    logging.getLogger("urllib3").setLevel(logging.ERROR)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "version":
@@ -330,13 +398,14 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_OK
         if args.sim_command in handlers:
             return handlers[args.sim_command](args)
-        parser.parse_args(["sim", "--help"])
+        args.sim_parser.print_help(sys.stderr)  # no subcommand is bad usage, as argparse's own errors
+        return EXIT_USAGE
     if args.command == "explain":
         return cmd_explain(args)
     if args.command == "snapshot":
         return cmd_snapshot(args)
     if getattr(args, "action", None):
-        return cmd_action(args)
+        return _run_action(args)
     if args.command is None:
         from kueuetop.tui.launch import run_console
 

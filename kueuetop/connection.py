@@ -9,8 +9,14 @@ aws, kubelogin…) run through the kubernetes client. Every failure becomes a
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import re
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +27,11 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
+from kueuetop.redact import one_line, redact
 from kueuetop.sources.kube_http import ApiError, request
 from kueuetop.sources.retry import call_with_retry
+
+_log = logging.getLogger(__name__)
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
@@ -35,8 +44,9 @@ class ConnectionProblem(Exception):
     """Cannot talk to the cluster. `str()` is one line; `hint` says what to try."""
 
     def __init__(self, message: str, hint: str = "") -> None:
-        self.message = message
-        self.hint = hint
+        # Messages name the server URL, which may carry credentials (https://user:pass@host).
+        self.message = redact(message)
+        self.hint = redact(hint)
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -48,6 +58,14 @@ class ConnectionProblem(Exception):
 
 class NoKueue(ConnectionProblem):
     """The cluster answers but does not serve kueue.x-k8s.io."""
+
+
+class ExecPluginFailed(ConnectionProblem):
+    """The kubeconfig's exec credential plugin failed; the message summarises its output."""
+
+
+class NotKubernetes(ConnectionProblem):
+    """The server answers, but not as a Kubernetes API server (an HTML login page, a proxy)."""
 
 
 @dataclass(frozen=True)
@@ -127,9 +145,22 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> tu
                                 f"available contexts: {', '.join(contexts) or 'none'}")
     ctx = contexts[chosen]
     try:
-        k8s_config.load_kube_config(config_file=joined, context=chosen, client_configuration=cfg,
-                                    persist_config=False)
+        with _plugin_stderr_captured() as captured:
+            with _client_log_captured() as logged:
+                k8s_config.load_kube_config(config_file=joined, context=chosen, client_configuration=cfg,
+                                            persist_config=False)
+            # The kubernetes client logs a failed exec plugin (logging.error, which also installs a
+            # stderr handler on the root logger) and carries on without credentials; with a terminal
+            # the plugin's stderr goes to it and the logged error is an AttributeError on None.
+            errors = [r.getMessage() for r in logged if r.levelno >= logging.ERROR]
+            if errors and _uses_exec(paths, ctx):
+                raise ConfigException(errors[-1] if errors[-1].startswith("exec:") else f"exec: {errors[-1]}")
+        for r in logged:
+            _log.log(r.levelno, "%s", redact(r.getMessage()))
     except ConfigException as e:
+        if str(e).startswith("exec:"):
+            raise ExecPluginFailed(f"context {chosen!r} cannot be used: {exec_failure(str(e), captured.text)}",
+                                   _auth_hint("exec")) from None
         raise ConnectionProblem(f"context {chosen!r} cannot be used: {_one_line(e)}",
                                 _auth_hint(str(e))) from None
     except Exception as e:  # exec plugin crashed, cert files missing…
@@ -137,7 +168,8 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> tu
                                 _auth_hint(str(e))) from None
     cfg.retries = 1  # informers retry with backoff themselves; discovery must fail fast
     cfg.connection_pool_maxsize = 32  # one connection per informer stream plus short requests
-    info = ClusterInfo(context=str(chosen), server=str(cfg.host), user=str(ctx.get("user") or ""),
+    # `server` is for display (status bar, snapshot, messages); requests use cfg.host.
+    info = ClusterInfo(context=str(chosen), server=redact(str(cfg.host)), user=str(ctx.get("user") or ""),
                        namespace=str(ctx.get("namespace") or "default"))
     return k8s.ApiClient(cfg), info
 
@@ -162,6 +194,112 @@ def _read_contexts(paths: list[str]) -> tuple[dict[str, dict[str, Any]], str]:
     return contexts, current
 
 
+_EXEC_EXIT = re.compile(r"^exec: process returned (-?\d+)\.?\s*", re.DOTALL)
+
+
+def exec_failure(message: str, captured: str = "") -> str:
+    """One line for a failed exec credential plugin: its exit code and the last non-empty line of
+    its stderr (where plugins put the reason: expired login, missing binary…), redacted and
+    truncated. `message` is the kubernetes client's "exec: process returned N. <stderr>"; when
+    stderr went to a terminal, `captured` holds it instead."""
+    m = _EXEC_EXIT.match(message)
+    code = f" (exit {m.group(1)})" if m else ""
+    rest = message[m.end():] if m else ""
+    lines = [ln.strip() for ln in (rest + "\n" + captured).splitlines() if ln.strip()]
+    if not lines:
+        lines = [message.removeprefix("exec:").strip() or "no output"]
+    last = one_line(lines[-1], 200)
+    return f"the exec credential plugin failed{code}: {last}"
+
+
+def _uses_exec(paths: list[str], ctx: dict[str, Any]) -> bool:
+    """Whether the context's user runs an exec credential plugin (first file defining it wins)."""
+    for p in paths:
+        with contextlib.suppress(OSError, yaml.YAMLError):
+            doc = yaml.safe_load(Path(p).expanduser().read_text()) or {}
+            for u in (doc.get("users") or ()) if isinstance(doc, dict) else ():
+                if isinstance(u, dict) and u.get("name") == ctx.get("user"):
+                    return isinstance(u.get("user"), dict) and "exec" in u["user"]
+    return False
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            self.records.append(record)
+
+
+@contextlib.contextmanager
+def _client_log_captured() -> Iterator[list[logging.LogRecord]]:
+    """Warnings and errors the kubernetes client logs on the root logger while loading, kept
+    instead of printed (a handler present means logging.error() installs no stderr handler)."""
+    root = logging.getLogger()
+    handler = _ListHandler()
+    saved = root.handlers[:]
+    root.handlers = [handler]
+    try:
+        yield handler.records
+    finally:
+        root.handlers = saved
+
+
+class _Captured:
+    text = ""
+
+
+@contextlib.contextmanager
+def _plugin_stderr_captured() -> Iterator[_Captured]:
+    """While the kubeconfig loads, file descriptor 2 goes to a private temporary file: the kubernetes
+    client lets an exec plugin write straight to a terminal's stderr, and a failing plugin's many
+    lines must become the one error line. What was written is replayed to stderr afterwards, so a
+    plugin's notices are not lost when it succeeds."""
+    out = _Captured()
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real fd 2 (embedded, tests with captured streams)
+        yield out
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield out
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            out.text = tmp.read(1 << 20).decode(errors="replace")
+    if out.text.strip() and sys.exc_info()[0] is None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(out.text)
+
+
+def check_api_server(kubeconfig: str | None = None, context: str | None = None, timeout: float = 10.0) -> None:
+    """Before a command that changes the cluster: raise ExecPluginFailed or NotKubernetes when the
+    credentials cannot be had or the server is not a Kubernetes API server. Other problems are
+    left for the command itself to report in its own words."""
+    try:
+        api, info = load_client(kubeconfig, context)
+    except ExecPluginFailed:
+        raise
+    except ConnectionProblem:
+        return
+    try:
+        _get(api, "/version", info, timeout)
+    except NotKubernetes:
+        raise
+    except ConnectionProblem:
+        return
+    finally:
+        api.close()
+
+
 def _sa_namespace() -> str:
     try:
         return Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace").read_text().strip() or "default"
@@ -170,8 +308,7 @@ def _sa_namespace() -> str:
 
 
 def _one_line(e: BaseException) -> str:
-    text = " ".join(str(e).split())
-    return text[:300] + ("…" if len(text) > 300 else "")
+    return one_line(str(e))
 
 
 def _auth_hint(text: str) -> str:
@@ -209,8 +346,8 @@ def _get(api: k8s.ApiClient, path: str, info: ClusterInfo, timeout: float) -> An
         raise ConnectionProblem(f"cannot reach {info.server}: {type(e).__name__}: {_one_line(e)}",
                                 "`kubectl cluster-info` should work") from None
     except ValueError:
-        raise ConnectionProblem(f"{info.server} is not a Kubernetes API server (answer to {path} is not JSON)",
-                                "check the server URL in your kubeconfig") from None
+        raise NotKubernetes(f"{info.server} is not a Kubernetes API server (answer to {path} is not JSON)",
+                            "check the server URL in your kubeconfig") from None
 
 
 def _reason(e: urllib3.exceptions.MaxRetryError) -> str:

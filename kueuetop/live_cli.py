@@ -28,7 +28,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def _fail(message: str, code: int = EXIT_FAILED) -> int:
-    print("kueuetop: " + " ".join(str(message).split()), file=sys.stderr)
+    from kueuetop.redact import one_line
+
+    print("kueuetop: " + one_line(str(message), 1000), file=sys.stderr)
     return code
 
 

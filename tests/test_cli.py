@@ -170,4 +170,4 @@ def test_sim_serve_with_kubectl(tmp_path):
             proc.kill()
             raise
     assert proc.returncode == 0
-    assert Path(kubeconfig).exists()
+    assert not Path(kubeconfig).exists()  # it held the server's admin token: removed on exit

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kueuetop import xdg
+from kueuetop.redact import redact
 
 AUDIT_FILE = "audit.jsonl"
 
@@ -76,7 +77,7 @@ def _scrub(text: str, secrets: Iterable[str]) -> str:
     for s in secrets:
         if s and len(s) >= 4:
             text = text.replace(s, "***")
-    return text
+    return redact(text)
 
 
 def write_audit(record: AuditRecord, path: Path | None = None, secrets: Iterable[str] = ()) -> str | None:

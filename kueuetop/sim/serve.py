@@ -13,10 +13,10 @@ scenario's later steps (its Workloads) are built there too.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import os
+import secrets
 import signal
-import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from kueuetop.sim.apiserver import ApiServer, ServerHooks, write_kubeconfig
 from kueuetop.sim.apiserver.auth import load_tokens
 from kueuetop.sim.apiserver.defaults import prepare_for_create
+from kueuetop.sim.apiserver.kubeconfig import private_dir
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cluster import SimCluster
 from kueuetop.sim.objectstore import ObjectStore
@@ -54,6 +55,8 @@ class ServedCluster:
     kubeconfig: Path
     thread: threading.Thread
     caught_up: threading.Event
+    admin_token: str | None = None  # the token the kubeconfig carries (fault switches need it)
+    ca_pem: bytes | None = None  # the generated CA when serving TLS
 
     @property
     def url(self) -> str:
@@ -63,6 +66,9 @@ class ServedCluster:
         self.parts.cluster.stop()
         self.server.stop()
         self.thread.join(timeout=5)
+        # The kubeconfig holds a token for a server that is gone: it goes with it.
+        with contextlib.suppress(OSError):
+            self.kubeconfig.unlink()
 
 
 def _hooks(parts: SimParts) -> ServerHooks:
@@ -134,29 +140,48 @@ def _hooks(parts: SimParts) -> ServerHooks:
 
 
 def default_kubeconfig_path(port: int) -> Path:
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    return Path(base) / "kueuetop" / f"sim-{port}.kubeconfig"
+    """In kueuetop's private directory ($XDG_RUNTIME_DIR/kueuetop, else a checked 0700 one)."""
+    return private_dir() / f"sim-{port}.kubeconfig"
 
 
 def start_served(scenario: Scenario, *, port: int = 0, speed: float = 1.0, token_file: str | None = None,
                  kubeconfig: str | None = None, faults: dict | None = None,
-                 kueue_api: str = "v1beta2") -> ServedCluster:
+                 kueue_api: str = "v1beta2", tls: bool = False) -> ServedCluster:
     """Start the simulation thread and the API server; returns once both are up.
 
     kueue_api: "v1beta2" (Kueue ≥ 0.15: v1beta2 preferred, v1beta1 deprecated) or "v1beta1"
-    (Kueue ≤ 0.14: v1beta1 only)."""
+    (Kueue ≤ 0.14: v1beta1 only). tls: serve HTTPS with a CA generated now and written into
+    the kubeconfig (client-go sends bearer tokens only over TLS). Without a token file every
+    client is admin of the API, but the fault switches need a random admin token, which the
+    kubeconfig carries. The kubeconfig is created exclusively (never over an existing file or
+    symlink) and removed by stop()."""
     if kueue_api not in KUEUE_API_VERSIONS:
         raise ValueError(f"unknown Kueue API version {kueue_api!r}: use one of {', '.join(KUEUE_API_VERSIONS)}")
     tokens = load_tokens(token_file) if token_file else None
+    admin = next((t for t, u in (tokens or {}).items() if u.role == "admin"), None)
+    switch_token = None if tokens is not None else secrets.token_urlsafe(24)
+    server_tls = None
+    if tls:
+        from kueuetop.sim.apiserver.tls import generate_server_tls
+
+        server_tls = generate_server_tls()
     first, later = split_first_instant(scenario)
     clock = SimClock(time.time(), speed)
     parts = build_cluster(first, clock)
     load_first_instant(parts)
     server = ApiServer(parts.cluster.store, port=port, tokens=tokens, faults=faults, hooks=_hooks(parts),
-                       kueue_versions=KUEUE_API_VERSIONS[kueue_api]).start()
-    admin = next((t for t, u in (tokens or {}).items() if u.role == "admin"), None)
+                       kueue_versions=KUEUE_API_VERSIONS[kueue_api],
+                       tls=server_tls.server_context() if server_tls else None, admin_token=switch_token).start()
+    ca_pem = server_tls.ca_pem if server_tls else None
     try:
-        path = write_kubeconfig(kubeconfig or default_kubeconfig_path(server.port), server.url, token=admin)
+        path = Path(kubeconfig) if kubeconfig else default_kubeconfig_path(server.port)
+        if not kubeconfig:
+            # Left by a server on this port that was killed (kill -9); the directory is checked
+            # to be ours and private, so nobody else could have put it there. unlink() removes a
+            # symlink itself, never its target.
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        path = write_kubeconfig(path, server.url, token=admin or switch_token, ca_pem=ca_pem)
     except OSError:
         server.stop()
         raise
@@ -164,7 +189,7 @@ def start_served(scenario: Scenario, *, port: int = 0, speed: float = 1.0, token
     thread = threading.Thread(target=_simulate, args=(parts.cluster, later, caught_up), name="kueuetop-sim",
                               daemon=True)
     thread.start()
-    return ServedCluster(parts, server, path, thread, caught_up)
+    return ServedCluster(parts, server, path, thread, caught_up, admin or switch_token, ca_pem)
 
 
 def load_first_instant(parts: SimParts) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import shutil
 import signal
 import subprocess
@@ -75,44 +74,54 @@ def _die_with_parent() -> None:  # runs in the child before exec
 
 
 def start_demo(scenario: str, speed: float = 1.0, timeout: float = DEMO_START_TIMEOUT) -> DemoCluster:
-    tmpdir = Path(tempfile.mkdtemp(prefix="kueuetop-demo-"))
-    os.chmod(tmpdir, 0o700)
-    kubeconfig = tmpdir / "kubeconfig"
-    log = open(tmpdir / "sim.log", "wb")  # noqa: SIM115 - lives as long as the child
-    cmd = [sys.executable, "-m", "kueuetop", "sim", "serve", scenario, "--port", "0", "--speed", f"{speed:g}",
-           "--kubeconfig", str(kubeconfig)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-                            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-    demo = DemoCluster(proc, kubeconfig, tmpdir)
-    ready = threading.Event()
+    from kueuetop.sim.apiserver.kubeconfig import private_dir
 
-    def drain() -> None:
-        # Read the announcement lines, then keep the pipe empty so the child never blocks on it.
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if b"kubeconfig written to" in line:
-                ready.set()
-        ready.set()
+    # mkdtemp creates it 0700 with a name nobody could have pre-created, inside the per-user
+    # private directory; the child writes its kubeconfig (admin token) there exclusively.
+    tmpdir = Path(tempfile.mkdtemp(prefix="demo-", dir=private_dir()))
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        kubeconfig = tmpdir / "kubeconfig"
+        log = open(tmpdir / "sim.log", "wb")  # noqa: SIM115 - lives as long as the child
+        cmd = [sys.executable, "-m", "kueuetop", "sim", "serve", scenario, "--port", "0", "--speed", f"{speed:g}",
+               "--kubeconfig", str(kubeconfig)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        demo = DemoCluster(proc, kubeconfig, tmpdir)
+        ready = threading.Event()
 
-    threading.Thread(target=drain, name="kueuetop-demo-stdout", daemon=True).start()
-    deadline = time.monotonic() + timeout
-    while not ready.wait(0.1):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            break
-    if proc.poll() is not None or not kubeconfig.exists():
-        demo.stop() if proc.poll() is None else None
+        def drain() -> None:
+            # Read the announcement lines, then keep the pipe empty so the child never blocks on it.
+            assert proc is not None and proc.stdout is not None
+            for line in proc.stdout:
+                if b"kubeconfig written to" in line:
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=drain, name="kueuetop-demo-stdout", daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not ready.wait(0.1):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                break
+        if proc.poll() is None and kubeconfig.exists():
+            return demo
         err = ""
-        with contextlib.suppress(OSError):
-            err = (tmpdir / "sim.log").read_text(errors="replace").strip().splitlines()[-1:][0]
-        shutil.rmtree(tmpdir, ignore_errors=True)
+        with contextlib.suppress(OSError, IndexError):
+            err = (tmpdir / "sim.log").read_text(errors="replace").strip().splitlines()[-1]
         raise DemoProblem(f"the simulated cluster did not start ({err or 'no output'})")
-    return demo
+    except BaseException:  # failed, or interrupted (SIGTERM, Ctrl-C) while starting: nothing left behind
+        if proc is not None:
+            DemoCluster(proc, tmpdir / "kubeconfig", tmpdir).stop()
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        raise
 
 
 def _say(message: str, hint: str = "") -> None:
-    print(f"kueuetop: {message}", file=sys.stderr)
+    from kueuetop.redact import one_line
+
+    print(f"kueuetop: {one_line(message, 1000)}", file=sys.stderr)
     if hint:
-        print(f"  hint: {hint}", file=sys.stderr)
+        print(f"  hint: {one_line(hint, 1000)}", file=sys.stderr)
 
 
 def run_console(args: argparse.Namespace) -> int:
@@ -124,6 +133,7 @@ def run_console(args: argparse.Namespace) -> int:
     conn = None
     sources: Any = None
     poller: Any = None
+    previous_term = _exit_on_sigterm()
     try:
         kubeconfig, context = getattr(args, "kubeconfig", None), getattr(args, "context", None)
         if getattr(args, "demo", None):
@@ -162,9 +172,11 @@ def run_console(args: argparse.Namespace) -> int:
         if app.return_code == EXIT_HANGUP:
             silence_std_streams()  # the terminal is gone; the cleanup below must not write to it
         return int(code or 0) if app.return_code is None else int(app.return_code or code or 0)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Terminated):
         return EXIT_FAILED
     finally:
+        with contextlib.suppress(ValueError, TypeError):
+            signal.signal(signal.SIGTERM, previous_term)
         if poller is not None:
             poller.stop(timeout=1.0)
         if sources is not None:
@@ -173,6 +185,21 @@ def run_console(args: argparse.Namespace) -> int:
             conn.close()
         if demo is not None:
             demo.stop()
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so the cleanup runs (demo cluster stopped, its
+    private directory with the kubeconfig removed) instead of the process just vanishing."""
+
+
+def _exit_on_sigterm() -> Any:
+    def _term(signum: int, frame: Any) -> None:
+        raise _Terminated
+
+    try:
+        return signal.signal(signal.SIGTERM, _term)
+    except ValueError:  # not the main thread (embedded): leave signals alone
+        return signal.SIG_DFL
 
 
 def _start_gpu_poller(conn: Any, store: Any, prometheus: str | None) -> Any:
@@ -184,6 +211,5 @@ def _start_gpu_poller(conn: Any, store: Any, prometheus: str | None) -> Any:
     try:
         return GpuPoller(store, gpu_source_for(conn, prometheus), interval=5.0).start()
     except Exception as exc:  # a bad URL must not stop the console; the status bar shows gpu:none
-        store_note = f"GPU metrics unavailable: {type(exc).__name__}: {exc}"
-        print(f"kueuetop: {store_note}", file=sys.stderr)
+        _say(f"GPU metrics unavailable: {type(exc).__name__}: {exc}")  # redacted: the URL may hold a password
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 from dataclasses import dataclass
@@ -35,15 +36,30 @@ def load_tokens(source: str | os.PathLike[str] | dict[str, Any]) -> dict[str, Us
         data: Any = source
     else:
         text = Path(source).read_text()
-        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+        try:
+            data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as exc:
+            where = getattr(exc, "problem_mark", None)
+            at = f" at line {where.line + 1}" if where is not None else ""
+            what = getattr(exc, "problem", None) or getattr(exc, "msg", None) or type(exc).__name__
+            raise ValueError(f"token file {source} is not valid YAML or JSON{at}: {what}") from None
+    try:
+        return _users(data)
+    except ValueError as exc:
+        if isinstance(source, dict):
+            raise
+        raise ValueError(f"token file {source}: {exc}") from None
+
+
+def _users(data: Any) -> dict[str, User]:
     if isinstance(data, dict) and isinstance(data.get("tokens"), dict):
         data = data["tokens"]
     if not isinstance(data, dict):
-        raise ValueError("token file must map token -> {user, role}")
+        raise ValueError("it must map token -> {user, role}")
     out: dict[str, User] = {}
-    for token, entry in data.items():
-        if not isinstance(entry, dict):
-            raise ValueError(f"token entry for {str(token)[:4]}… must be a mapping")
+    for n, (token, entry) in enumerate(data.items(), 1):
+        if not isinstance(entry, dict):  # the token itself is a secret: the entry is named by position
+            raise ValueError(f"entry {n} must be a mapping {{user, role}}")
         role = entry.get("role", "viewer")
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r} (expected admin or viewer)")
@@ -52,8 +68,20 @@ def load_tokens(source: str | os.PathLike[str] | dict[str, Any]) -> dict[str, Us
 
 
 class Authorizer:
-    def __init__(self, tokens: dict[str, User] | None) -> None:
+    """tokens None: no authentication, everyone is admin of the API, but the fault switches and
+    other admin endpoints of kueuetop itself still need `admin_token` when one is set."""
+
+    def __init__(self, tokens: dict[str, User] | None, admin_token: str | None = None) -> None:
         self.tokens = tokens
+        self.admin_token = admin_token
+
+    def may_change_faults(self, user: User, authorization: str | None) -> bool:
+        if user.role != "admin":
+            return False
+        if self.tokens is not None or not self.admin_token:
+            return True
+        given = authorization[7:].strip() if authorization and authorization.lower().startswith("bearer ") else ""
+        return hmac.compare_digest(given.encode(), self.admin_token.encode())
 
     @property
     def enabled(self) -> bool:

@@ -6,7 +6,7 @@ import contextlib
 import logging
 import os
 import socket
-import sys
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,8 +45,10 @@ class ApiServer:
                  tokens: str | os.PathLike[str] | dict[str, Any] | None = None,
                  faults: Faults | dict[str, Any] | None = None, hooks: ServerHooks | None = None,
                  bookmark_interval: float = 10.0, max_body_bytes: int = MAX_BODY_BYTES,
-                 kueue_versions: tuple[str, ...] = KUEUE_VERSIONS) -> None:
+                 kueue_versions: tuple[str, ...] = KUEUE_VERSIONS, tls: ssl.SSLContext | None = None,
+                 admin_token: str | None = None) -> None:
         self.store = store
+        self.tls = tls
         self.served = ServedVersions(tuple(kueue_versions))
         self.host = host
         self.port = port
@@ -56,7 +58,7 @@ class ApiServer:
                 user_map = dict(tokens)
             else:
                 user_map = load_tokens(tokens)
-        self.authz = Authorizer(user_map)
+        self.authz = Authorizer(user_map, admin_token)
         if isinstance(faults, Faults):
             self.faults = faults
         else:
@@ -77,6 +79,10 @@ class ApiServer:
     def start(self) -> ApiServer:
         """Listen and serve in a background thread; returns once the socket is listening."""
         httpd = _HTTPServer((self.host, self.port), _Handler)
+        if self.tls is not None:
+            # The handshake happens in the request's thread on first read, not in accept():
+            # a slow or broken client must not hold up every other connection.
+            httpd.socket = self.tls.wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
         httpd.api = self
         self._httpd = httpd
         self.port = httpd.server_address[1]
@@ -87,7 +93,7 @@ class ApiServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls is not None else 'http'}://{self.host}:{self.port}"
 
     def stop(self) -> None:
         """Stop serving: end watch streams, close connections, release the port."""
@@ -241,7 +247,7 @@ class ApiServer:
         if t == "openapi":
             return self._openapi(r)
         if t == "special":
-            return self._special(ctx)
+            return self._special(h, ctx)
         if t == "visibility":
             return self._visibility(ctx)
         if t == "proxy":
@@ -261,7 +267,7 @@ class ApiServer:
                 return Reply(200, discovery.openapi_v3_doc(parts[1], parts[2]))
         raise ApiError(404, "the server could not find the requested resource", "NotFound", {})
 
-    def _special(self, ctx: Ctx) -> Reply:
+    def _special(self, h: _Handler, ctx: Ctx) -> Reply:
         name = ctx.route.extra
         if name in ("healthz", "livez", "readyz"):
             return Reply(200, b"ok", content_type="text/plain; charset=utf-8")
@@ -274,7 +280,7 @@ class ApiServer:
                 return Reply(200, self.faults.to_json())
             if ctx.method != "POST":
                 raise _method_not_allowed()
-            if ctx.user.role != "admin":
+            if not self.authz.may_change_faults(ctx.user, h.headers.get("Authorization")):
                 raise ApiError(403, f'User "{ctx.user.name}" cannot change faults', "Forbidden", {})
             body = codec.decode_body(ctx.read_body(), ctx.content_type or "application/json")
             if not isinstance(body, dict):
@@ -400,11 +406,9 @@ class _HTTPServer(ThreadingHTTPServer):
     api: ApiServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that resets its connection mid-request (a dropped watch, a killed console) is
-        # ordinary traffic for an API server, not a traceback on stderr.
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
+        # A client that drops the connection or fails the TLS handshake is routine; the stdlib
+        # default prints a traceback to stderr.
+        _log.debug("connection from %s ended with an error", client_address, exc_info=True)
 
 
 class _ChunkedSink:
