@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kubernetes import client, config
 
 from kueuetop.connection import connect
+from kueuetop.sim.apiserver import write_kubeconfig
 from kueuetop.sim.serve import ServedCluster
 from kueuetop.sources.gpu_poller import PROMETHEUS_SOURCE, SCRAPE_SOURCE, GpuPoller, gpu_source_for
 from kueuetop.sources.prom import PrometheusSource
 from kueuetop.sources.scrape import ScrapeSource
 from kueuetop.store import SourceState, Store
+from tests.fault_proxy import FaultProxy
 
 from .conftest import wait_until
 
@@ -32,8 +36,10 @@ def test_factory_picks_prometheus_only_with_a_url(served20: ServedCluster) -> No
         conn.close()
 
 
-def test_poller_feeds_store_and_marks_stale_on_failure_then_fresh(served20: ServedCluster) -> None:
-    api = _own_client(served20)
+def test_poller_feeds_store_and_marks_stale_on_failure_then_fresh(served20: ServedCluster, tmp_path: Path) -> None:
+    proxy = FaultProxy(served20.url).start()
+    api = config.new_client_from_config(str(write_kubeconfig(tmp_path / "proxied", proxy.url)))
+    api.configuration.retries = False
     store = Store()
     poller = GpuPoller(store, ScrapeSource(api, timeout=2.0), interval=0.1, max_backoff=0.2)
     assert poller.name == SCRAPE_SOURCE and store.source(SCRAPE_SOURCE).state is SourceState.CONNECTING
@@ -42,22 +48,21 @@ def test_poller_feeds_store_and_marks_stale_on_failure_then_fresh(served20: Serv
         assert wait_until(lambda: store.gpus() and not store.stale(SCRAPE_SOURCE), 15), store.sources()
         gpus = store.gpus()
         assert all(s.model and s.mem_total_mib for s in gpus.values())
-        # The API server goes away: last data kept, source marked stale with the reason.
-        real = api.configuration.host
-        api.configuration.host = "http://127.0.0.1:9"
-        api.rest_client.pool_manager.clear()
+        # The API server goes away (every connection reset): last data kept, marked stale with the reason.
+        proxy.rule(lambda method, path: "lose-request")
+        proxy.drop_connections()
         assert wait_until(lambda: store.stale(SCRAPE_SOURCE), 10)
         st = store.source(SCRAPE_SOURCE)
         assert st.state is SourceState.ERROR and "listing exporter pods" in st.message
         assert store.gpus().keys() == gpus.keys()
         # Back: fresh again, on the next poll (the backoff is capped).
-        api.configuration.host = real
-        api.rest_client.pool_manager.clear()
+        proxy.rule(None)
         assert wait_until(lambda: not store.stale(SCRAPE_SOURCE), 10), store.source(SCRAPE_SOURCE)
         assert store.source(SCRAPE_SOURCE).state is SourceState.LIVE
     finally:
         poller.stop(timeout=5)
         api.close()
+        proxy.stop()
     assert not poller.running and store.source(SCRAPE_SOURCE).state is SourceState.STOPPED
 
 
