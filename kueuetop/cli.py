@@ -259,13 +259,8 @@ def _fail(message: str, code: int = EXIT_FAILED) -> int:
 
 
 def cmd_action(args: argparse.Namespace) -> int:
-    """hold / resume / requeue / preempt / preempt-and-hold / stop / drain / resume-queue.
-
-    Journaled (actions/journal.py): the intent is written before the first request, each PATCH
-    before it leaves, the outcome after; an action that cannot be recorded is refused. When a
-    reply is lost the target is read back and the user told what landed and how to finish it.
-    """
-    from kueuetop.actions.journal import Identity, Journal, JournalError
+    """hold / resume / requeue / preempt / preempt-and-hold / stop / drain / resume-queue."""
+    from kueuetop.actions.audit import AuditRecord, write_audit
     from kueuetop.actions.plan import DANGEROUS, parse_target, plan
 
     action: str = args.action
@@ -286,7 +281,6 @@ def cmd_action(args: argparse.Namespace) -> int:
         return _fail(f"cannot load kubeconfig: {type(exc).__name__}: {exc}", EXIT_USAGE)
 
     from kueuetop.actions.executor import Executor
-    from kueuetop.actions.landed import NOT_APPLIED
     from kueuetop.actions.preview import preview
     from kueuetop.actions.rbac import check_access, whoami
 
@@ -295,20 +289,20 @@ def cmd_action(args: argparse.Namespace) -> int:
     secrets += [v.split(" ", 1)[-1] for v in secrets]  # the bare token, without "Bearer "
     user = whoami(api_client) or ""
     preview_lines: tuple[str, ...] = ()
-    journal = Journal(Identity(ctx_name, cluster, user or kube_user), secrets=secrets)
+
+    def audit(result: str, message: str, error: str = "", steps: int = 0) -> None:
+        rec = AuditRecord(action, str(target), result, message, args.dry_run, cluster, ctx_name,
+                          user or kube_user, preview_lines, error, steps)
+        problem = write_audit(rec, secrets=secrets)
+        if problem:
+            print(f"kueuetop: warning: {problem}", file=sys.stderr)
 
     with api_client:
-        ex = Executor(api_client, wait_timeout=args.wait_timeout)
-        # Actions an earlier run left without an outcome (killed, machine lost): say what the
-        # cluster was left with before doing anything new.
-        for intent in journal.interrupted():
-            print("kueuetop: " + journal.reconcile(intent, ex.read_back), file=sys.stderr)
         if not args.no_access_check:
             access = check_access(api_client, action, target)
             user = user or access.user
-            journal.identity = Identity(ctx_name, cluster, user or kube_user)
             if not access.allowed:
-                journal.refused(action, target, access.reason)
+                audit("refused", access.reason, "forbidden")
                 return _fail(access.reason)
             if not access.known:
                 print(f"kueuetop: warning: {access.reason}", file=sys.stderr)
@@ -326,34 +320,18 @@ def cmd_action(args: argparse.Namespace) -> int:
             except (EOFError, KeyboardInterrupt):
                 answer = ""
             if answer.strip().lower() not in ("y", "yes"):
-                journal.refused(action, target, "declined at the prompt", error="", result="cancelled")
+                audit("cancelled", "declined at the prompt")
                 return _fail(f"{action} {target}: not confirmed; nothing sent")
+        ex = Executor(api_client, wait_timeout=args.wait_timeout)
         try:
-            action_id = journal.begin(action, target, dry_run=args.dry_run, preview=preview_lines)
-        except JournalError as exc:
-            return _fail(f"{action} {target}: {exc}")
-        try:
-            res = ex.run(action, target, dry_run=args.dry_run,
-                         before_send=journal.before_send(action_id, action, target))
+            res = ex.run(action, target, dry_run=args.dry_run)
         except KeyboardInterrupt:
-            # Interrupted between steps: the journal's intent has no outcome, so the next run
-            # reads the target back and reports it; try that now while we still can.
-            obj, readable = ex.read_back(target, attempts=1)
-            from kueuetop.actions.landed import UNKNOWN, advice, what_landed
-
-            landed = what_landed(action, target, obj, sent=ex.sent, generation_before=ex.generation_before) \
-                if readable else UNKNOWN
-            journal.finish(action_id, action, target, "cancelled", "interrupted", dry_run=args.dry_run,
-                           error="cancelled", landed=landed)
-            return _fail(f"{action} {target}: interrupted: {landed}; {advice(action, target, landed)}")
-    result = "ok" if res.ok else "error"
-    problem = journal.finish(action_id, action, target, result, res.message, dry_run=args.dry_run,
-                             preview=preview_lines, error=res.error, steps=res.steps_done, landed=res.landed)
-    if problem:
-        print(f"kueuetop: warning: {problem}", file=sys.stderr)
+            audit("cancelled", "interrupted", "cancelled")
+            return _fail(f"{action} {target}: interrupted; a later step may not have been sent")
     if not res.ok:
-        where = f" [{res.landed}]" if res.landed not in ("", NOT_APPLIED) else ""
-        return _fail(f"{action} {target}{where}: {res.message}")
+        audit("error", res.message, res.error, res.steps_done)
+        return _fail(f"{action} {target}: {res.message}")
+    audit("ok", res.message, "", res.steps_done)
     state = ", ".join(f"{k}={v}" for k, v in (res.summary.get("conditions") or {}).items())
     print(f"kueuetop: {res.message}" + (f" ({state})" if state else ""))
     return EXIT_OK

@@ -41,34 +41,15 @@ class AuditRecord:
     error: str = ""  # the executor's error kind
     steps_done: int = 0
     time: float = field(default_factory=time.time)
-    # The journal (actions/journal.py): one id per action; phase intent → step… → outcome, or
-    # reconciled when a later run found the action interrupted and read back what landed.
-    id: str = ""
-    phase: str = "outcome"
-    landed: str = ""
-    plan: tuple[str, ...] = ()
-    step: int = -1
-    generation: int | None = None
-    pid: int = 0
-    host: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        return {
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.time)),
             "cluster": self.cluster, "context": self.context, "user": self.user,
             "action": self.action, "target": self.target, "dryRun": self.dry_run,
             "preview": list(self.preview), "result": self.result, "error": self.error,
             "stepsDone": self.steps_done, "message": self.message,
         }
-        if self.id:
-            out.update(id=self.id, phase=self.phase, landed=self.landed)
-            if self.plan:
-                out["plan"] = list(self.plan)
-            if self.step >= 0:
-                out.update(step=self.step, generation=self.generation)
-            if self.pid:
-                out.update(pid=self.pid, host=self.host)
-        return out
 
 
 def _scrub(text: str, secrets: Iterable[str]) -> str:

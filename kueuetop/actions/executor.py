@@ -26,7 +26,6 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from kueuetop.actions.landed import APPLIED, NOT_APPLIED, UNKNOWN, advice, what_landed
 from kueuetop.actions.plan import (
     CLUSTER_QUEUE,
     DEACTIVATION_SEEN,
@@ -48,11 +47,6 @@ MERGE_PATCH = "application/merge-patch+json"
 # Error kinds a caller (CLI exit codes, TUI colours) can branch on.
 FORBIDDEN, NOT_FOUND, CONFLICT, PRECONDITION = "forbidden", "not-found", "conflict", "precondition"
 TIMEOUT, CANCELLED, NETWORK, INVALID, API = "timeout", "cancelled", "network", "invalid", "api-error"
-JOURNAL = "journal"  # the intent could not be recorded: nothing is sent
-
-# Called just before a PATCH goes out: (step index, what is sent, the target's generation as
-# read before it). Raising refuses the step, so nothing is sent that the journal does not know of.
-BeforeSend = Callable[[int, str, "int | None"], None]
 
 
 @dataclass(frozen=True)
@@ -66,7 +60,6 @@ class ActionResult:
     message: str
     error: str = ""  # one of the error kinds above, "" when ok
     summary: Mapping[str, Any] = field(default_factory=dict)  # the object afterwards, see summarize()
-    landed: str = ""  # what reached the cluster (actions/landed.py); "" for a dry run
 
 
 class ActionError(Exception):
@@ -170,9 +163,6 @@ class Executor:
         self.wait_timeout = wait_timeout  # caps every WaitFor step's own timeout
         self.request_timeout = request_timeout
         self.optimistic = optimistic
-        self._sent = 0  # PATCHes that left (or may have left) in the current run
-        self._generation_before: int | None = None
-        self._cancel = threading.Event()
 
     # ----------------------------------------------------------------- raw calls
     def _call(self, fn: Callable[[], Any]) -> Any:
@@ -231,8 +221,7 @@ class Executor:
         return self._versioned(fn, target)
 
     # ----------------------------------------------------------------- steps
-    def _patch_step(self, action: str, target: Target, body: Mapping[str, Any], dry_run: bool,
-                    before_send: Callable[[int | None], None] | None = None) -> dict[str, Any]:
+    def _patch_step(self, action: str, target: Target, body: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
         for attempt in (1, 2):
             cur = self.get(target)
             if cur is None:
@@ -243,17 +232,9 @@ class Executor:
                 rv = (cur.get("metadata") or {}).get("resourceVersion")
                 if rv:
                     send["metadata"] = {"resourceVersion": rv}
-            gen = (cur.get("metadata") or {}).get("generation")
-            if self._generation_before is None and isinstance(gen, int):
-                self._generation_before = gen
-            if before_send is not None:
-                before_send(gen if isinstance(gen, int) else None)
-            self._sent += 1  # from here on the PATCH may land even if we never hear back
             try:
                 return self.patch(target, send, dry_run=dry_run)
             except ApiException as exc:
-                if exc.status is not None and 400 <= exc.status < 500:
-                    self._sent -= 1  # refused by the server: this one certainly did not land
                 if exc.status == 409 and attempt == 1:
                     continue  # someone wrote between our read and our patch: re-read, re-check, retry once
                 raise
@@ -276,16 +257,9 @@ class Executor:
                 raise ActionError(CANCELLED, f"cancelled while waiting for {step.condition} on {target}")
 
     def run(self, action: str, target: Target, *, dry_run: bool = False, cancel: threading.Event | None = None,
-            on_step: Callable[[int, str], None] | None = None,
-            before_send: BeforeSend | None = None) -> ActionResult:
-        """Execute the whole plan; never raises for API, network or policy failures.
-
-        When the outcome of a sent PATCH is unknown (transport error, timeout, cancel), the
-        target is read back and `landed` says what reached the cluster; nothing is re-sent."""
+            on_step: Callable[[int, str], None] | None = None) -> ActionResult:
+        """Execute the whole plan; never raises for API, network or policy failures."""
         cancel = cancel or threading.Event()
-        self._cancel = cancel
-        self._sent = 0
-        self._generation_before = None
         try:
             steps = plan(action, target)
         except ValueError as exc:
@@ -300,17 +274,9 @@ class Executor:
                     raise ActionError(CANCELLED, f"cancelled before step {i + 1} of {len(steps)}")
                 if isinstance(step, Patch):
                     current = "patch"
-                    text = f"patch {json.dumps(dict(step.body), sort_keys=True)}"
                     if on_step:
-                        on_step(i, text)
-                    hook = None
-                    if before_send is not None and not dry_run:
-                        def hook(gen: int | None, i: int = i, text: str = text) -> None:
-                            try:
-                                before_send(i, text, gen)
-                            except Exception as exc:  # an unrecorded step is never sent
-                                raise ActionError(JOURNAL, f"not sent: {exc}") from None
-                    last = self._patch_step(action, target, step.body, dry_run, hook)
+                        on_step(i, f"patch {json.dumps(dict(step.body), sort_keys=True)}")
+                    last = self._patch_step(action, target, step.body, dry_run)
                     generation = int((last.get("metadata") or {}).get("generation") or 0)
                 elif isinstance(step, WaitFor):
                     if dry_run:
@@ -324,56 +290,15 @@ class Executor:
                 current = "get"
                 last = self.get(target)
         except ActionError as exc:
-            return self._unfinished(action, target, dry_run, done, len(steps), exc.message, exc.kind, last)
+            return ActionResult(False, action, str(target), dry_run, done, len(steps), exc.message, exc.kind,
+                                summarize(target.kind, last) if last else {})
         except ApiException as exc:
             kind, message = self._describe(exc, current, target)
-            return self._unfinished(action, target, dry_run, done, len(steps), message, kind, last)
+            return ActionResult(False, action, str(target), dry_run, done, len(steps), message, kind,
+                                summarize(target.kind, last) if last else {})
         what = "dry run accepted by the server" if dry_run else "done"
         return ActionResult(True, action, str(target), dry_run, done, len(steps),
-                            f"{action} {target}: {what}", "", summarize(target.kind, last),
-                            "" if dry_run else APPLIED)
-
-    def _unfinished(self, action: str, target: Target, dry_run: bool, done: int, total: int, message: str,
-                    kind: str, last: dict[str, Any] | None) -> ActionResult:
-        """An action that stopped early: say what reached the cluster, read back when unsure."""
-        if dry_run:
-            landed = ""
-        elif self._sent == 0:
-            landed = NOT_APPLIED
-        else:
-            obj, readable = self.read_back(target)
-            landed = what_landed(action, target, obj, sent=self._sent,
-                                 generation_before=self._generation_before) if readable else UNKNOWN
-            last = obj if readable and obj is not None else last
-        if landed and (landed != NOT_APPLIED or self._sent):
-            message = f"{message}; {advice(action, target, landed)}"
-        # A lost reply whose PATCH the read-back finds in place is a success; a wait that timed out
-        # or was cancelled is not, even though what was sent landed.
-        ok = landed == APPLIED and kind in (NETWORK, API)
-        return ActionResult(ok, action, str(target), dry_run, done, total, message, "" if ok else kind,
-                            summarize(target.kind, last) if last else {}, landed)
-
-    @property
-    def sent(self) -> int:
-        """PATCHes of the current run that left or may have left."""
-        return self._sent
-
-    @property
-    def generation_before(self) -> int | None:
-        return self._generation_before
-
-    def read_back(self, target: Target, attempts: int = 3) -> tuple[dict[str, Any] | None, bool]:
-        """GET the target after an unknown outcome: (object or None if deleted, answered?).
-
-        A few tries a second apart, so a blip that lost one reply does not leave the outcome
-        unknown; a partition that outlasts them does, and the journal keeps it for later."""
-        for n in range(attempts):
-            try:
-                return self.get(target), True
-            except (ActionError, ApiException):
-                if n + 1 < attempts:
-                    time.sleep(min(1.0, self.poll_interval * 2))
-        return None, False
+                            f"{action} {target}: {what}", "", summarize(target.kind, last))
 
     def _describe(self, exc: ApiException, verb: str, target: Target) -> tuple[str, str]:
         status = _status_body(exc)

@@ -157,11 +157,8 @@ class KueuetopApp(App[int]):
         self.set_interval(0.5, self._collect_garbage)
         if self._check_rbac:
             self.run_worker(self._rbac_check, thread=True, group="rbac", exit_on_error=False)
-        if self.api is not None and not self.read_only:
-            self.runner.spawn("interrupted", self.runner.report_interrupted)
 
     def on_unmount(self) -> None:
-        self.runner.shutdown()  # an action in flight stops waiting and sends nothing more
         self.ctx.store.on_burst = None
         self._burst_hold.release()
         self._idle_gc.stop()

@@ -119,15 +119,13 @@ def kueue(api: client.ApiClient) -> Kueue:
 
 
 @pytest.fixture
-def low_running_high_waiting(served: ServedCluster, kueue: Kueue) -> Kueue:
+def low_running_high_waiting(kueue: Kueue) -> Kueue:
     """`low` (priority 10) admitted on the only GPU of cq-actions, `high` (priority 100) waiting behind it."""
     kueue.add_queue()
     kueue.add_workload("low", 10)
     wait_until(lambda: kueue.holds_quota("low"), what="low admitted")
     kueue.add_workload("high", 100)
     wait_until(lambda: conds(kueue.wl("high")).get("QuotaReserved", ("", ""))[0] == "False", what="high evaluated")
-    # A few more scheduling cycles: high must still be waiting (no preemption policy).
-    cycles = served.parts.kueue.cycles
-    wait_until(lambda: served.parts.kueue.cycles >= cycles + 3, what="three more scheduling cycles")
+    time.sleep(0.3)  # a few more scheduling passes: high must still be waiting (no preemption policy)
     assert not kueue.holds_quota("high")
     return kueue

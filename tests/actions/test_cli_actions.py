@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -35,15 +34,8 @@ def test_hold_with_yes_then_audit(served: ServedCluster, low_running_high_waitin
     assert f"kueuetop: preempt {NS}/low: done" in p.stdout and p.stderr == ""
     wait_until(lambda: k.holds_quota("high"), what="high admitted")
     lines = audit_lines(tmp_path)
-    # The journal: the intent before any request, a line before each PATCH, the outcome after.
-    recs = [json.loads(line) for line in lines]
-    assert [r["phase"] for r in recs] == ["intent", "step", "step", "outcome"]
-    assert len({r["id"] for r in recs}) == 1
-    assert recs[0]["plan"] == ["patch {'spec': {'active': False}}", "wait for quota-released",
-                               "patch {'spec': {'active': True}}"]
-    out = recs[-1]
-    assert out["result"] == "ok" and out["landed"] == "applied" and out["user"] == "alice"
-    assert out["context"] == "kueuetop-sim" and f"would admit {NS}/high" in " ".join(out["preview"])
+    assert len(lines) == 1 and '"result": "ok"' in lines[0] and '"user": "alice"' in lines[0]
+    assert '"context": "kueuetop-sim"' in lines[0] and f"would admit {NS}/high" in lines[0]
     text = (tmp_path / "state" / "kueuetop" / "audit.jsonl").read_text()
     assert ADMIN_TOKEN not in text and "Bearer" not in text and "authorization" not in text.lower()
 

@@ -14,20 +14,15 @@ import pytest
 from textual.pilot import Pilot
 
 from kueuetop.actions.audit import read_audit
-from kueuetop.actions.plan import Target
-from kueuetop.connection import connect
-from kueuetop.sim.apiserver import write_kubeconfig
 from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.tui.app import KueuetopApp
 from kueuetop.tui.detail import WorkloadDetailScreen
 from kueuetop.tui.screens import ConfirmScreen
 from kueuetop.tui.views.base import TableView
-from tests.fault_proxy import FaultProxy
-from tests.tui.action_cluster import ADMIN_TOKEN, Queues, Watch, viewer_kubeconfig, watch, write_tokens
+from tests.tui.action_cluster import Queues, Watch, viewer_kubeconfig, watch, write_tokens
 from tests.tui.screen_text import screen_text
 from tests.tui.test_app import make_app, run, until
-from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -315,40 +310,3 @@ def test_forbidden_actions_are_greyed_with_the_reason(viewer: Watch, queues: Que
         assert queues.holds_quota(f"low-{n}")
 
     run(app, body)
-
-
-# ------------------------------------------------------------------ quitting during an action
-def test_quitting_during_an_action_does_not_wait_for_it(cluster: ServedCluster, admin: Watch, queues: Queues,
-                                                        tmp_path: Path) -> None:
-    """The PATCH is held by the network: quitting leaves at once (the action's thread is left
-    blocked, not waited for), sends nothing more, and the journal keeps the action open so the
-    next start reads it back."""
-    n = queues.low_running_high_waiting()
-    with FaultProxy(cluster.url) as proxy:
-        proxy.rule(lambda method, path: (proxy.hold(), "pass")[1] if method == "PATCH" else "pass")
-        conn = connect(str(write_kubeconfig(tmp_path / "proxied", proxy.url, token=ADMIN_TOKEN)))
-
-        class _Live:
-            pass
-
-        _Live.conn = conn  # type: ignore[attr-defined]
-        app = make_app(admin.store, _Live, initial_view="workloads")  # type: ignore[arg-type]
-        target = Target("workload", f"low-{n}", "team-a")
-
-        async def body(pilot: Pilot[int]) -> None:
-            app.runner.spawn("run preempt", app.runner._execute, "preempt", [target], ["test"], False)
-            assert await until(pilot, lambda: proxy.requests("PATCH"), 15)
-            await pilot.press("ctrl+q")
-
-        run(app, body)
-        try:
-            # Out of the app while the action is still stuck on its held request.
-            assert app.runner.busy and app.runner.cancel.is_set()
-            phases = [r.get("phase") for r in read_audit() if r.get("target") == str(target)]
-            assert phases[-2:] == ["intent", "step"]
-        finally:
-            proxy.release()
-            conn.close()
-        # Released, the stuck request ends and the thread sends nothing more and stays silent.
-        assert wait_until(lambda: not app.runner.busy, 30)
-        assert len(proxy.requests("PATCH")) == 1
