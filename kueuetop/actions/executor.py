@@ -184,6 +184,7 @@ class Executor:
         self._cancel = threading.Event()
         self._in_doubt_rv: str | None = None  # resourceVersion a PATCH in doubt was sent with
         self._before: dict[str, Any] | None = None  # the target before our first PATCH
+        self._patches_ok = 0  # PATCHes the server answered with success
 
     # ----------------------------------------------------------------- raw calls
     def _call(self, fn: Callable[[], Any]) -> Any:
@@ -266,6 +267,7 @@ class Executor:
             try:
                 out = self.patch(target, send, dry_run=dry_run)
                 self._in_doubt_rv = None
+                self._patches_ok += 1
                 return out
             except ApiException as exc:
                 self._in_doubt_rv = None  # the server answered: it did not apply this one
@@ -302,6 +304,7 @@ class Executor:
         self._cancel = cancel
         self._before = None
         self._in_doubt_rv = None
+        self._patches_ok = 0
         try:
             steps = plan(action, target)
         except ValueError as exc:
@@ -348,8 +351,9 @@ class Executor:
         """A step failed: say what landed, reading the target back when a PATCH of ours may have."""
         summary = summarize(target.kind, last) if last else {}
         before = self._before
-        if dry_run or before is None:
-            # Nothing was written (a dry run, or the failure came before the first PATCH left).
+        if dry_run or before is None or (self._patches_ok == 0 and self._in_doubt_rv is None):
+            # Nothing was written: a dry run, a failure before the first PATCH left, or the server
+            # answered the only PATCH sent with an error.
             return ActionResult(False, action, str(target), dry_run, done, total, message, kind, summary,
                                 landed=NOT_APPLIED)
         where = f"step {done + 1} of {total}" if done < total else "reading the result"
@@ -452,7 +456,7 @@ def _cause(kind: str, message: str) -> str:
     if kind == NETWORK:
         return "the connection to the API server failed"
     if kind == TIMEOUT:
-        return "a timeout"
+        return message
     return message.split(": ", 1)[0] if kind == CANCELLED else f"an error ({message})"
 
 
