@@ -144,3 +144,29 @@ def test_quit_during_a_preempt_exits_cancels_and_journals_it(admin: Watch, queue
 
     asyncio.run(asyncio.wait_for(main2(), 60))
     assert [r["entry"] for r in read_audit() if r.get("target") == f"{NS}/{low}"][-1] == "reconciled"
+
+
+def test_unwritable_audit_log_refuses_in_the_console(admin: Watch, queues: Queues, proxy: FaultProxy,
+                                                     proxied_api: client.ApiClient, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    n = queues.low_running_high_waiting()
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setenv("KUEUETOP_STATE_DIR", str(blocker / "state"))  # can't be created
+    app = console(admin, proxied_api)
+
+    async def body(pilot: Pilot[int]) -> None:
+        app.start_workload_action("hold", [(NS, f"low-{n}")])
+        assert await until(pilot, lambda: any("refused" in m for m in notes(app)), 10), notes(app)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any("not writable" in m for m in notes(app)), notes(app)
+        await pilot.press("q")
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 48), notifications=True) as pilot:
+            await pilot.pause()
+            await body(pilot)
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+    assert [s for s in proxy.requests() if f"/workloads/low-{n}" in s.path] == []  # nothing about it was sent
+    assert queues.holds_quota(f"low-{n}")
