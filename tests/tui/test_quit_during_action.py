@@ -40,7 +40,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]
     s.stop()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def queues(cluster: ServedCluster) -> Iterator[Queues]:
     q = Queues(cluster)
     yield q
