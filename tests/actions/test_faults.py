@@ -89,16 +89,24 @@ def test_lost_reply_to_the_first_patch_of_a_preempt(proxy: FaultProxy, proxied: 
     assert k.wl("low")["spec"]["active"] is True
 
 
-def test_partition_during_the_reactivation_then_heal(proxy: FaultProxy, proxied_api: client.ApiClient,
-                                                     low_running_high_waiting: Kueue) -> None:
+@pytest.mark.parametrize("at", ["wait-step", "reactivation"])
+def test_partition_after_the_first_patch_then_heal(proxy: FaultProxy, proxied_api: client.ApiClient,
+                                                   low_running_high_waiting: Kueue, at: str) -> None:
+    """Partitioned right after the deactivation landed (the wait step's poll hangs), or while the
+    reactivation is on its way (it waits in the network and is delivered at the heal): the
+    outcome is what the server has once the network heals."""
     k = low_running_high_waiting
     patches: list[str] = []
+    partitioned = threading.Event()
 
     def rule(method: str, path: str) -> str:
         if method == "PATCH":
             patches.append(path)
-            if len(patches) == 2:
-                proxy.partition()  # the reactivation waits in the network; the client times out
+        if partitioned.is_set():
+            return "pass"
+        if (at == "reactivation" and len(patches) == 2) or (at == "wait-step" and method == "GET" and patches):
+            partitioned.set()
+            proxy.partition()  # once: from this request on, nothing moves until the heal
         return "pass"
 
     proxy.rule(rule)
@@ -112,8 +120,8 @@ def test_partition_during_the_reactivation_then_heal(proxy: FaultProxy, proxied_
 
     t = threading.Thread(target=act, daemon=True)
     t.start()
-    assert reading_back.wait(60), "the executor never started reading back"
-    proxy.heal()  # the buffered reactivation is delivered now, while the executor reads back
+    assert reading_back.wait(90), "the executor never started reading back"
+    proxy.heal()  # what waited in the network is delivered now, while the executor reads back
     t.join(90)
     assert results, "the executor did not finish"
     res = results[0]
@@ -121,7 +129,11 @@ def test_partition_during_the_reactivation_then_heal(proxy: FaultProxy, proxied_
     expected = "applied" if truth["spec"]["active"] is True else HELD
     assert res.landed == expected, (res, truth["spec"])
     assert res.ok == (expected == "applied") and res.summary["active"] == truth["spec"]["active"]
-    assert len(proxy.requests("PATCH")) == 2  # each PATCH sent once
+    if at == "wait-step":
+        assert res.landed == HELD and len(proxy.requests("PATCH")) == 1  # the reactivation was never sent
+        assert f"`kueuetop resume {NS}/low`" in res.message
+    else:
+        assert len(proxy.requests("PATCH")) == 2  # each PATCH sent once
 
 
 def test_kill_mid_action_is_reported_by_the_next_command(proxy: FaultProxy, proxied: Path,
