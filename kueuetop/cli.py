@@ -317,11 +317,12 @@ def cmd_action(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             from kueuetop.actions.reconcile import describe_state, next_step, what_landed
 
-            ok, obj = ex.read_back(target, 2.0) if ex._before is not None else (True, None)
-            landed = (what_landed(action, ex._before, obj) if ok else "unknown") if ex._before else "not applied"
+            before = None if args.dry_run else ex.may_have_written
+            ok, obj = ex.read_back(target, 2.0) if before is not None else (True, None)
+            landed = (what_landed(action, before, obj) if ok else "unknown") if before else "not applied"
             hint = next_step(action, target, landed)
             msg = f"{action} {target}: interrupted: {landed}" + (
-                f" ({describe_state(target, obj)})" if ok and ex._before else "") + (f"; {hint}" if hint else "")
+                f" ({describe_state(target, obj)})" if ok and before else "") + (f"; {hint}" if hint else "")
             if action_id:
                 journal.outcome(action_id, action, target, "interrupted", msg, dry_run=args.dry_run,
                                 preview=preview_lines, error="cancelled", landed=landed, next_text=hint)

@@ -186,6 +186,14 @@ class Executor:
         self._before: dict[str, Any] | None = None  # the target before our first PATCH
         self._patches_ok = 0  # PATCHes the server answered with success
 
+    @property
+    def may_have_written(self) -> dict[str, Any] | None:
+        """After `run`: the target's state before our first PATCH if a PATCH of ours may have
+        landed (answered with success, or its reply lost), else None (nothing of ours landed)."""
+        if self._before is None or (self._patches_ok == 0 and self._in_doubt_rv is None):
+            return None
+        return self._before
+
     # ----------------------------------------------------------------- raw calls
     def _call(self, fn: Callable[[], Any]) -> Any:
         try:
@@ -350,8 +358,8 @@ class Executor:
                 on_step: Callable[[int, str], None] | None) -> ActionResult:
         """A step failed: say what landed, reading the target back when a PATCH of ours may have."""
         summary = summarize(target.kind, last) if last else {}
-        before = self._before
-        if dry_run or before is None or (self._patches_ok == 0 and self._in_doubt_rv is None):
+        before = self.may_have_written
+        if dry_run or before is None:
             # Nothing was written: a dry run, a failure before the first PATCH left, or the server
             # answered the only PATCH sent with an error.
             return ActionResult(False, action, str(target), dry_run, done, total, message, kind, summary,

@@ -248,7 +248,8 @@ class ActionRunner:
         from kueuetop.actions.reconcile import NOT_APPLIED, UNKNOWN, next_step, what_landed
 
         landed, obj_ok = UNKNOWN, False
-        if dry_run or ex._before is None or (ex._patches_ok == 0 and ex._in_doubt_rv is None):
+        before = ex.may_have_written
+        if dry_run or before is None:
             landed = NOT_APPLIED
         else:
             rb = CancellableClient(self.api.configuration, retries=False)  # one try: the quit budget is short
@@ -257,7 +258,7 @@ class ActionRunner:
                                   request_timeout=self.quit_readback, settle_seconds=0.0)
                 obj_ok, obj = reader.read_back(t, self.quit_readback)
                 if obj_ok:
-                    landed = what_landed(action, ex._before, obj)
+                    landed = what_landed(action, before, obj)
             finally:
                 rb.close()
         hint = next_step(action, t, landed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -177,6 +178,46 @@ def test_kill_mid_action_is_reported_by_the_next_command(proxy: FaultProxy, prox
     # Reported once.
     p = kueuetop("resume", f"{NS}/high", "--yes", "--no-preview", "--kubeconfig", str(proxied), home=tmp_path)
     assert p.returncode == 0 and "interrupted" not in p.stderr, p.stderr
+
+
+def test_ctrl_c_mid_action_journals_it_interrupted(proxy: FaultProxy, proxied: Path,
+                                                  low_running_high_waiting: Kueue, tmp_path: Path) -> None:
+    k = low_running_high_waiting
+    patched = threading.Event()
+    stuck = threading.Event()
+
+    def rule(method: str, path: str) -> str:
+        if method == "PATCH":
+            patched.set()
+        elif method == "GET" and patched.is_set() and path.endswith("/workloads/low") and not stuck.is_set():
+            stuck.set()
+            proxy.hold()
+        return "pass"
+
+    proxy.rule(rule)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "KUEUETOP_", "KUBECONFIG"))}
+    env |= {"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc = subprocess.Popen([sys.executable, "-m", "kueuetop", "preempt", f"{NS}/low", "--yes", "--no-preview",
+                             "--request-timeout", "2s", "--kubeconfig", str(proxied)], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(stuck.is_set, 60), "the preempt never reached its wait step"
+        proc.send_signal(signal.SIGINT)  # still held: the quick read-back can't get through either
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1 and len(err.splitlines()) == 1, err
+    assert f"preempt {NS}/low: interrupted: unknown" in err and "next kueuetop action command" in err
+    out = entries(tmp_path)[-1]
+    assert out["entry"] == "outcome" and out["result"] == "interrupted" and out["landed"] == "unknown"
+    assert k.wl("low")["spec"]["active"] is False
+    # An unknown outcome is checked by the next command, once the network is back.
+    proxy.release()
+    p = kueuetop("hold", f"{NS}/high", "--yes", "--no-preview", "--kubeconfig", str(proxied), home=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert f"interrupted action preempt {NS}/low" in p.stderr and HELD in p.stderr, p.stderr
 
 
 def test_unwritable_audit_log_refuses_and_sends_nothing(proxy: FaultProxy, proxied: Path,
