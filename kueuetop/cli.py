@@ -142,6 +142,8 @@ def _add_action_parsers(sub: Any) -> None:
         a.add_argument("--no-access-check", action="store_true",
                        help="skip the SelfSubjectAccessReview and let the server decide")
         a.add_argument("--no-preview", action="store_true", help="do not compute the admission preview")
+        a.add_argument("--request-timeout", type=_duration, default=_duration("15s"),
+                       help="give up on one API request after this long (default 15s)")
         a.set_defaults(action=name)
 
 
@@ -259,19 +261,31 @@ def _fail(message: str, code: int = EXIT_FAILED) -> int:
 
 
 def cmd_action(args: argparse.Namespace) -> int:
-    """hold / resume / requeue / preempt / preempt-and-hold / stop / drain / resume-queue."""
-    from kueuetop.actions.audit import AuditRecord, write_audit
+    """hold / resume / requeue / preempt / preempt-and-hold / stop / drain / resume-queue.
+
+    Journaled (kueuetop.actions.journal): refused when the audit log can't be written; an intent
+    entry before the first PATCH, a step entry before each, the outcome after; unfinished actions
+    of earlier runs are reported first. After a lost connection the target is read back and the
+    line says what landed and how to finish or undo it.
+    """
+    from kueuetop.actions.audit import AuditRecord
+    from kueuetop.actions.journal import Journal, JournalError, check_unfinished
     from kueuetop.actions.plan import DANGEROUS, parse_target, plan
 
     action: str = args.action
     try:
         target = parse_target(args.target)
-        plan(action, target)
+        steps = plan(action, target)
     except ValueError as exc:
         return _fail(str(exc), EXIT_USAGE)
     if not args.yes and not args.dry_run and not sys.stdin.isatty():
         return _fail(f"refusing to {action} {target} without confirmation: stdin is not a terminal "
                      "(pass --yes to confirm)", EXIT_USAGE)
+    journal = Journal()
+    problem = journal.probe()
+    if problem and not args.dry_run:
+        return _fail(f"refusing to {action} {target}: {problem} (every action is journaled there first; "
+                     "set XDG_STATE_HOME or KUEUETOP_STATE_DIR to a writable directory)")
 
     from kubernetes.config import new_client_from_config
 
@@ -287,20 +301,28 @@ def cmd_action(args: argparse.Namespace) -> int:
     ctx_name, cluster, kube_user = _kube_identity(args.kubeconfig, args.context)
     secrets = [str(v) for v in (api_client.configuration.api_key or {}).values()]
     secrets += [v.split(" ", 1)[-1] for v in secrets]  # the bare token, without "Bearer "
-    user = whoami(api_client) or ""
+    journal = Journal(cluster, ctx_name, kube_user, api_client.configuration.host, secrets=secrets)
     preview_lines: tuple[str, ...] = ()
 
-    def audit(result: str, message: str, error: str = "", steps: int = 0) -> None:
-        rec = AuditRecord(action, str(target), result, message, args.dry_run, cluster, ctx_name,
-                          user or kube_user, preview_lines, error, steps)
-        problem = write_audit(rec, secrets=secrets)
+    def audit(result: str, message: str, error: str = "") -> None:
+        problem = journal.record(AuditRecord(action, str(target), result, message, args.dry_run,
+                                             preview=preview_lines, error=error))
         if problem:
             print(f"kueuetop: warning: {problem}", file=sys.stderr)
 
+    def executor(**kw: Any) -> Executor:
+        return Executor(api_client, wait_timeout=args.wait_timeout, request_timeout=args.request_timeout,
+                        readback_timeout=max(args.request_timeout, 10.0), **kw)
+
     with api_client:
+        # Actions an earlier kueuetop left unfinished (killed mid-action) come first.
+        for line in check_unfinished(journal, executor().get):
+            print(f"kueuetop: {' '.join(line.split())}", file=sys.stderr)
+        user = whoami(api_client) or ""
+        journal.user = user or kube_user
         if not args.no_access_check:
             access = check_access(api_client, action, target)
-            user = user or access.user
+            journal.user = user or access.user or kube_user
             if not access.allowed:
                 audit("refused", access.reason, "forbidden")
                 return _fail(access.reason)
@@ -322,16 +344,43 @@ def cmd_action(args: argparse.Namespace) -> int:
             if answer.strip().lower() not in ("y", "yes"):
                 audit("cancelled", "declined at the prompt")
                 return _fail(f"{action} {target}: not confirmed; nothing sent")
-        ex = Executor(api_client, wait_timeout=args.wait_timeout)
         try:
-            res = ex.run(action, target, dry_run=args.dry_run)
+            action_id = journal.intent(action, target, steps, dry_run=args.dry_run, preview=preview_lines)
+        except JournalError as exc:
+            if not args.dry_run:
+                return _fail(f"refusing to {action} {target}: {exc}; nothing sent")
+            action_id = ""
+
+        def on_send(step: int, before: Any) -> None:
+            if action_id:
+                journal.step(action_id, action, target, step, before)
+
+        ex = executor()
+        try:
+            res = ex.run(action, target, dry_run=args.dry_run, on_send=on_send)
         except KeyboardInterrupt:
-            audit("cancelled", "interrupted", "cancelled")
-            return _fail(f"{action} {target}: interrupted; a later step may not have been sent")
+            from kueuetop.actions.reconcile import describe_state, next_step, what_landed
+
+            before = None if args.dry_run else ex.may_have_written
+            ok, obj = ex.read_back(target, 2.0) if before is not None else (True, None)
+            landed = (what_landed(action, before, obj) if ok else "unknown") if before else "not applied"
+            hint = next_step(action, target, landed)
+            msg = f"{action} {target}: interrupted: {landed}" + (
+                f" ({describe_state(target, obj)})" if ok and before else "") + (f"; {hint}" if hint else "")
+            if action_id:
+                journal.outcome(action_id, action, target, "interrupted", msg, dry_run=args.dry_run,
+                                preview=preview_lines, error="cancelled", landed=landed, next_text=hint)
+            return _fail(msg)
+    result = "ok" if res.ok else "error"
+    if action_id:
+        problem = journal.outcome(action_id, action, target, result, res.message, dry_run=args.dry_run,
+                                  preview=preview_lines, error=res.error, steps_done=res.steps_done,
+                                  landed=res.landed, next_text=res.next)
+        if problem:
+            print(f"kueuetop: warning: {problem}", file=sys.stderr)
     if not res.ok:
-        audit("error", res.message, res.error, res.steps_done)
-        return _fail(f"{action} {target}: {res.message}")
-    audit("ok", res.message, "", res.steps_done)
+        return _fail(res.message if res.message.startswith(f"{action} {target}") else f"{action} {target}: "
+                     f"{res.message}")
     state = ", ".join(f"{k}={v}" for k, v in (res.summary.get("conditions") or {}).items())
     print(f"kueuetop: {res.message}" + (f" ({state})" if state else ""))
     return EXIT_OK

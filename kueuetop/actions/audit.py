@@ -1,4 +1,9 @@
-"""The append-only audit log: one JSON line per action outcome (ARCHITECTURE §6).
+"""The append-only audit log and action journal (ARCHITECTURE §6).
+
+Each action is journaled under one id: an `intent` entry (target, plan) before its first request,
+a `step` entry before each PATCH (the object it is built on), an `outcome` entry after (what
+landed), and, for an action found unfinished on a later start, a `reconciled` entry. A refusal
+or a cancel before anything is sent is one `outcome` entry. See `kueuetop.actions.journal`.
 
 `$XDG_STATE_HOME/kueuetop/audit.jsonl` (see `kueuetop.xdg`), created 0600 in a 0700 directory.
 A record is built from an allow-list of fields, so a token, header or kubeconfig secret can't
@@ -31,7 +36,7 @@ def audit_path() -> Path:
 class AuditRecord:
     action: str
     target: str
-    result: str  # ok | error | refused | cancelled
+    result: str  # started | sending | ok | error | refused | cancelled | interrupted | reconciled
     message: str = ""
     dry_run: bool = False
     cluster: str = ""
@@ -41,15 +46,38 @@ class AuditRecord:
     error: str = ""  # the executor's error kind
     steps_done: int = 0
     time: float = field(default_factory=time.time)
+    id: str = ""  # the action's id, shared by its intent, step, outcome and reconciled entries
+    entry: str = "outcome"  # intent | step | outcome | reconciled
+    server: str = ""  # the API server, scheme://host:port (no credentials)
+    plan: tuple[str, ...] = ()
+    landed: str = ""  # applied | not applied | partly applied: held | unknown
+    next: str = ""  # how to finish or undo what is left
+    step: int = -1  # step entries: the index of the PATCH about to be sent
+    before: Mapping[str, Any] | None = None  # step entries: the state the PATCH is built on
+    proc: str = ""  # intent entries: host:pid:start of the process running the action
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.time)),
-            "cluster": self.cluster, "context": self.context, "user": self.user,
+            "id": self.id, "entry": self.entry,
+            "cluster": self.cluster, "context": self.context, "server": self.server, "user": self.user,
             "action": self.action, "target": self.target, "dryRun": self.dry_run,
             "preview": list(self.preview), "result": self.result, "error": self.error,
             "stepsDone": self.steps_done, "message": self.message,
         }
+        if self.plan:
+            out["plan"] = list(self.plan)
+        if self.landed:
+            out["landed"] = self.landed
+        if self.next:
+            out["next"] = self.next
+        if self.step >= 0:
+            out["step"] = self.step
+        if self.before is not None:
+            out["before"] = dict(self.before)
+        if self.proc:
+            out["proc"] = self.proc
+        return out
 
 
 def _scrub(text: str, secrets: Iterable[str]) -> str:
@@ -75,6 +103,18 @@ def write_audit(record: AuditRecord, path: Path | None = None, secrets: Iterable
             os.close(fd)
     except (OSError, TypeError, ValueError) as exc:
         return f"audit log {path} not written: {getattr(exc, 'strerror', None) or exc}"
+    return None
+
+
+def probe_audit(path: Path | None = None) -> str | None:
+    """Can the log be appended to? None if so, else a one-line reason. Creates it (0600) if missing."""
+    path = path or audit_path()
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.close(fd)
+    except OSError as exc:
+        return f"audit log {path} not writable: {exc.strerror or exc}"
     return None
 
 

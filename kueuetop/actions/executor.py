@@ -8,6 +8,10 @@ we re-read, re-check and retry once (ARCHITECTURE §6). WaitFor steps poll GET u
 `plan.wait_satisfied`, bounded by a timeout and cancellable. With dry-run every patch goes out
 with `dryRun=All` and waits are skipped, since nothing changed for Kueue to react to.
 
+Each PATCH is sent at most once. When a step fails after a PATCH may have landed (its reply was
+lost, a later step timed out or failed), the target is read back, with a bounded retry, and the
+result says what landed (`kueuetop.actions.reconcile`) and how to finish or undo what is left.
+
 Nothing here logs or returns request headers or tokens: errors are rebuilt from the Status
 body the server sent.
 """
@@ -20,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kubernetes import client
@@ -36,6 +41,15 @@ from kueuetop.actions.plan import (
     WaitFor,
     plan,
     wait_satisfied,
+)
+from kueuetop.actions.reconcile import (
+    APPLIED,
+    NOT_APPLIED,
+    UNKNOWN,
+    before_state,
+    describe_state,
+    next_step,
+    what_landed,
 )
 
 GROUP = "kueue.x-k8s.io"
@@ -60,6 +74,8 @@ class ActionResult:
     message: str
     error: str = ""  # one of the error kinds above, "" when ok
     summary: Mapping[str, Any] = field(default_factory=dict)  # the object afterwards, see summarize()
+    landed: str = ""  # applied | not applied | partly applied: held | unknown (see reconcile)
+    next: str = ""  # how to finish or undo what is left, "" when nothing is
 
 
 class ActionError(Exception):
@@ -154,7 +170,7 @@ class Executor:
     def __init__(self, api_client: client.ApiClient, *, version: str = DEFAULT_VERSION,
                  fallback_version: str | None = FALLBACK_VERSION, poll_interval: float = 0.5,
                  wait_timeout: float | None = None, request_timeout: float = 15.0,
-                 optimistic: bool = True) -> None:
+                 optimistic: bool = True, readback_timeout: float = 30.0, settle_seconds: float = 2.0) -> None:
         self.api = client.CustomObjectsApi(api_client)
         self.host = api_client.configuration.host
         self.version = version
@@ -163,6 +179,20 @@ class Executor:
         self.wait_timeout = wait_timeout  # caps every WaitFor step's own timeout
         self.request_timeout = request_timeout
         self.optimistic = optimistic
+        self.readback_timeout = readback_timeout  # bound on reading the target back after a failure
+        self.settle_seconds = settle_seconds  # how long a PATCH whose reply was lost may still land
+        self._cancel = threading.Event()
+        self._in_doubt_rv: str | None = None  # resourceVersion a PATCH in doubt was sent with
+        self._before: dict[str, Any] | None = None  # the target before our first PATCH
+        self._patches_ok = 0  # PATCHes the server answered with success
+
+    @property
+    def may_have_written(self) -> dict[str, Any] | None:
+        """After `run`: the target's state before our first PATCH if a PATCH of ours may have
+        landed (answered with success, or its reply lost), else None (nothing of ours landed)."""
+        if self._before is None or (self._patches_ok == 0 and self._in_doubt_rv is None):
+            return None
+        return self._before
 
     # ----------------------------------------------------------------- raw calls
     def _call(self, fn: Callable[[], Any]) -> Any:
@@ -170,9 +200,13 @@ class Executor:
             return fn()
         except ApiException as exc:
             if exc.status == 0 or exc.status is None:
+                if self._cancel.is_set():
+                    raise ActionError(CANCELLED, "cancelled during a request") from None
                 raise ActionError(NETWORK, f"cannot reach the API server at {self.host}: {exc.reason}") from None
             raise
         except (Urllib3Error, OSError) as exc:
+            if self._cancel.is_set():
+                raise ActionError(CANCELLED, "cancelled during a request") from None
             raise ActionError(NETWORK, f"cannot reach the API server at {self.host}: "
                                        f"{type(exc).__name__}: {_short(exc)}") from None
 
@@ -221,20 +255,30 @@ class Executor:
         return self._versioned(fn, target)
 
     # ----------------------------------------------------------------- steps
-    def _patch_step(self, action: str, target: Target, body: Mapping[str, Any], dry_run: bool) -> dict[str, Any]:
+    def _patch_step(self, action: str, target: Target, body: Mapping[str, Any], dry_run: bool,
+                    on_send: Callable[[Mapping[str, Any]], None] | None = None) -> dict[str, Any]:
         for attempt in (1, 2):
             cur = self.get(target)
             if cur is None:
                 raise ActionError(NOT_FOUND, f"{target.kind} {target} not found")
             check_precondition(action, target, cur, body)
             send = dict(body)
-            if self.optimistic:
-                rv = (cur.get("metadata") or {}).get("resourceVersion")
-                if rv:
-                    send["metadata"] = {"resourceVersion": rv}
+            rv = str((cur.get("metadata") or {}).get("resourceVersion") or "")
+            if self.optimistic and rv:
+                send["metadata"] = {"resourceVersion": rv}
+            before = before_state(cur)
+            if on_send:
+                on_send(before)  # journaled before the request leaves
+            if self._before is None and not dry_run:
+                self._before = before
+            self._in_doubt_rv = rv
             try:
-                return self.patch(target, send, dry_run=dry_run)
+                out = self.patch(target, send, dry_run=dry_run)
+                self._in_doubt_rv = None
+                self._patches_ok += 1
+                return out
             except ApiException as exc:
+                self._in_doubt_rv = None  # the server answered: it did not apply this one
                 if exc.status == 409 and attempt == 1:
                     continue  # someone wrote between our read and our patch: re-read, re-check, retry once
                 raise
@@ -257,13 +301,22 @@ class Executor:
                 raise ActionError(CANCELLED, f"cancelled while waiting for {step.condition} on {target}")
 
     def run(self, action: str, target: Target, *, dry_run: bool = False, cancel: threading.Event | None = None,
-            on_step: Callable[[int, str], None] | None = None) -> ActionResult:
-        """Execute the whole plan; never raises for API, network or policy failures."""
+            on_step: Callable[[int, str], None] | None = None,
+            on_send: Callable[[int, Mapping[str, Any]], None] | None = None) -> ActionResult:
+        """Execute the whole plan; never raises for API, network or policy failures.
+
+        `on_send(step, before)` is called right before each PATCH leaves (the journal's step
+        entry); `on_step(-1, "read back")` when a failure is followed by reading the target back.
+        """
         cancel = cancel or threading.Event()
+        self._cancel = cancel
+        self._before = None
+        self._in_doubt_rv = None
+        self._patches_ok = 0
         try:
             steps = plan(action, target)
         except ValueError as exc:
-            return ActionResult(False, action, str(target), dry_run, 0, 0, str(exc), INVALID)
+            return ActionResult(False, action, str(target), dry_run, 0, 0, str(exc), INVALID, landed=NOT_APPLIED)
         done = 0
         last: dict[str, Any] | None = None
         generation = 0
@@ -276,7 +329,8 @@ class Executor:
                     current = "patch"
                     if on_step:
                         on_step(i, f"patch {json.dumps(dict(step.body), sort_keys=True)}")
-                    last = self._patch_step(action, target, step.body, dry_run)
+                    send_hook = partial(on_send, i) if on_send else None
+                    last = self._patch_step(action, target, step.body, dry_run, send_hook)
                     generation = int((last.get("metadata") or {}).get("generation") or 0)
                 elif isinstance(step, WaitFor):
                     if dry_run:
@@ -290,15 +344,82 @@ class Executor:
                 current = "get"
                 last = self.get(target)
         except ActionError as exc:
-            return ActionResult(False, action, str(target), dry_run, done, len(steps), exc.message, exc.kind,
-                                summarize(target.kind, last) if last else {})
+            return self._failed(action, target, dry_run, done, len(steps), exc.message, exc.kind, last, on_step)
         except ApiException as exc:
             kind, message = self._describe(exc, current, target)
-            return ActionResult(False, action, str(target), dry_run, done, len(steps), message, kind,
-                                summarize(target.kind, last) if last else {})
+            return self._failed(action, target, dry_run, done, len(steps), message, kind, last, on_step)
         what = "dry run accepted by the server" if dry_run else "done"
         return ActionResult(True, action, str(target), dry_run, done, len(steps),
-                            f"{action} {target}: {what}", "", summarize(target.kind, last))
+                            f"{action} {target}: {what}", "", summarize(target.kind, last),
+                            landed=NOT_APPLIED if dry_run else APPLIED)
+
+    def _failed(self, action: str, target: Target, dry_run: bool, done: int, total: int, message: str,
+                kind: str, last: dict[str, Any] | None,
+                on_step: Callable[[int, str], None] | None) -> ActionResult:
+        """A step failed: say what landed, reading the target back when a PATCH of ours may have."""
+        summary = summarize(target.kind, last) if last else {}
+        before = self.may_have_written
+        if dry_run or before is None:
+            # Nothing was written: a dry run, a failure before the first PATCH left, or the server
+            # answered the only PATCH sent with an error.
+            return ActionResult(False, action, str(target), dry_run, done, total, message, kind, summary,
+                                landed=NOT_APPLIED)
+        where = f"step {done + 1} of {total}" if done < total else "reading the result"
+        cause = _cause(kind, message)
+        if self._cancel.is_set():
+            # The caller is quitting: it reads back within its own bound, or leaves it for the next start.
+            return ActionResult(False, action, str(target), dry_run, done, total,
+                                f"{action} {target}: interrupted during {where}", CANCELLED, summary,
+                                landed=UNKNOWN, next=next_step(action, target, UNKNOWN))
+        if on_step:
+            on_step(-1, "read back")
+        ok, obj = self.read_back(target, self.readback_timeout)
+        if not ok:
+            hint = next_step(action, target, UNKNOWN)
+            return ActionResult(False, action, str(target), dry_run, done, total,
+                                f"{action} {target}: outcome unknown after {cause} during {where}; {hint}",
+                                kind, summary, landed=UNKNOWN, next=hint)
+        landed = what_landed(action, before, obj)
+        hint = next_step(action, target, landed)
+        state = describe_state(target, obj)
+        if landed == APPLIED:
+            return ActionResult(True, action, str(target), dry_run, done, total,
+                                f"{action} {target}: done ({state}; read back after {cause} during {where})",
+                                "", summarize(target.kind, obj), landed=APPLIED)
+        return ActionResult(False, action, str(target), dry_run, done, total,
+                            f"{action} {target}: {landed} after {cause} during {where}: {state}"
+                            + (f"; {hint}" if hint else ""), kind, summarize(target.kind, obj),
+                            landed=landed, next=hint)
+
+    def read_back(self, target: Target, timeout: float) -> tuple[bool, dict[str, Any] | None]:
+        """(read, object or None if gone), retrying until `timeout` seconds have passed.
+
+        A PATCH whose reply was lost may still be on its way (buffered by the network). It carries
+        the resourceVersion it was built on, so once the object has moved past that version it can
+        never land (409); while it has not, read again for `settle_seconds` before trusting it.
+        """
+        deadline = time.monotonic() + timeout
+        settle_until = time.monotonic() + self.settle_seconds
+        saved = self.request_timeout
+        while True:
+            left = deadline - time.monotonic()
+            self.request_timeout = max(0.2, min(saved, left))
+            try:
+                obj = self.get(target)
+            except (ActionError, ApiException):
+                obj, failed = None, True
+            else:
+                failed = False
+            finally:
+                self.request_timeout = saved
+            if not failed:
+                rv = str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+                if not (self._in_doubt_rv is not None and rv == self._in_doubt_rv
+                        and time.monotonic() < min(settle_until, deadline)):
+                    return True, obj
+            if time.monotonic() >= deadline:
+                return False, None
+            time.sleep(min(self.poll_interval, max(0.0, deadline - time.monotonic())))
 
     def _describe(self, exc: ApiException, verb: str, target: Target) -> tuple[str, str]:
         status = _status_body(exc)
@@ -337,6 +458,14 @@ def check_precondition(action: str, target: Target, obj: Mapping[str, Any], body
     if action in ("preempt", "preempt-and-hold") and not holds_quota:
         raise ActionError(PRECONDITION, f"workload {target} holds no quota; nothing to preempt "
                                         "(use requeue or hold)")
+
+
+def _cause(kind: str, message: str) -> str:
+    if kind == NETWORK:
+        return "the connection to the API server failed"
+    if kind == TIMEOUT:
+        return message
+    return message.split(": ", 1)[0] if kind == CANCELLED else f"an error ({message})"
 
 
 def _short(exc: BaseException) -> str:

@@ -35,7 +35,7 @@ class Permission:
 
 @dataclass(frozen=True)
 class AccessCheck:
-    allowed: bool  # False only when the server said no; an unanswered review does not refuse
+    allowed: bool  # False when the server said no, or answered the review 401/403; unanswered does not refuse
     known: bool  # every review was answered
     reason: str  # why, one line
     denied: tuple[Permission, ...] = ()
@@ -76,6 +76,16 @@ def check_access(api_client: client.ApiClient, action: str, target: Target, *,
             else:
                 denied.append(p)
     except ApiException as exc:
+        if exc.status in (401, 403):
+            # The server refused to even answer the review: acting now would be blind. Refuse,
+            # naming what the action needs (the review itself is what the 401/403 was about).
+            needs = "; ".join(str(p) for p in required_permissions(action, target))
+            why = ("the API server rejected the credentials (401)" if exc.status == 401
+                   else "the API server forbade the access review itself (403: create "
+                        '"selfsubjectaccessreviews" in API group "authorization.k8s.io")')
+            return AccessCheck(False, True, f"refused: cannot check permission to {action} {target}: {why}; "
+                                            f"the action needs permission to {needs}",
+                               tuple(p for p in required_permissions(action, target) if p.verb == "patch"))
         return AccessCheck(True, False, f"could not check permissions (SelfSubjectAccessReview: {exc.status})")
     except (Urllib3Error, OSError) as exc:
         return AccessCheck(True, False, f"could not check permissions: {type(exc).__name__}")

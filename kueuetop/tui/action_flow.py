@@ -1,21 +1,30 @@
-"""Keyboard actions: preview and RBAC check → confirmation → Executor in a thread → audit.
+"""Keyboard actions: preview and RBAC check → confirmation → Executor in a thread → journal.
 
 Nothing is sent without the confirmation modal; the preview is the engine's what-if on the
-store's own objects (no extra API traffic); every outcome, including cancel and refusal, is
-one audit line. Blocking calls (SelfSubjectAccessReview, PATCH, waits) run in thread workers;
-results come back to the UI through `call_from_thread`.
+store's own objects (no extra API traffic); every action is journaled (intent before the first
+PATCH, outcome after, with what landed) and refused when the audit log can't be written. Blocking
+calls (SelfSubjectAccessReview, PATCH, waits) run in thread workers on a client of their own
+(`CancellableClient`); results come back to the UI through `call_from_thread`.
+
+Quitting cancels: `shutdown()` sets the cancel event the executor checks between steps and cuts
+the in-flight requests, so the worker ends at once; it reads the target back within
+`quit_readback` seconds and journals the action as interrupted with what landed (or `unknown`,
+left for the next start, which reports unfinished actions: `check_unfinished`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from kueuetop.actions.audit import AuditRecord, write_audit
-from kueuetop.actions.plan import DANGEROUS, Target
+from kueuetop.actions.audit import AuditRecord
+from kueuetop.actions.cancellable import CancellableClient
+from kueuetop.actions.journal import Journal, JournalError
+from kueuetop.actions.plan import DANGEROUS, Target, plan
 from kueuetop.store import events as K
 from kueuetop.tui.screens import Confirmation, ConfirmScreen
 
@@ -41,12 +50,58 @@ class Identity:
 
 class ActionRunner:
     def __init__(self, app: KueuetopApp, api: Any, *, kueue_version: str = "v1beta2",
-                 identity: Identity = Identity(), wait_timeout: float = 300.0) -> None:
+                 identity: Identity = Identity(), wait_timeout: float = 300.0, request_timeout: float = 10.0,
+                 quit_readback: float = 0.5) -> None:
         self.app = app
         self.api = api
         self.kueue_version = kueue_version
         self.identity = identity
         self.wait_timeout = wait_timeout
+        self.request_timeout = request_timeout
+        self.quit_readback = quit_readback  # seconds a quitting worker may spend reading back
+        self._cancel = threading.Event()  # set once, on quit
+        self._lock = threading.Lock()
+        self._clients: set[CancellableClient] = set()
+        self._busy = 0
+        self.idle = threading.Event()  # no action thread is running (tests and shutdown wait on it)
+        self.idle.set()
+
+    # ------------------------------------------------------------ lifecycle
+    @property
+    def quitting(self) -> bool:
+        return self._cancel.is_set()
+
+    def shutdown(self) -> None:
+        """Quit: stop every action between steps and cut its in-flight requests. Never blocks."""
+        self._cancel.set()
+        with self._lock:
+            clients = list(self._clients)
+        for c in clients:
+            c.cancel()
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[CancellableClient]:
+        """A cancellable client for one worker, counted as busy until it is done."""
+        with self._lock:
+            self._busy += 1
+            self.idle.clear()
+            cc = CancellableClient(self.api.configuration)
+            self._clients.add(cc)
+        if self._cancel.is_set():
+            cc.cancel()
+        try:
+            yield cc
+        finally:
+            cc.close()
+            with self._lock:
+                self._clients.discard(cc)
+                self._busy -= 1
+                if not self._busy:
+                    self.idle.set()
+
+    def journal(self) -> Journal:
+        host = getattr(getattr(self.api, "configuration", None), "host", "") or ""
+        return Journal(self.identity.cluster, self.identity.context, self.identity.user, host)
 
     # ------------------------------------------------------------ helpers
     def store_objects(self) -> list[dict[str, Any]]:
@@ -63,17 +118,20 @@ class ActionRunner:
 
     def audit(self, action: str, target: Target, result: str, message: str, *, dry_run: bool = False,
               preview: Sequence[str] = (), error: str = "", steps: int = 0) -> None:
-        rec = AuditRecord(action, str(target), result, message, dry_run, self.identity.cluster,
-                          self.identity.context, self.identity.user, tuple(preview), error, steps)
-        problem = write_audit(rec)
+        """A one-entry record: a refusal or a cancel before anything was sent."""
+        problem = self.journal().record(AuditRecord(action, str(target), result, message, dry_run,
+                                                    preview=tuple(preview), error=error, steps_done=steps))
         if problem:
             self._ui(self.app.notify, problem, severity="warning")
 
     def _ui(self, fn: Any, *args: Any, **kw: Any) -> None:
-        """Run `fn` on the UI thread, from whichever thread we are on."""
+        """Run `fn` on the UI thread, from whichever thread we are on; nothing once quitting."""
+        if self._cancel.is_set():
+            return  # the app is going away: its screens may be gone, and it must not wait for us
         if threading.get_ident() == self.app._thread_id:
             fn(*args, **kw)
-        else:
+            return
+        with contextlib.suppress(RuntimeError):  # the app stopped meanwhile
             self.app.call_from_thread(fn, *args, **kw)
 
     # ------------------------------------------------------------ flow
@@ -86,6 +144,13 @@ class ActionRunner:
             return
         if not targets:
             self.app.notify("nothing selected", severity="warning")
+            return
+        problem = self.journal().probe()
+        if problem:
+            # Every action is journaled before it is sent: no journal, no action.
+            self.app.notify(f"{action} refused, nothing sent: {problem}", title="action refused",
+                            severity="error", timeout=15)
+            self.app.set_last_action(f"{action}: refused (audit log not writable)", False)
             return
         self.app.set_last_action(f"{action}: preparing preview…", None)
         self.app.run_worker(partial(self._prepare, action, targets), thread=True, group="action",
@@ -100,8 +165,13 @@ class ActionRunner:
         allowed: list[Target] = []
         objects = self.store_objects()
         now = self.app.ctx.now()
-        for i, t in enumerate(targets):
-            access = check_access(self.api, action, t)
+        with self.session() as cc:
+            checks = []
+            for t in targets:
+                if self._cancel.is_set():
+                    return
+                checks.append(check_access(cc.api, action, t, timeout=self.request_timeout))
+        for i, (t, access) in enumerate(zip(targets, checks, strict=True)):
             if not access.allowed:
                 refused.append(access.reason)
                 self.audit(action, t, "refused", access.reason, error="forbidden")
@@ -112,13 +182,13 @@ class ActionRunner:
                 pv = preview(action, t, objects, now=now, version=self.kueue_version)
                 lines += [f"    {line}" for line in pv.lines]
         if refused:
-            self.app.call_from_thread(self.app.notify, "\n".join(refused), title="forbidden", severity="error")
+            self._ui(self.app.notify, "\n".join(refused), title="forbidden", severity="error")
         if not allowed:
-            self.app.call_from_thread(self.app.set_last_action, f"{action}: forbidden", False)
+            self._ui(self.app.set_last_action, f"{action}: forbidden", False)
             return
         title = f"{action} {allowed[0]}" + (f" and {len(allowed) - 1} more" if len(allowed) > 1 else "") + "?"
         screen = ConfirmScreen(title, lines, evicts=action in DANGEROUS)
-        self.app.call_from_thread(self.app.push_screen, screen, partial(self._confirmed, action, allowed, lines))
+        self._ui(self.app.push_screen, screen, partial(self._confirmed, action, allowed, lines))
 
     def _confirmed(self, action: str, targets: list[Target], lines: list[str], conf: Confirmation | None) -> None:
         if conf is None or not conf.confirmed:
@@ -131,20 +201,79 @@ class ActionRunner:
                             group="action", name=f"run {action}", exit_on_error=False)
 
     def _execute(self, action: str, targets: list[Target], lines: list[str], dry_run: bool) -> None:  # thread
-        from kueuetop.actions.executor import Executor
+        from kueuetop.actions.executor import CANCELLED, Executor
 
-        ex = Executor(self.api, version=self.kueue_version, wait_timeout=self.wait_timeout)
-        ok, failed = [], []
-        for t in targets:
-            res = ex.run(action, t, dry_run=dry_run)
-            self.audit(action, t, "ok" if res.ok else "error", res.message, dry_run=dry_run, preview=lines,
-                       error=res.error, steps=res.steps_done)
-            (ok if res.ok else failed).append(res)
+        journal = self.journal()
+        ok, failed, refused = [], [], ""
+        with self.session() as cc:
+            ex = Executor(cc.api, version=self.kueue_version, wait_timeout=self.wait_timeout,
+                          request_timeout=self.request_timeout)
+            for t in targets:
+                if self._cancel.is_set():
+                    break
+                try:
+                    action_id = journal.intent(action, t, plan(action, t), dry_run=dry_run, preview=lines)
+                except JournalError as exc:
+                    refused = f"{action} refused, nothing sent to {t}: {exc}"
+                    break
+
+                def on_send(step: int, before: Any, action_id: str = action_id, t: Target = t) -> None:
+                    journal.step(action_id, action, t, step, before)
+
+                res = ex.run(action, t, dry_run=dry_run, cancel=self._cancel, on_send=on_send)
+                if res.error == CANCELLED and self._cancel.is_set():
+                    self._interrupted(journal, action_id, action, t, ex, dry_run, lines)
+                    return
+                journal.outcome(action_id, action, t, "ok" if res.ok else "error", res.message, dry_run=dry_run,
+                                preview=lines, error=res.error, steps_done=res.steps_done, landed=res.landed,
+                                next_text=res.next)
+                (ok if res.ok else failed).append(res)
         dry = " (dry run)" if dry_run else ""
+        if refused:
+            self._ui(self.app.notify, refused, title="action refused", severity="error", timeout=15)
         if failed:
             msg = f"{action}{dry}: {len(failed)} failed: " + "; ".join(r.message for r in failed[:3])
-            self.app.call_from_thread(self.app.notify, msg, title="action failed", severity="error", timeout=10)
-        else:
+            self._ui(self.app.notify, msg, title="action failed", severity="error", timeout=20)
+        elif ok:
             msg = f"{action}{dry}: " + (ok[0].message if len(ok) == 1 else f"{len(ok)} targets ok")
-            self.app.call_from_thread(self.app.notify, msg, title="action done")
-        self.app.call_from_thread(self.app.set_last_action, msg, not failed)
+            self._ui(self.app.notify, msg, title="action done")
+        else:
+            msg = refused or f"{action}: nothing sent"
+        self._ui(self.app.set_last_action, msg, not failed and not refused)
+
+    def _interrupted(self, journal: Journal, action_id: str, action: str, t: Target, ex: Any, dry_run: bool,
+                     lines: list[str]) -> None:
+        """Quitting mid-action: journal what landed, read back within `quit_readback` seconds if possible."""
+        from kueuetop.actions.executor import Executor
+        from kueuetop.actions.reconcile import NOT_APPLIED, UNKNOWN, next_step, what_landed
+
+        landed, obj_ok = UNKNOWN, False
+        before = ex.may_have_written
+        if dry_run or before is None:
+            landed = NOT_APPLIED
+        else:
+            rb = CancellableClient(self.api.configuration, retries=False)  # one try: the quit budget is short
+            try:
+                reader = Executor(rb.api, version=ex.version, fallback_version=None, poll_interval=0.05,
+                                  request_timeout=self.quit_readback, settle_seconds=0.0)
+                obj_ok, obj = reader.read_back(t, self.quit_readback)
+                if obj_ok:
+                    landed = what_landed(action, before, obj)
+            finally:
+                rb.close()
+        hint = next_step(action, t, landed)
+        journal.outcome(action_id, action, t, "interrupted", f"{action} {t}: interrupted by quitting: {landed}",
+                        dry_run=dry_run, preview=lines, error="cancelled", landed=landed, next_text=hint)
+
+    def check_unfinished(self) -> None:  # worker thread, at start
+        """Report actions an earlier kueuetop left unfinished (killed mid-action), once each."""
+        from kueuetop.actions.executor import Executor
+        from kueuetop.actions.journal import check_unfinished
+
+        if self.api is None:
+            return
+        with self.session() as cc:
+            ex = Executor(cc.api, version=self.kueue_version, request_timeout=self.request_timeout)
+            messages = check_unfinished(self.journal(), ex.get)
+        for m in messages:
+            self._ui(self.app.notify, m, title="unfinished action", severity="warning", timeout=60)

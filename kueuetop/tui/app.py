@@ -157,8 +157,17 @@ class KueuetopApp(App[int]):
         self.set_interval(0.5, self._collect_garbage)
         if self._check_rbac:
             self.run_worker(self._rbac_check, thread=True, group="rbac", exit_on_error=False)
+        if self.api is not None:  # actions an earlier kueuetop left unfinished, reported once
+            self.run_worker(self.runner.check_unfinished, thread=True, group="journal", exit_on_error=False)
+
+    async def action_quit(self) -> None:
+        # Actions in flight are cancelled and their requests cut, so the process ends at once
+        # (the worker journals what landed) instead of waiting out request timeouts.
+        self.runner.shutdown()
+        self.exit()
 
     def on_unmount(self) -> None:
+        self.runner.shutdown()  # every other way out (hangup, :q, ctrl+c) too
         self.ctx.store.on_burst = None
         self._burst_hold.release()
         self._idle_gc.stop()
@@ -331,11 +340,12 @@ class KueuetopApp(App[int]):
                   "patch clusterqueues.kueue.x-k8s.io": ("stop", Target(CLUSTER_QUEUE, "")),
                   "patch localqueues.kueue.x-k8s.io": ("stop", Target(LOCAL_QUEUE, "", ns))}
         denied = {}
-        for need, (action, target) in probes.items():
-            res = check_access(self.api, action, target)
-            if not res.allowed:
-                denied[need] = res.reason
-        if denied:
+        with self.runner.session() as cc:  # cancelled on quit like the actions' requests
+            for need, (action, target) in probes.items():
+                res = check_access(cc.api, action, target, timeout=self.runner.request_timeout)
+                if not res.allowed:
+                    denied[need] = res.reason
+        if denied and not self.runner.quitting:
             self.call_from_thread(self._set_denied, denied)
 
     def _set_denied(self, denied: dict[str, str]) -> None:
@@ -413,6 +423,7 @@ class KueuetopApp(App[int]):
                 self.notify(f"unknown command {line.strip()!r} (try :help)", severity="warning")
             return
         if cmd.kind == "quit":
+            self.runner.shutdown()
             self.exit(0)
         elif cmd.kind == "help":
             self.action_help()

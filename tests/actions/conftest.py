@@ -118,14 +118,21 @@ def kueue(api: client.ApiClient) -> Kueue:
     return Kueue(api)
 
 
+def scheduling_passes(served: ServedCluster, n: int = 2, what: str = "scheduling passes") -> None:
+    """Wait until the simulated Kueue has run `n` more scheduling cycles than now."""
+    start = served.parts.kueue.cycles
+    wait_until(lambda: served.parts.kueue.cycles >= start + n, what=what)
+
+
 @pytest.fixture
-def low_running_high_waiting(kueue: Kueue) -> Kueue:
+def low_running_high_waiting(served: ServedCluster, kueue: Kueue) -> Kueue:
     """`low` (priority 10) admitted on the only GPU of cq-actions, `high` (priority 100) waiting behind it."""
     kueue.add_queue()
     kueue.add_workload("low", 10)
     wait_until(lambda: kueue.holds_quota("low"), what="low admitted")
     kueue.add_workload("high", 100)
     wait_until(lambda: conds(kueue.wl("high")).get("QuotaReserved", ("", ""))[0] == "False", what="high evaluated")
-    time.sleep(0.3)  # a few more scheduling passes: high must still be waiting (no preemption policy)
-    assert not kueue.holds_quota("high")
+    # Later cycles must leave it so (no preemption policy): high still waits, low still runs.
+    scheduling_passes(served, what="scheduling passes after high was evaluated")
+    assert not kueue.holds_quota("high") and kueue.holds_quota("low")
     return kueue

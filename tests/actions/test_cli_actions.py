@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -34,8 +35,16 @@ def test_hold_with_yes_then_audit(served: ServedCluster, low_running_high_waitin
     assert f"kueuetop: preempt {NS}/low: done" in p.stdout and p.stderr == ""
     wait_until(lambda: k.holds_quota("high"), what="high admitted")
     lines = audit_lines(tmp_path)
-    assert len(lines) == 1 and '"result": "ok"' in lines[0] and '"user": "alice"' in lines[0]
-    assert '"context": "kueuetop-sim"' in lines[0] and f"would admit {NS}/high" in lines[0]
+    entries = [json.loads(line) for line in lines]
+    # Journaled: the intent (with the plan), a step entry before each of the two PATCHes, the outcome.
+    assert [e["entry"] for e in entries] == ["intent", "step", "step", "outcome"]
+    assert len({e["id"] for e in entries}) == 1 and entries[0]["id"]
+    assert entries[0]["plan"] == ['patch {"spec": {"active": false}}', "wait for quota-released",
+                                  'patch {"spec": {"active": true}}']
+    assert [e["step"] for e in entries[1:3]] == [0, 2] and entries[1]["before"]["active"] is True
+    out = entries[-1]
+    assert out["result"] == "ok" and out["landed"] == "applied" and out["user"] == "alice"
+    assert out["context"] == "kueuetop-sim" and f"would admit {NS}/high" in lines[-1]
     text = (tmp_path / "state" / "kueuetop" / "audit.jsonl").read_text()
     assert ADMIN_TOKEN not in text and "Bearer" not in text and "authorization" not in text.lower()
 

@@ -15,7 +15,7 @@ from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.workload_state import derive_state
 from kueuetop.sim.serve import ServedCluster
 
-from .conftest import CQ, KUEUE, LQ, NS, V2, Kueue, conds, wait_until
+from .conftest import CQ, KUEUE, LQ, NS, V2, Kueue, conds, scheduling_passes, wait_until
 
 
 def state(wl: dict) -> str:
@@ -70,11 +70,12 @@ def _backing_off(k: Kueue, name: str) -> None:
         "status": {"conditions": c, "requeueState": {"count": 3, "requeueAt": "2099-01-01T00:00:00Z"}}})
 
 
-def test_requeue_resets_backoff_of_a_pending_workload(api, low_running_high_waiting: Kueue) -> None:
+def test_requeue_resets_backoff_of_a_pending_workload(api, served: ServedCluster,
+                                                     low_running_high_waiting: Kueue) -> None:
     k = low_running_high_waiting
     _backing_off(k, "high")
-    time.sleep(0.2)
-    assert k.wl("high")["status"]["requeueState"]["count"] == 3
+    scheduling_passes(served, what="scheduling passes after the backoff was written")
+    assert k.wl("high")["status"]["requeueState"]["count"] == 3  # Kueue keeps a backoff until requeueAt
     res = run(api, "requeue", f"{NS}/high")
     assert res.ok and res.steps_done == 3, res
     wait_until(lambda: state(k.wl("high")) == "Pending", what="out of backoff")
@@ -244,11 +245,13 @@ def test_wait_times_out_and_cancels(api, served: ServedCluster, low_running_high
     ex = Executor(api, poll_interval=0.05, wait_timeout=0.5)
     res = ex.run("preempt", parse_target(f"{NS}/low"))
     assert not res.ok and res.error == "timeout" and res.steps_done == 1 and "quota-released" in res.message
+    # Cancelled while waiting (the deactivation has landed): stopped at once, and it says that the
+    # caller has to read back what landed.
     cancel = threading.Event()
-    threading.Timer(0.3, cancel.set).start()
-    res = Executor(api, poll_interval=0.05, wait_timeout=30).run("preempt-and-hold", parse_target(f"{NS}/low"),
-                                                                   cancel=cancel)
-    assert not res.ok and res.error == "cancelled"
+    res = Executor(api, poll_interval=0.05, wait_timeout=30).run(
+        "preempt-and-hold", parse_target(f"{NS}/low"), cancel=cancel,
+        on_step=lambda i, text: cancel.set() if text.startswith("wait") else None)
+    assert not res.ok and res.error == "cancelled" and res.steps_done == 1 and res.landed == "unknown"
 
 
 def test_network_error_is_a_clear_message() -> None:
