@@ -132,8 +132,10 @@ def headless_snapshot(server: Server, env: dict[str, str], runs: int = 3) -> dic
     kenv = {**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "kueuetop", "snapshot", "-o", "json", "--timeout", "600s"],
-                       env=kenv, capture_output=True, timeout=900, check=True)
+        p = subprocess.run([sys.executable, "-m", "kueuetop", "snapshot", "-o", "json", "--timeout", "600s"],
+                           env=kenv, capture_output=True, text=True, timeout=900)
+        if p.returncode != 0:  # a broken run must not become a number
+            raise RuntimeError(f"kueuetop snapshot failed: {p.stderr.strip()}")
         kt.append(time.perf_counter() - t0)
         ct.append(kubectl(env, "get", "workloads", "-A", "-o", "json")[0])
     ratio = statistics.median(kt) / statistics.median(ct)

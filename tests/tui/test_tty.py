@@ -67,6 +67,7 @@ def test_console_and_demo_child_exit_when_the_terminal_goes_away(controlling: bo
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = dict(os.environ, TERM="xterm-256color", TMPDIR=str(tmp_path))
     env.pop("NO_COLOR", None)
+    env.pop("XDG_RUNTIME_DIR", None)  # the demo's files go to the private directory under TMPDIR
     proc = subprocess.Popen([sys.executable, "-m", "kueuetop", "--demo", "--no-mouse"], stdin=slave, stdout=slave,
                             stderr=slave, env=env, cwd=tmp_path, close_fds=True,
                             preexec_fn=_controlling_tty if controlling else os.setsid)
@@ -77,13 +78,13 @@ def test_console_and_demo_child_exit_when_the_terminal_goes_away(controlling: bo
         assert b"Overview" in out, out[-2000:]
         children = _children(proc.pid)
         assert children, "no sim serve child"
-        assert list(tmp_path.glob("kueuetop-demo-*")), "demo temp dir missing"
+        assert list(tmp_path.glob("kueuetop-*/demo-*")), "demo temp dir missing"
         os.close(master)
         master = -1
         assert wait_until(lambda: proc.poll() is not None, 20), "console still running after the terminal closed"
         assert proc.returncode == EXIT_HANGUP
         assert wait_until(lambda: not any(_alive(c) for c in children), 15), "sim serve child still running"
-        assert not list(tmp_path.glob("kueuetop-demo-*")), "shutdown did not clean up"
+        assert not list(tmp_path.glob("kueuetop-*/demo-*")), "shutdown did not clean up"
     finally:
         if master >= 0:
             os.close(master)
