@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import urllib3
@@ -37,6 +37,7 @@ class SyncTimeout(Exception):
 
 
 POSITION_FETCHES = 8  # visibility GETs in flight at once
+POSITION_BUDGET = 1.0  # seconds the headless commands spend on them in all
 
 # Short watch/request timeouts: a headless command must never hang on one slow resource.
 HEADLESS_INFORMERS = InformerConfig(watch_timeout=30, request_timeout=15, connect_timeout=5)
@@ -48,7 +49,8 @@ class LiveSession:
     store: Store
     sources: KubeSources
     pollers: list[GpuPoller] = field(default_factory=list)
-    positions_from: str = "engine"  # "visibility" when Kueue's visibility API answered
+    positions_from: str = "engine"  # "visibility" when Kueue's visibility API answered for every
+    # queue, "visibility+engine" when the time budget left some to the engine
 
     def gpu_poll(self, prometheus_url: str | None = None, token: str | None = None,
                  headers: Mapping[str, str] | None = None, timeout: float = 10.0) -> GpuPoller:
@@ -116,20 +118,35 @@ def open_session(kubeconfig: str | None = None, context: str | None = None, *, t
     return session
 
 
-def _read_positions(sources: KubeSources, store: Store) -> str:
-    """Ask the visibility API once for every queue with pending work, so positions are current
-    in the one look the command takes (the background poller may have run before the sync)."""
+def _read_positions(sources: KubeSources, store: Store, budget: float = POSITION_BUDGET) -> str:
+    """Ask the visibility API for the queues with pending work, so positions are current in the
+    one look the command takes (the background poller may have run before the sync).
+
+    Bounded twice: POSITION_FETCHES in flight, and `budget` seconds in all. Kueue answers from
+    memory, but a cluster of 500 busy queues is 500 requests; what has not come back by then is
+    left to the engine's own order of the same queues (views/snapshot.py), and the snapshot says
+    so ("visibility+engine")."""
     vis = sources.visibility
     if vis is None:
         return "engine"
     wanted = [key[1] for key in store.keys(K.CLUSTER_QUEUES) if store.queue_counts(key[1]).pending]
-    # A bounded number in flight: one GET per ClusterQueue in sequence was most of `snapshot`'s
-    # time on a cluster of 500 queues, and an unbounded burst would be a load of its own.
-    with ThreadPoolExecutor(max_workers=POSITION_FETCHES, thread_name_prefix="kueuetop-positions") as pool:
-        try:
-            for ev in pool.map(vis.fetch, wanted):
-                if ev is not None:
-                    store.apply(ev)
-        except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError):
-            return "engine"  # forbidden, not served, unreachable: the engine's order stands in
-    return "visibility"
+    if not wanted:
+        return "visibility"
+    pool = ThreadPoolExecutor(max_workers=POSITION_FETCHES, thread_name_prefix="kueuetop-positions")
+    futures = [pool.submit(vis.fetch, cq) for cq in wanted]
+    answered = 0
+    try:
+        for fut in as_completed(futures, timeout=budget):
+            ev = fut.result()
+            if ev is not None:
+                store.apply(ev)
+            answered += 1
+    except TimeoutError:
+        pass  # the budget is spent: the engine's order stands in for the rest
+    except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError):
+        answered = 0  # forbidden, not served, unreachable: the engine's order stands in
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    if answered == len(wanted):
+        return "visibility"
+    return "visibility+engine" if answered else "engine"

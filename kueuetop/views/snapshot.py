@@ -11,7 +11,7 @@ version, new keys may be added; lists are sorted as noted; absent values are `nu
 
     schema            1
     generatedAt       RFC 3339 UTC time of the snapshot
-    cluster           {context, server, kueueApi, positions: "visibility" | "engine"}
+    cluster           {context, server, kueueApi, positions: "visibility" | "visibility+engine" | "engine"}
     sources           [{name, state, message, ageSeconds, stale}]          sorted by name
     clusterQueues     [{name, cohort, active, inactiveReason, stopPolicy,
                         pending, reserving, admitted,
