@@ -177,10 +177,12 @@ def run_console(args: argparse.Namespace) -> int:
     finally:
         with contextlib.suppress(ValueError, TypeError):
             signal.signal(signal.SIGTERM, previous_term)
+        # The console is gone: tell the readers to stop, but do not wait on a request a held or
+        # dead network keeps open (their threads are daemons); quitting takes well under a second.
         if poller is not None:
-            poller.stop(timeout=1.0)
+            poller.stop(timeout=0.2)
         if sources is not None:
-            sources.stop(timeout=2.0)
+            sources.stop(timeout=0.3)
         if conn is not None:
             conn.close()
         if demo is not None:
