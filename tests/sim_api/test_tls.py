@@ -142,3 +142,14 @@ def test_fault_switches_need_the_admin_token_without_a_token_file(tmp_path: Path
             assert resp.status == 200  # the API itself stays open on loopback, as the tests and demo use it
     finally:
         _stop(proc)
+
+
+def test_kubectl_auth_can_i_is_answered_per_role(tls_served: Path) -> None:
+    # kubectl sends the SelfSubjectAccessReview as protobuf: the server must read it (415 before).
+    admin = _kubectl(tls_served, "auth", "can-i", "patch", "workloads.kueue.x-k8s.io", "-n", "team-a")
+    assert (admin.returncode, admin.stdout.strip()) == (0, "yes"), admin.stderr
+    viewer = _kubectl(tls_served, "--token", VIEWER, "auth", "can-i", "patch", "workloads.kueue.x-k8s.io",
+                      "-n", "team-a")
+    assert (viewer.returncode, viewer.stdout.strip()) == (1, "no"), viewer.stderr
+    reads = _kubectl(tls_served, "--token", VIEWER, "auth", "can-i", "list", "clusterqueues.kueue.x-k8s.io")
+    assert (reads.returncode, reads.stdout.strip()) == (0, "yes"), reads.stderr

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from kueuetop.sim.apiserver import codec, discovery, routing
+from kueuetop.sim.apiserver import codec, discovery, protobuf, routing
 from kueuetop.sim.apiserver.auth import Authorizer, User, load_tokens, review
 from kueuetop.sim.apiserver.faults import Faults
 from kueuetop.sim.apiserver.hooks import ServerHooks, default_metrics_text, default_pending_workloads
@@ -349,7 +349,15 @@ class ApiServer:
         if kind.plural == "selfsubjectaccessreviews":
             if m != "POST" or r.target != "collection":
                 raise _method_not_allowed()
-            body = codec.decode_body(ctx.read_body(), ctx.content_type)
+            raw = ctx.read_body()
+            if (ctx.content_type or "").split(";")[0].strip() == protobuf.CONTENT_TYPE:
+                # kubectl sends built-in kinds as protobuf (`kubectl auth can-i`).
+                try:
+                    body = protobuf.decode_self_subject_access_review(raw)
+                except protobuf.ProtobufError as e:
+                    raise bad_request(f"the body of the request could not be decoded: {e}") from None
+            else:
+                body = codec.decode_body(raw, ctx.content_type)
             if not isinstance(body, dict):
                 raise bad_request("the body of the request must be a JSON object")
             return Reply(201, review(ctx.user, body))
