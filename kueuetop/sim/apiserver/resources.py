@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kueuetop.sim.apiserver import codec, selectors, tables
+from kueuetop.sim.apiserver import codec, field_managers, selectors, tables
 from kueuetop.sim.apiserver.auth import User
 from kueuetop.sim.apiserver.defaults import apply_defaults, prepare_for_create
 from kueuetop.sim.apiserver.hooks import ServerHooks, WriteRequest
@@ -47,6 +47,7 @@ class Ctx:
     accept: codec.Accept
     user: User
     read_body: Callable[[], bytes]
+    user_agent: str = ""
 
 
 def dry_run(ctx: Ctx, body: Obj | None = None) -> bool:
@@ -197,6 +198,8 @@ class Resources:
             obj["metadata"].pop(f, None)
         prepare_for_create(kind, obj)
         apply_defaults(kind, obj)
+        field_managers.record_update(None, obj, field_managers.manager_from(ctx.query, ctx.user_agent),
+                                     kind.api_version(r.version), now=self.store.now())
         self._validate(ctx, kind, obj, None)
         if kind.namespaced:
             self._require_namespace(kind, obj["metadata"]["namespace"])
@@ -224,11 +227,14 @@ class Resources:
         obj = codec.from_version(kind, r.version, body)
         return self._store_update(ctx, kind, obj, "update")
 
-    def _store_update(self, ctx: Ctx, kind: Kind, obj: Obj, verb: str) -> Reply:
+    def _store_update(self, ctx: Ctx, kind: Kind, obj: Obj, verb: str, applied: bool = False) -> Reply:
         r = ctx.route
         old = self.store.get(kind.group, kind.plural, r.namespace, r.name, copy=False)
         if r.subresource != "status":
             apply_defaults(kind, obj)
+            if not applied:  # an apply computed its own ownership (field_managers.apply)
+                field_managers.record_update(old, obj, field_managers.manager_from(ctx.query, ctx.user_agent),
+                                             kind.api_version(r.version), now=self.store.now())
             probe = copy.deepcopy(obj)
             if kind.status_subresource:
                 # Validation sees the status the stored object will keep.
@@ -266,7 +272,17 @@ class Resources:
             cur = self.store.get(kind.group, kind.plural, r.namespace, r.name, copy=False)
             view = codec.to_version(kind, r.version, cur)
             view = copy.deepcopy(view)
-            patched = json_patch(view, patch) if mt == codec.JSON_PATCH else merge_patch(view, patch)
+            if mt == codec.APPLY_PATCH:
+                try:
+                    patched = field_managers.apply(view, patch, ctx.query["fieldManager"], kind.api_version(r.version),
+                                                   force=ctx.query.get("force") == "true", now=self.store.now())
+                except field_managers.ApplyConflict as e:
+                    raise ApiError(409, e.message, "Conflict", {"name": r.name, "group": kind.group,
+                                                                "kind": kind.plural, "causes": e.causes()}) from None
+            elif mt == codec.JSON_PATCH:
+                patched = json_patch(view, patch)
+            else:
+                patched = merge_patch(view, patch)
             if not isinstance(patched, dict):
                 raise bad_request("the patch produced a value that is not an object")
             meta = patched.get("metadata") if isinstance(patched.get("metadata"), dict) else {}
@@ -285,7 +301,7 @@ class Resources:
                 meta["resourceVersion"] = cur["metadata"]["resourceVersion"]
             obj = codec.from_version(kind, r.version, patched)
             try:
-                return self._store_update(ctx, kind, obj, "patch")
+                return self._store_update(ctx, kind, obj, "patch", applied=mt == codec.APPLY_PATCH)
             except Conflict:
                 if pinned:
                     raise
@@ -306,9 +322,12 @@ class Resources:
         body["metadata"]["name"] = r.name
         if kind.namespaced:
             body["metadata"]["namespace"] = r.namespace
+        config = copy.deepcopy(body)
         obj = copy.deepcopy(codec.from_version(kind, r.version, body))
         prepare_for_create(kind, obj)
         apply_defaults(kind, obj)
+        obj["metadata"]["managedFields"] = [field_managers.apply_entry(
+            ctx.query["fieldManager"], kind.api_version(r.version), config, self.store.now())]
         self._validate(ctx, kind, obj, None)
         if kind.namespaced:
             self._require_namespace(kind, r.namespace)

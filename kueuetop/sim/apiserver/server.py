@@ -189,7 +189,8 @@ class ApiServer:
                 if injected is not None:
                     raise injected
             ctx = Ctx(method, route, query, h.headers.get("Content-Type"),
-                      codec.Accept.parse(h.headers.get("Accept")), user, read_body)
+                      codec.Accept.parse(h.headers.get("Accept")), user, read_body,
+                      user_agent=h.headers.get("User-Agent") or "")
             reply = self._dispatch(h, ctx)
             if reply is not None:
                 if not body_state["read"]:
