@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -137,19 +137,26 @@ def test_partition_after_the_first_patch_then_heal(proxy: FaultProxy, proxied_ap
         assert len(proxy.requests("PATCH")) == 2  # each PATCH sent once
 
 
-def test_kill_mid_action_is_reported_by_the_next_command(proxy: FaultProxy, proxied: Path,
-                                                         low_running_high_waiting: Kueue, tmp_path: Path) -> None:
-    k = low_running_high_waiting
+def hold_after_first_patch(proxy: FaultProxy, name: str) -> tuple[threading.Event, Callable[[str, str], str]]:
+    """A proxy rule: once a PATCH went through, the first read of `name` (the wait step's first
+    poll) is held with all traffic: the action is stuck between its steps. Returns (stuck, rule)."""
     patched = threading.Event()
     stuck = threading.Event()
 
     def rule(method: str, path: str) -> str:
         if method == "PATCH":
             patched.set()
-        elif method == "GET" and patched.is_set() and path.endswith("/workloads/low") and not stuck.is_set():
+        elif method == "GET" and patched.is_set() and path.endswith(f"/workloads/{name}") and not stuck.is_set():
             stuck.set()
-            proxy.hold()  # the wait step's first poll never gets through: killed between steps
+            proxy.hold()
         return "pass"
+    return stuck, rule
+
+
+def test_kill_mid_action_is_reported_by_the_next_command(proxy: FaultProxy, proxied: Path,
+                                                         low_running_high_waiting: Kueue, tmp_path: Path) -> None:
+    k = low_running_high_waiting
+    stuck, rule = hold_after_first_patch(proxy, "low")  # killed between steps
 
     proxy.rule(rule)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "KUEUETOP_", "KUBECONFIG"))}
@@ -183,16 +190,7 @@ def test_kill_mid_action_is_reported_by_the_next_command(proxy: FaultProxy, prox
 def test_ctrl_c_mid_action_journals_it_interrupted(proxy: FaultProxy, proxied: Path,
                                                   low_running_high_waiting: Kueue, tmp_path: Path) -> None:
     k = low_running_high_waiting
-    patched = threading.Event()
-    stuck = threading.Event()
-
-    def rule(method: str, path: str) -> str:
-        if method == "PATCH":
-            patched.set()
-        elif method == "GET" and patched.is_set() and path.endswith("/workloads/low") and not stuck.is_set():
-            stuck.set()
-            proxy.hold()
-        return "pass"
+    stuck, rule = hold_after_first_patch(proxy, "low")
 
     proxy.rule(rule)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "KUEUETOP_", "KUBECONFIG"))}

@@ -14,6 +14,7 @@ from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources.kube import KubeSources
 from kueuetop.store import Store
+from tests.tui.action_cluster import Queues, Watch, watch, write_tokens
 from tests.waiting import FAST, wait_until
 
 
@@ -59,3 +60,27 @@ def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUEUETOP_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("NO_COLOR", raising=False)
+
+
+# ------------------------------------------------------------------ a served cluster for action tests
+# Module-scoped: each module that asks for them (the action keys, quitting during an action) gets
+# its own refarch cluster, queues of its own on it, and the console's data path into a store.
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
+    d = tmp_path_factory.mktemp("tui-actions")
+    s = start_served(load_scenario("refarch"), speed=30, token_file=str(write_tokens(d / "tokens.yaml")),
+                     kubeconfig=str(d / "admin.kubeconfig"))
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def queues(cluster: ServedCluster) -> Iterator[Queues]:
+    q = Queues(cluster)
+    yield q
+    q.close()
+
+
+@pytest.fixture
+def admin(cluster: ServedCluster) -> Iterator[Watch]:
+    yield from watch(cluster.kubeconfig)

@@ -14,36 +14,14 @@ import pytest
 from textual.pilot import Pilot
 
 from kueuetop.actions.audit import read_audit
-from kueuetop.sim.scenario import load_scenario
-from kueuetop.sim.serve import ServedCluster, start_served
+from kueuetop.sim.serve import ServedCluster
 from kueuetop.tui.app import KueuetopApp
 from kueuetop.tui.detail import WorkloadDetailScreen
 from kueuetop.tui.screens import ConfirmScreen
 from kueuetop.tui.views.base import TableView
-from tests.tui.action_cluster import Queues, Watch, viewer_kubeconfig, watch, write_tokens
+from tests.tui.action_cluster import Queues, Watch, viewer_kubeconfig, watch
 from tests.tui.screen_text import screen_text
 from tests.tui.test_app import make_app, run, until
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
-    d = tmp_path_factory.mktemp("tui-actions")
-    s = start_served(load_scenario("refarch"), speed=30, token_file=str(write_tokens(d / "tokens.yaml")),
-                     kubeconfig=str(d / "admin.kubeconfig"))
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def queues(cluster: ServedCluster) -> Iterator[Queues]:
-    q = Queues(cluster)
-    yield q
-    q.close()
-
-
-@pytest.fixture
-def admin(cluster: ServedCluster) -> Iterator[Watch]:
-    yield from watch(cluster.kubeconfig)
 
 
 @pytest.fixture

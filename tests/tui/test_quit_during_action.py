@@ -19,37 +19,15 @@ from textual.pilot import Pilot
 
 from kueuetop.actions.audit import read_audit
 from kueuetop.sim.apiserver import write_kubeconfig
-from kueuetop.sim.scenario import load_scenario
-from kueuetop.sim.serve import ServedCluster, start_served
+from kueuetop.sim.serve import ServedCluster
 from kueuetop.tui.app import KueuetopApp
 from kueuetop.tui.keymap import load_keymap
 from kueuetop.tui.screens import ConfirmScreen
 from kueuetop.tui.themes import load_themes
 from tests.fault_proxy import FaultProxy
-from tests.tui.action_cluster import ADMIN_TOKEN, NS, Queues, Watch, watch, write_tokens
+from tests.tui.action_cluster import ADMIN_TOKEN, NS, Queues, Watch
 from tests.tui.test_app import NO_USER, until
 from tests.waiting import wait_until
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
-    d = tmp_path_factory.mktemp("tui-quit")
-    s = start_served(load_scenario("refarch"), speed=30, token_file=str(write_tokens(d / "tokens.yaml")),
-                     kubeconfig=str(d / "admin.kubeconfig"))
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def queues(cluster: ServedCluster) -> Iterator[Queues]:
-    q = Queues(cluster)
-    yield q
-    q.close()
-
-
-@pytest.fixture
-def admin(cluster: ServedCluster) -> Iterator[Watch]:
-    yield from watch(cluster.kubeconfig)
 
 
 @pytest.fixture
