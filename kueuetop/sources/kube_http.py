@@ -85,6 +85,19 @@ def _send(api: ApiClient, path: str, query: dict[str, Any] | None,
     return api.rest_client.pool_manager.request("GET", url, headers=headers, preload_content=False, timeout=to)
 
 
+def request_bytes(api: ApiClient, path: str, query: dict[str, Any] | None = None,
+                  timeout: float | tuple[float, float] = 30.0, limit: int | None = None) -> bytes:
+    """GET path → the raw body (at most `limit` + 1 bytes read, so a caller can tell it was cut);
+    ApiError for non-2xx; urllib3 errors for transport failures."""
+    resp = _send(api, path, query, timeout)
+    try:
+        if not 200 <= resp.status < 300:
+            raise _error(resp)
+        return resp.read(limit + 1) if limit is not None else resp.read()
+    finally:
+        resp.release_conn()
+
+
 def request(api: ApiClient, path: str, query: dict[str, Any] | None = None,
             timeout: float | tuple[float, float] = 30.0) -> Any:
     """GET path → decoded JSON; ApiError for non-2xx; urllib3 errors for transport failures."""

@@ -16,7 +16,6 @@ A malformed exposition never breaks the source: unparsable lines are skipped and
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -28,6 +27,7 @@ from kubernetes import client
 
 from kueuetop.kueue.gpu import GpuSample
 from kueuetop.sources.dcgm import GpuReading, PodRef, SourceStatus, read_exposition
+from kueuetop.sources.kube_http import ApiError, request, request_bytes
 
 __all__ = ["EXPORTER_SELECTORS", "ExporterScrape", "ScrapeSource"]
 
@@ -79,7 +79,7 @@ def _port(pod: Mapping[str, Any]) -> int:
 
 
 def _api_error(exc: BaseException) -> str:
-    if isinstance(exc, client.ApiException):
+    if isinstance(exc, ApiError):
         reason = (exc.reason or "").strip()
         return f"HTTP {exc.status} {reason}".strip()[:200]
     name = type(exc).__name__
@@ -97,7 +97,9 @@ class ScrapeSource:
     def __init__(self, api: client.ApiClient, *, selectors: Iterable[str] = EXPORTER_SELECTORS,
                  namespace: str | None = None, concurrency: int = 8, timeout: float = 5.0,
                  stale_after: float = 90.0, clock: Callable[[], float] = time.time) -> None:
-        self._core = client.CoreV1Api(api)
+        # Raw requests through the client's pool and credentials (sources/kube_http.py): the
+        # generated CoreV1Api would cost a second of imports for two GETs.
+        self._api = api
         self.selectors = tuple(selectors)
         self.namespace = namespace
         self.concurrency = max(1, concurrency)
@@ -117,14 +119,11 @@ class ScrapeSource:
         """Running exporter pods (raises on API errors; `gpus()` catches)."""
         seen: dict[tuple[str, str], dict[str, Any]] = {}
         for sel in self.selectors:
-            kw: dict[str, Any] = {"label_selector": sel, "_preload_content": False,
-                                  "_request_timeout": (min(5.0, self.timeout), max(self.timeout, 10.0))}
-            if self.namespace:
-                resp = self._core.list_namespaced_pod(self.namespace, **kw)
-            else:
-                resp = self._core.list_pod_for_all_namespaces(**kw)
-            body = json.loads(resp.data)
-            for pod in body.get("items") or ():
+            path = f"/api/v1/namespaces/{self.namespace}/pods" if self.namespace else "/api/v1/pods"
+            body = request(self._api, path, {"labelSelector": sel},
+                           timeout=(min(5.0, self.timeout), max(self.timeout, 10.0)))
+            items = body.get("items") if isinstance(body, dict) else None
+            for pod in items if isinstance(items, list) else ():
                 if not isinstance(pod, dict):
                     continue
                 m = _meta(pod)
@@ -137,13 +136,8 @@ class ScrapeSource:
     # -------------------------------------------------------------------- one pod
 
     def fetch_text(self, namespace: str, pod: str, port: int) -> str:
-        resp = self._core.connect_get_namespaced_pod_proxy_with_path(
-            f"{pod}:{port}", namespace, "metrics", _preload_content=False,
-            _request_timeout=(min(5.0, self.timeout), self.timeout))
-        try:
-            raw = resp.read(MAX_BODY + 1)
-        finally:
-            resp.release_conn()
+        raw = request_bytes(self._api, f"/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/metrics",
+                            timeout=(min(5.0, self.timeout), self.timeout), limit=MAX_BODY)
         if len(raw) > MAX_BODY:
             raise ValueError(f"response larger than {MAX_BODY // 2**20} MiB")
         return raw.decode("utf-8", errors="replace")

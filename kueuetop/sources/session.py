@@ -40,7 +40,7 @@ POSITION_FETCHES = 8  # visibility GETs in flight at once
 POSITION_BUDGET = 1.0  # seconds the headless commands spend on them in all
 
 # Short watch/request timeouts: a headless command must never hang on one slow resource.
-HEADLESS_INFORMERS = InformerConfig(watch_timeout=30, request_timeout=15, connect_timeout=5)
+HEADLESS_INFORMERS = InformerConfig(watch_timeout=30, request_timeout=15, connect_timeout=5, page_size=5000)
 
 
 @dataclass

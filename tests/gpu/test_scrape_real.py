@@ -7,6 +7,7 @@ from unittest import mock
 from kubernetes import client
 
 from kueuetop.sim.serve import ServedCluster
+from kueuetop.sources.kube_http import ApiError
 from kueuetop.sources.scrape import ScrapeSource
 
 from .conftest import EXPORTER_NS, ensure_exporter_pods, running_gpu_pods, wait_for
@@ -40,7 +41,7 @@ def test_one_bad_exporter_does_not_break_the_round(api: client.ApiClient) -> Non
 
     def flaky(namespace: str, pod: str, port: int) -> str:
         if pod == victim.pod:
-            raise client.ApiException(status=503, reason="Service Unavailable")
+            raise ApiError(503, "ServiceUnavailable", "no endpoints available for service")
         if pod == src.exporters[-1].pod:
             return real(namespace, pod, port) + "garbage {{{\nDCGM_FI_DEV_GPU_UTIL{gpu=0 1\n"
         return real(namespace, pod, port)
