@@ -57,6 +57,7 @@ DEFAULT_VERSION = "v1beta2"
 FALLBACK_VERSION = "v1beta1"
 PLURALS = {WORKLOAD: "workloads", CLUSTER_QUEUE: "clusterqueues", LOCAL_QUEUE: "localqueues"}
 MERGE_PATCH = "application/merge-patch+json"
+FIELD_MANAGER = "kueuetop"
 
 # Error kinds a caller (CLI exit codes, TUI colours) can branch on.
 FORBIDDEN, NOT_FOUND, CONFLICT, PRECONDITION = "forbidden", "not-found", "conflict", "precondition"
@@ -244,7 +245,10 @@ class Executor:
 
     def patch(self, target: Target, body: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         plural, ns = resource_of(target)
-        kw: dict[str, Any] = {"_content_type": MERGE_PATCH, "_request_timeout": self.request_timeout}
+        # fieldManager names us in the object's managedFields, so `kubectl get --show-managed-fields`
+        # tells who set spec.active (the server would otherwise record the client library's name).
+        kw: dict[str, Any] = {"_content_type": MERGE_PATCH, "_request_timeout": self.request_timeout,
+                              "field_manager": FIELD_MANAGER}
         if dry_run:
             kw["dry_run"] = "All"
 

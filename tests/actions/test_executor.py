@@ -272,3 +272,10 @@ def test_falls_back_to_v1beta1(api, low_running_high_waiting: Kueue) -> None:
 def test_uses_a_kubeconfig_context(served: ServedCluster, low_running_high_waiting: Kueue) -> None:
     c = config.new_client_from_config(config_file=str(served.kubeconfig), context="kueuetop-sim")
     assert Executor(c).run("stop", parse_target(f"cq/{CQ}")).ok
+
+
+def test_actions_are_recorded_under_kueuetop_in_managed_fields(api, low_running_high_waiting: Kueue) -> None:
+    k = low_running_high_waiting
+    assert run(api, "hold", f"{NS}/low").ok
+    owners = {e["manager"]: e for e in k.wl("low")["metadata"].get("managedFields") or []}
+    assert "f:active" in owners["kueuetop"]["fieldsV1"]["f:spec"] and owners["kueuetop"]["operation"] == "Update"
