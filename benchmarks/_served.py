@@ -11,6 +11,11 @@ benchmarks use:
 
     GET /_bench/sent              → {"bytes": {category: n}, "requests": {category: n}}
     GET /_bench/churn?rate=R      → start (or change, 0 stops) R Workload status writes per second
+    GET /_bench/mark?name=N       → create a pending Workload named N (a copy of an existing one's
+                                    spec) and answer the wall-clock time of the write
+
+`serve(..., live=True)` serves the scenario *live* instead (`kueuetop sim serve`'s simulation
+running, pods, dcgm-exporters and all), with the same counting, for the end-to-end benchmark.
 
 Run directly, this file is that child (see `serve`).
 """
@@ -117,6 +122,10 @@ def paused_store(name: str) -> Any:
 def _category(path: str) -> str:
     if path.startswith(BENCH_PATH):
         return "bench"
+    if "/proxy/" in path:
+        return "pod_proxy"  # the direct dcgm-exporter scrape
+    if path.startswith("/version"):
+        return "probe"
     if "watch=true" in path or "watch=1" in path:
         return "watch"
     if "/pendingworkloads" in path:
@@ -197,11 +206,28 @@ class _Churn:
             next_at += 1.0 / self.rate
             time.sleep(max(0.0, next_at - time.monotonic()))
             ns, name = self._rng.choice(self._keys)
-            self.store.patch(KUEUE, "workloads", ns, name, self._flip, status=True, copy=False)
+            try:
+                self.store.patch(KUEUE, "workloads", ns, name, self._flip, status=True, copy=False)
+            except Exception:  # a live cluster deleted it meanwhile: pick another next time
+                continue
             self.writes += 1
 
 
-def _instrument(server: Any, store: Any) -> None:
+def _mark(store: Any, name: str) -> float:
+    """A new pending Workload named `name`, shaped like an existing one; the write's wall time."""
+    from kueuetop.kueue.json_copy import clone
+
+    template = next(iter(store.list(KUEUE, "workloads", copy=False)[0]))
+    meta = template["metadata"]
+    obj = {"apiVersion": f"{KUEUE}/{VERSION}", "kind": "Workload",
+           "metadata": {"name": name, "namespace": meta["namespace"], "labels": dict(meta.get("labels") or {})},
+           "spec": clone(template["spec"])}
+    obj["spec"]["active"] = False  # stays put: nothing admits, runs or deletes it
+    store.create(KUEUE, "workloads", obj)
+    return time.time()
+
+
+def _instrument(server: Any, store: Any, ready: Any = None) -> None:
     """Count bytes written by every handler, and answer the /_bench/ paths."""
     from kueuetop.sim.apiserver import server as server_module
     from kueuetop.sim.apiserver.resources import Reply
@@ -225,9 +251,14 @@ def _instrument(server: Any, store: Any) -> None:
             original_handle(h, method)
             return
         url = urlsplit(h.path)
+        query = parse_qs(url.query)
+        extra: dict[str, Any] = {"ready": ready() if ready else True}
         if url.path == BENCH_PATH + "churn":
-            churn.set_rate(float(parse_qs(url.query).get("rate", ["0"])[0]))
-        h.send_reply(Reply(200, {**counter.snapshot(), "churn": {"rate": churn.rate, "writes": churn.writes}}))
+            churn.set_rate(float(query.get("rate", ["0"])[0]))
+        elif url.path == BENCH_PATH + "mark":
+            extra["written_at"] = _mark(store, query["name"][0])
+        h.send_reply(Reply(200, {**counter.snapshot(), "churn": {"rate": churn.rate, "writes": churn.writes},
+                                 **extra}))
 
     server.handle = handle  # the handler looks it up on the instance
 
@@ -247,16 +278,32 @@ def serve_paused_child(name: str, port: int, kubeconfig: str, count_bytes: bool 
     return 0
 
 
+def serve_live_child(name: str, port: int, kubeconfig: str) -> int:
+    """`kueuetop sim serve NAME` with byte counting: the simulation runs, pods and exporters too."""
+    from kueuetop.sim.scenario import load_scenario
+    from kueuetop.sim.serve import serve_forever, start_served, stop_on_signals
+
+    done = stop_on_signals()
+    served = start_served(load_scenario(name), port=port, kubeconfig=kubeconfig)
+    _instrument(served.server, served.parts.cluster.store, ready=served.caught_up.is_set)
+    serve_forever(served, done)
+    return 0
+
+
 # ===================================================================== parent side
 @contextmanager
-def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool = False) -> Iterator[Server]:
+def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool = False,
+          live: bool = False) -> Iterator[Server]:
     """A server in a child process (`kueuetop sim serve`, or the paused one); yields once it
     has answered its first request, a list of every ClusterQueue (`startup_s` is the time from
-    starting the process to that answer). count_bytes needs paused."""
+    starting the process to that answer). count_bytes needs paused, or live: the live counting
+    child, which yields once the scenario's first instant is settled and served (`startup_s`)."""
     port = free_port()
     kubeconfig = workdir / f"{scenario}.kubeconfig"
     url = f"http://127.0.0.1:{port}"
-    if paused:
+    if live:
+        cmd = [sys.executable, __file__, scenario, str(port), str(kubeconfig), "--live"]
+    elif paused:
         cmd = [sys.executable, __file__, scenario, str(port), str(kubeconfig)]
         if count_bytes:
             cmd.append("--count-bytes")
@@ -273,6 +320,11 @@ def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool 
                                    if proc.stderr and proc.poll() is not None
                                    else f"sim serve {scenario} did not start")
             time.sleep(0.01)
+        if live:  # the first instant's objects (workloads included) are settled and served
+            while not get_json(f"{url}{BENCH_PATH}sent").get("ready"):
+                if proc.poll() is not None or time.monotonic() - t0 > READY_TIMEOUT * 10:
+                    raise RuntimeError(f"sim serve {scenario} did not catch up")
+                time.sleep(0.05)
         yield Server(proc, url, kubeconfig, time.monotonic() - t0, first_items)
     finally:
         proc.terminate()
@@ -298,7 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("port", type=int)
     p.add_argument("kubeconfig")
     p.add_argument("--count-bytes", action="store_true")
+    p.add_argument("--live", action="store_true", help="serve the scenario live, counting bytes")
     args = p.parse_args(argv)
+    if args.live:
+        return serve_live_child(args.scenario, args.port, args.kubeconfig)
     return serve_paused_child(args.scenario, args.port, args.kubeconfig, args.count_bytes)
 
 
