@@ -118,6 +118,9 @@ DEFAULT_INDEXES: dict[tuple[str, str], dict[str, Callable[[Obj], Any]]] = {
     ("kueue.x-k8s.io", "workloads"): {
         "status.admission.clusterQueue": lambda o: _dig(o, "status", "admission", "clusterQueue") or "",
         "spec.queueName": lambda o: _dig(o, "spec", "queueName") or "",
+        # A LocalQueue's workloads: its name alone is shared by every namespace's "default" queue.
+        "metadata.namespace,spec.queueName": lambda o: (_dig(o, "metadata", "namespace") or "",
+                                                        _dig(o, "spec", "queueName") or ""),
     },
     ("kueue.x-k8s.io", "localqueues"): {"spec.clusterQueue": lambda o: _dig(o, "spec", "clusterQueue") or ""},
     ("", "events"): {"involvedObject.name": lambda o: _dig(o, "involvedObject", "name") or ""},

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import urllib3
@@ -24,7 +24,7 @@ from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
 from kueuetop.sources.informer import InformerConfig
 from kueuetop.sources.kube import KubeSources
 from kueuetop.sources.kube_http import ApiError
-from kueuetop.store import Store
+from kueuetop.store import Store, StoreEvent
 from kueuetop.store import events as K
 
 
@@ -102,51 +102,98 @@ def open_session(kubeconfig: str | None = None, context: str | None = None, *, t
     if alongside is not None:
         side = threading.Thread(target=alongside, args=(session,), name="kueuetop-alongside", daemon=True)
         side.start()
+    positions = PositionReader(sources, store)
     try:
         while not sources.synced():
             if time.monotonic() > deadline:
                 missing = sorted(i.spec.source for i in sources.informers if not store.has_synced(i.spec.source))
                 raise SyncTimeout(f"timed out after {timeout:g}s waiting for the first list of "
                                   f"{', '.join(missing)} from {conn.info.server}")
+            if not positions.started and store.has_synced(K.CLUSTER_QUEUES):
+                # The queues are listed long before 20,000 workloads are: ask Kueue for their
+                # positions while the workloads arrive rather than after.
+                positions.start(_queues_by_pending(store))
             time.sleep(0.02)
-        session.positions_from = _read_positions(sources, store)
+        positions.start(_queues_by_pending(store))  # (a no-op when already started)
+        session.positions_from = positions.finish(
+            [key[1] for key in store.keys(K.CLUSTER_QUEUES) if store.queue_counts(key[1]).pending])
         if side is not None:
             side.join(max(0.0, deadline - time.monotonic()))
     except BaseException:
+        positions.abandon()
         session.close()
         raise
     return session
 
 
-def _read_positions(sources: KubeSources, store: Store, budget: float = POSITION_BUDGET) -> str:
-    """Ask the visibility API for the queues with pending work, so positions are current in the
-    one look the command takes (the background poller may have run before the sync).
+def _queues_by_pending(store: Store) -> list[str]:
+    """Every ClusterQueue, those whose status counts the most pending workloads first (the
+    workloads themselves may not be listed yet; a queue that turns out to have none costs one
+    small answer)."""
+    cqs = [(store.get(K.CLUSTER_QUEUES, key), key[1]) for key in store.keys(K.CLUSTER_QUEUES)]
+    cqs.sort(key=lambda c: (-(getattr(c[0], "pending_workloads", 0) or 0), c[1]))
+    return [name for _, name in cqs]
 
-    Bounded twice: POSITION_FETCHES in flight, and `budget` seconds in all. Kueue answers from
-    memory, but a cluster of 500 busy queues is 500 requests; what has not come back by then is
-    left to the engine's own order of the same queues (views/snapshot.py), and the snapshot says
-    so ("visibility+engine")."""
-    vis = sources.visibility
-    if vis is None:
-        return "engine"
-    wanted = [key[1] for key in store.keys(K.CLUSTER_QUEUES) if store.queue_counts(key[1]).pending]
-    if not wanted:
-        return "visibility"
-    pool = ThreadPoolExecutor(max_workers=POSITION_FETCHES, thread_name_prefix="kueuetop-positions")
-    futures = [pool.submit(vis.fetch, cq) for cq in wanted]
-    answered = 0
-    try:
-        for fut in as_completed(futures, timeout=budget):
-            ev = fut.result()
-            if ev is not None:
-                store.apply(ev)
-            answered += 1
-    except TimeoutError:
-        pass  # the budget is spent: the engine's order stands in for the rest
-    except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError):
-        answered = 0  # forbidden, not served, unreachable: the engine's order stands in
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    if answered == len(wanted):
-        return "visibility"
-    return "visibility+engine" if answered else "engine"
+
+class PositionReader:
+    """Ask the visibility API for the queues' positions, so they are current in the one look
+    a headless command takes (the background poller may have run before the sync).
+
+    Bounded twice: POSITION_FETCHES in flight, and `budget` seconds after the sync for what is
+    still out. Kueue answers from memory, but a cluster of 500 busy queues is 500 requests; what
+    has not come back by then is left to the engine's own order of the same queues
+    (views/snapshot.py), and the snapshot says so ("visibility+engine")."""
+
+    def __init__(self, sources: KubeSources, store: Store, budget: float = POSITION_BUDGET) -> None:
+        self.vis = sources.visibility
+        self.store = store
+        self.budget = budget
+        self.started = False
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: dict[str, Future[StoreEvent | None]] = {}
+
+    def start(self, cqs: list[str]) -> None:
+        if self.started or self.vis is None:
+            self.started = True
+            return
+        self.started = True
+        self._pool = ThreadPoolExecutor(max_workers=POSITION_FETCHES, thread_name_prefix="kueuetop-positions")
+        for cq in cqs:
+            self._futures[cq] = self._pool.submit(self._fetch, cq)
+
+    def _fetch(self, cq: str) -> StoreEvent | None:
+        ev = self.vis.fetch(cq) if self.vis is not None else None
+        if ev is not None:
+            self.store.apply(ev)
+        return ev
+
+    def finish(self, wanted: list[str]) -> str:
+        """Wait (within the budget) for the queues that have pending workloads; say where the
+        positions came from."""
+        if self.vis is None:
+            return "engine"
+        if not wanted:
+            self.abandon()
+            return "visibility"
+        assert self._pool is not None
+        for cq in wanted:  # queues created after the early start
+            if cq not in self._futures:
+                self._futures[cq] = self._pool.submit(self._fetch, cq)
+        answered = 0
+        try:
+            for fut in as_completed([self._futures[cq] for cq in wanted], timeout=self.budget):
+                fut.result()
+                answered += 1
+        except TimeoutError:
+            pass  # the budget is spent: the engine's order stands in for the rest
+        except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError):
+            answered = 0  # forbidden, not served, unreachable: the engine's order stands in
+        finally:
+            self.abandon()
+        if answered == len(wanted):
+            return "visibility"
+        return "visibility+engine" if answered else "engine"
+
+    def abandon(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)

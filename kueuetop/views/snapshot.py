@@ -175,7 +175,8 @@ def _wait_seconds(wl: Workload, now: float) -> float | None:
 
 def workload_rows(store: Store, snap: ClusterSnapshot, now: float, *,
                   gpu_stale: bool = False) -> list[dict[str, Any]]:
-    engine = _engine_positions(snap)
+    engine: dict[tuple[str, str], tuple[int, int]] | None = None  # built on first need: when
+    # Kueue's visibility API answered for every queue, the engine's index is never built
     pods = [e.raw for e in store.entries(K.PODS).values() if isinstance(e.raw, dict)]
     raws = [e.raw for e in store.entries(K.WORKLOADS).values() if isinstance(e.raw, dict)]
     use = workload_gpu_use(store.gpus().values(), pods, raws, now=now, since_admission=False)
@@ -189,8 +190,11 @@ def workload_rows(store: Store, snap: ClusterSnapshot, now: float, *,
             vis = store.position(key)
             if vis is not None and vis.in_cluster_queue >= 0:
                 pos, lpos = vis.in_cluster_queue, vis.in_local_queue
-            elif key in engine:
-                pos, lpos = engine[key]
+            else:
+                if engine is None:
+                    engine = _engine_positions(snap)
+                if key in engine:
+                    pos, lpos = engine[key]
         lq = snap.local_queues.get((wl.namespace, wl.queue_name))
         cq = wl.admission.cluster_queue if wl.admission is not None else (lq.cluster_queue if lq else "")
         u = use.get(key)

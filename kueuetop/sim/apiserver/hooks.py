@@ -73,12 +73,10 @@ def default_pending_workloads(store: ObjectStore, target: QueueRef, limit: int, 
     lqs = store.by_index(KUEUE_GROUP, "localqueues", "spec.clusterQueue", cq_name, copy=False)
     lq_keys = {((q.get("metadata") or {}).get("namespace", ""), (q.get("metadata") or {}).get("name", ""))
                for q in lqs}
-    pending: list[Obj] = []
-    for lq_name in {name for _ns, name in lq_keys}:
-        for wl in store.by_index(KUEUE_GROUP, "workloads", "spec.queueName", lq_name, copy=False):
-            meta = wl.get("metadata") or {}
-            if (meta.get("namespace", ""), lq_name) in lq_keys and is_pending(wl):
-                pending.append(wl)
+    pending: list[Obj] = [wl for lq_key in lq_keys
+                          for wl in store.by_index(KUEUE_GROUP, "workloads", "metadata.namespace,spec.queueName",
+                                                   lq_key, copy=False)
+                          if is_pending(wl)]
     pending.sort(key=_order_key)
     per_lq: dict[tuple[str, str], int] = {}
     items: list[Obj] = []
