@@ -10,6 +10,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from kueuetop.sim.apiserver.quantity_text import canonical
+
 from .conftest import KUEUE, cluster_queue, workload
 
 RES0 = "spec.resourceGroups[0].flavors[0].resources[0]"
@@ -121,3 +123,11 @@ def test_annotations_over_256_kib_refused_on_any_kind(custom: client.CustomObjec
     assert _invalid(exc)["message"] == ('Namespace "team-b" is invalid: metadata.annotations: Too long: '
                                         f"may not be more than {LIMIT} bytes")
     assert core.read_namespace("team-b") == before
+
+
+@pytest.mark.parametrize(("given", "printed"), [
+    ("-1", "-1"), (-1, "-1"), ("-1.5", "-1500m"), (-0.5, "-500m"), ("2000", "2k"), ("1500", "1500"),
+    ("-2Ki", "-2Ki"), ("-1536Ki", "-1536Ki"), ("-0.5Gi", "-512Mi"), ("-1E", "-1E"), ("-2e3", "-2e3"),
+    ("-0", "0")])
+def test_quantities_printed_as_quantity_string(given: Any, printed: str) -> None:
+    assert canonical(given) == printed

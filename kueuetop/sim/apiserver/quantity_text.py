@@ -9,12 +9,14 @@ binary SI (Ki…Ei), decimal exponent (e3) or decimal SI (everything else).
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 from typing import Any
 
 from kueuetop.kueue.quantity import parse_quantity
 
 _DECIMAL_SUFFIX = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_EXPONENT = re.compile(r"[eE][+-]?\d+")
 _BINARY_SUFFIX = ((60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki"))
 
 
@@ -23,8 +25,8 @@ def _suffix_kind(value: Any) -> str:
         text = value.strip()
         if text[-2:] in {s for _, s in _BINARY_SUFFIX}:
             return "binary"
-        if "e" in text.lower().lstrip("+-").lstrip("0123456789."):
-            return "exponent"
+        if _EXPONENT.fullmatch(text.lstrip("+-").lstrip("0123456789.")):
+            return "exponent"  # "1e3"; a bare "E" is the exa suffix
     return "decimal"
 
 
