@@ -3,7 +3,8 @@
 Objects are plain dicts (kueue.x-k8s.io objects in v1beta2), keyed by
 (group, plural, namespace, name); cluster-scoped objects use namespace "". The store
 keeps one global, monotonic resourceVersion like etcd's revision, a bounded history of
-changes per kind for watches, owner references for garbage collection and a few field
+changes per kind for watches, the past states paginated lists still read (list_snapshots),
+owner references for garbage collection and a few field
 indexes so single-object operations and indexed lookups stay O(1) at 100k objects.
 
 Stored dicts are never mutated after they are stored: every write stores a new dict, which
@@ -29,6 +30,7 @@ from typing import Any
 from kueuetop.kueue.api_versions import to_v1beta2
 from kueuetop.kueue.json_copy import clone, clone_except
 from kueuetop.sim.kinds import KINDS, Kind, get_kind, kind_for_object
+from kueuetop.sim.list_snapshots import DEFAULT_TTL, SnapshotChain, page_at
 
 _log = logging.getLogger(__name__)
 
@@ -154,8 +156,9 @@ class Watcher:
 class _Bucket:
     """All objects of one kind, with their namespace index, history and watchers."""
 
-    def __init__(self, kind: Kind, history_size: int) -> None:
+    def __init__(self, kind: Kind, history_size: int, snapshots: SnapshotChain) -> None:
         self.kind = kind
+        self.snapshots = snapshots  # past states for continue tokens
         self.objects: dict[ObjKey, Obj] = {}
         self.by_ns: dict[str, dict[str, Obj]] = {}
         self.sorted_keys: list[ObjKey] | None = None
@@ -171,6 +174,7 @@ class _Bucket:
         return self.sorted_keys
 
     def put(self, key: ObjKey, obj: Obj, old: Obj | None) -> None:
+        self.snapshots.record(key, old)
         if old is None:
             self.sorted_keys = None
         self.objects[key] = obj
@@ -190,6 +194,7 @@ class _Bucket:
 
     def remove(self, key: ObjKey) -> Obj:
         obj = self.objects.pop(key)
+        self.snapshots.record(key, obj)
         self.sorted_keys = None
         ns = self.by_ns.get(key[0])
         if ns is not None:
@@ -218,13 +223,17 @@ class ObjectStore:
     """In-memory API object store. See the module docstring for the sharing rules."""
 
     def __init__(self, now: Callable[[], float] = time.time, history_size: int = 10000,
-                 kinds: Iterable[Kind] = KINDS, seed: int | None = None) -> None:
+                 kinds: Iterable[Kind] = KINDS, seed: int | None = None,
+                 snapshot_ttl: float = DEFAULT_TTL, wall: Callable[[], float] = time.monotonic) -> None:
+        """snapshot_ttl: how long (seconds of `wall`, a real clock whatever `now` is) a paginated
+        list's continue token stays valid, as etcd keeps a revision until kube-apiserver's
+        compaction, every 5 minutes."""
         self.now = now
         self._lock = threading.RLock()
         self._rv = 0
         self._buckets: dict[tuple[str, str], _Bucket] = {}
         for k in kinds:
-            b = _Bucket(k, history_size)
+            b = _Bucket(k, history_size, SnapshotChain(snapshot_ttl, wall))
             for field_path, fn in DEFAULT_INDEXES.get(k.key, {}).items():
                 b.indexes[field_path] = (fn, {})
             self._buckets[k.key] = b
@@ -350,6 +359,42 @@ class ObjectStore:
                         next_key = keys[i]
                     break
             return out, next_key, rv
+
+    def list_chunk(self, group: str, plural: str, namespace: str | None = None, *, limit: int = 0,
+                   at: int | None = None, after: ObjKey | None = None,
+                   predicate: Callable[[Obj], bool] | None = None,
+                   candidates: Iterable[ObjKey] | None = None) -> tuple[list[Obj], ObjKey | None, int, int]:
+        """One chunk of a paginated list: (shared objects, key to continue after or None, the
+        resourceVersion the chunk is consistent with, how many objects follow it).
+
+        Without `at` the chunk is read from the current state; if more follows, the state at
+        this resourceVersion is kept (list_snapshots) so later chunks, read `at` it, come from
+        the same snapshot however the objects change meanwhile. Raises Expired when the
+        snapshot at `at` is no longer kept."""
+        with self._lock:
+            b = self._bucket(group, plural)
+            if at is None:
+                items, next_key, rv = self.list_page(group, plural, namespace, limit=limit, after=after,
+                                                     predicate=predicate, candidates=candidates)
+                remaining = 0
+                if next_key is not None:
+                    b.snapshots.take(rv)
+                    remaining = self.count_after(group, plural, namespace, next_key)
+                return items, next_key, rv, remaining
+            snapshot = b.snapshots.get(at)
+            if snapshot is None:
+                raise Expired(f"the state at resourceVersion {at} is no longer kept", b.kind)
+            ns = (namespace or None) if b.kind.namespaced else None
+            keys = b.keys_sorted()
+            if ns is not None:
+                keys = keys[bisect.bisect_left(keys, (ns, "")):bisect.bisect_left(keys, (ns + "\x00", ""))]
+
+            def in_scope(key: ObjKey) -> bool:
+                return ns is None or key[0] == ns
+
+            items, next_key, remaining = page_at(snapshot, b.objects, keys, after, limit, predicate, in_scope,
+                                                 candidates)
+            return items, next_key, at, remaining
 
     def count_after(self, group: str, plural: str, namespace: str | None, after: ObjKey) -> int:
         """How many objects (of a namespace, or all) sort after key `after`."""
@@ -818,6 +863,7 @@ class ObjectStore:
             for b in self._buckets.values():
                 b.history.clear()
                 b.floor = self._rv
+                b.snapshots.clear()
             return self._rv
 
     def subscribe(self, callback: Callable[[WatchEvent], None]) -> Callable[[], None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kueuetop.sim.kinds import KUEUE_GROUP, Kind
+from kueuetop.sim.scenario_nodes import node_info
 
 Obj = dict[str, Any]
 
@@ -65,5 +66,27 @@ def prepare_for_create(kind: Kind, obj: Obj) -> None:
         obj.setdefault("spec", {"finalizers": ["kubernetes"]})
     elif kind.key == ("batch", "jobs"):
         obj["status"] = {}
+    elif kind.key == ("", "nodes"):
+        _register_node(obj)
     elif kind.crd and kind.status_subresource:
         obj.pop("status", None)
+
+
+def _register_node(node: Obj) -> None:
+    """Every simulated node has a simulated kubelet, and a kubelet's first status sync reports the
+    whole NodeSystemInfo (kubelet nodestatus.MachineInfo/VersionInfo: machineID, systemUUID,
+    bootID, kernelVersion, osImage, containerRuntimeVersion, kubeletVersion, kubeProxyVersion,
+    operatingSystem, architecture), all of which the API's v1.NodeSystemInfo marks required.
+    A node written with part of it (a scenario's bare Node) gets the rest; given values stay."""
+    status = node.get("status")
+    if not isinstance(status, dict):
+        status = node["status"] = {}
+    given = status.get("nodeInfo")
+    given = given if isinstance(given, dict) else {}
+    meta = _sub(node, "metadata") or {}
+    info = node_info(str(meta.get("name") or meta.get("generateName") or ""))
+    labels = _sub(meta, "labels") or {}
+    if isinstance(labels.get("kubernetes.io/arch"), str) and labels["kubernetes.io/arch"]:
+        info["architecture"] = labels["kubernetes.io/arch"]
+    info.update({k: v for k, v in given.items() if v not in (None, "")})
+    status["nodeInfo"] = info

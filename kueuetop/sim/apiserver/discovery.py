@@ -87,8 +87,9 @@ def resource_list(group: str, version: str, served: ServedVersions = ALL_VERSION
     for k in kinds:
         r: dict[str, Any] = {"name": k.plural, "singularName": k.singular, "namespaced": k.namespaced,
                              "kind": k.kind, "verbs": list(k.verbs)}
-        if k.short_names:
-            r["shortNames"] = list(k.short_names)
+        short = served.short_names(k)
+        if short:
+            r["shortNames"] = list(short)
         if k.categories:
             r["categories"] = list(k.categories)
         r["storageVersionHash"] = _hash(f"{gv}/{k.plural}")

@@ -16,6 +16,7 @@ from kueuetop.sim.apiserver.routing import Route
 from kueuetop.sim.apiserver.status import (
     ApiError,
     bad_request,
+    expired_continue,
     invalid,
     not_found,
     parse_rv,
@@ -25,7 +26,7 @@ from kueuetop.sim.apiserver.status import (
 from kueuetop.sim.apiserver.validation import validate
 from kueuetop.sim.apiserver.versions import ALL_VERSIONS, ServedVersions
 from kueuetop.sim.kinds import Kind
-from kueuetop.sim.objectstore import Conflict, NotFound, ObjectStore
+from kueuetop.sim.objectstore import Conflict, Expired, NotFound, ObjectStore
 
 Obj = dict[str, Any]
 
@@ -141,27 +142,27 @@ class Resources:
         if wanted is not None and wanted > self.store.resource_version:
             raise too_large_resource_version(wanted, self.store.resource_version)
         after = None
+        at = None
         token = ctx.query.get("continue")
         if token:
             token_rv, after = codec.decode_continue(token)
-            if token_rv < self.store.history_floor(kind.group, kind.plural):
-                raise ApiError(410, "The provided continue parameter is too old to display a consistent "
-                                    "list result. You can start a new list without the continue parameter.",
-                               "Expired")
-        items, next_key, rv = self.store.list_page(kind.group, kind.plural, r.namespace or None,
-                                                   limit=max(0, limit), after=after, predicate=pred,
-                                                   candidates=candidates)
-        if token:
-            rv = token_rv
+            # -1: the inconsistent token of an expired list, resumed from the latest state.
+            at = None if token_rv == -1 else token_rv
+        try:
+            items, next_key, rv, remaining = self.store.list_chunk(
+                kind.group, kind.plural, r.namespace or None, limit=max(0, limit), at=at, after=after,
+                predicate=pred, candidates=candidates)
+        except Expired:
+            assert after is not None
+            raise expired_continue(codec.encode_continue(-1, after)) from None
         meta: Obj = {"resourceVersion": str(rv)}
         cont = codec.encode_continue(rv, next_key) if next_key else ""
         if cont:
             meta["continue"] = cont
-            if pred is None and candidates is None and next_key is not None:
+            if pred is None and candidates is None:
                 # As kube-apiserver: how many items follow this page, only for lists without
                 # label or field selectors (with them the server can't know without filtering).
-                meta["remainingItemCount"] = self.store.count_after(kind.group, kind.plural,
-                                                                    r.namespace or None, next_key)
+                meta["remainingItemCount"] = remaining
         out_items = [codec.to_version(kind, r.version, o) for o in items]
         headers = self._warnings(ctx, kind)
         if ctx.accept.table:

@@ -409,6 +409,11 @@ def _method_not_allowed() -> ApiError:
 
 
 class _HTTPServer(ThreadingHTTPServer):
+    # socketserver's default listen backlog is 5: a burst of new connections overflows the
+    # accept queue and the kernel drops SYNs, which clients see as 1 s, 3 s, 7 s connect stalls
+    # or timeouts. kube-apiserver (Go's net.Listen) asks for the kernel maximum (somaxconn);
+    # 1024 is Go's fallback when somaxconn cannot be read, and Linux caps it at somaxconn anyway.
+    request_queue_size = 1024
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True

@@ -19,16 +19,21 @@ class ApiError(Exception):
     """Raised anywhere in request handling; the server answers it as a Status body."""
 
     def __init__(self, code: int, message: str, reason: str | None = None,
-                 details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> None:
+                 details: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
+                 list_meta: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.reason = reason or REASON_BY_CODE.get(code, "Unknown")
         self.details = details
         self.headers = headers or {}
+        self.list_meta = list_meta  # Status.metadata (a ListMeta), e.g. an expired list's continue
 
     def body(self) -> dict[str, Any]:
-        return status_body(self.code, self.message, self.reason, self.details)
+        out = status_body(self.code, self.message, self.reason, self.details)
+        if self.list_meta:
+            out["metadata"] = dict(self.list_meta)
+        return out
 
 
 def status_body(code: int, message: str, reason: str = "", details: dict[str, Any] | None = None,
@@ -81,6 +86,22 @@ def invalid(kind: Kind, name: str, causes: list[dict[str, str]]) -> ApiError:
     if kind.group:
         details["group"] = kind.group
     return ApiError(422, f'{kind_name} "{name}" is invalid: {summary}', "Invalid", details)
+
+
+# apiserver storage/etcd3/errors.go inconsistentContinue.
+INCONSISTENT_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new "
+    "list without the continue parameter, or use the continue token in this response to retrieve the "
+    "remainder of the results. Continuing with the provided token results in an inconsistent list - "
+    "objects that were created, modified, or deleted between the time the first chunk was returned and "
+    "now may show up in the list.")
+
+
+def expired_continue(inconsistent_token: str) -> ApiError:
+    """A continue token whose revision was compacted: 410 Expired (apierrors.NewResourceExpired)
+    carrying a token that resumes at the same key from the latest state (etcd3
+    handleCompactedErrorForPaging encodes it with resourceVersion -1)."""
+    return ApiError(410, INCONSISTENT_CONTINUE, "Expired", list_meta={"continue": inconsistent_token})
 
 
 def parse_rv(raw: str | None) -> int | None:

@@ -4,8 +4,12 @@ the core API's basic checks. Returns field causes; the caller answers 422 Invali
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import Any
 
+from kueuetop.kueue.errors import QuantityError
+from kueuetop.kueue.quantity import parse_quantity
+from kueuetop.sim.apiserver.quantity_text import canonical
 from kueuetop.sim.kinds import KUEUE_GROUP, Kind
 
 Obj = dict[str, Any]
@@ -22,6 +26,11 @@ SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alph
 LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
              "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
              "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+
+# apimachinery validation.IsNegativeErrorMsg
+IS_NEGATIVE_MSG = "must be greater than or equal to 0"
+# apimachinery api/validation/objectmeta.go: the sum of every annotation's key and value length.
+TOTAL_ANNOTATION_SIZE_LIMIT_B = 256 * (1 << 10)
 
 QUEUEING_STRATEGIES = ("StrictFIFO", "BestEffortFIFO")
 STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
@@ -69,8 +78,15 @@ def is_quantity(value: Any) -> bool:
     if isinstance(value, bool):
         return False
     if isinstance(value, int | float):
-        return True
-    return isinstance(value, str) and bool(_QUANTITY.match(value.strip())) and value.strip() == value
+        ok = True
+    else:
+        ok = isinstance(value, str) and bool(_QUANTITY.match(value.strip())) and value.strip() == value
+    if ok:
+        try:
+            parse_quantity(value)
+        except QuantityError:
+            return False
+    return ok
 
 
 def _enum(causes: list[Cause], obj: dict[str, Any], key: str, field: str, allowed: tuple[str, ...]) -> None:
@@ -115,13 +131,22 @@ def validate_metadata(kind: Kind, obj: Obj) -> list[Cause]:
         v = meta.get(f)
         if v is not None and (not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values())):
             causes.append(invalid(f"metadata.{f}", "object", "must be a map of strings"))
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        # apimachinery ValidateAnnotations → ValidateAnnotationsSize (bytes of keys plus values),
+        # reported as field.TooLong, whose message omits the value.
+        size = sum(len(str(k).encode()) + len(v.encode()) for k, v in annotations.items() if isinstance(v, str))
+        if size > TOTAL_ANNOTATION_SIZE_LIMIT_B:
+            causes.append({"reason": "FieldValueTooLong",
+                           "message": f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT_B} bytes",
+                           "field": "metadata.annotations"})
     return causes
 
 
 # ----------------------------------------------------------------- kueue kinds
 
 def _validate_resource_groups(causes: list[Cause], rgs: Any, base: str, has_parent: bool,
-                              parent_field: str) -> None:
+                              parent_word: str, check_lending: bool) -> None:
     if rgs is None:
         return
     if not isinstance(rgs, list):
@@ -172,16 +197,49 @@ def _validate_resource_groups(causes: list[Cause], rgs: Any, base: str, has_pare
                     causes.append(required(f"{rp}.name"))
                 if "nominalQuota" not in r:
                     causes.append(required(f"{rp}.nominalQuota"))
-                for q in ("nominalQuota", "borrowingLimit", "lendingLimit"):
-                    if q in r and r[q] is not None and not is_quantity(r[q]):
-                        causes.append(invalid(f"{rp}.{q}", r[q],
-                                              "quantities must match the regular expression "
-                                              "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"))
-                    elif q in r and isinstance(r[q], str) and r[q].startswith("-"):
-                        causes.append(invalid(f"{rp}.{q}", r[q], "must be greater than or equal to 0"))
-                for q in ("borrowingLimit", "lendingLimit"):
-                    if r.get(q) is not None and not has_parent:
-                        causes.append(invalid(f"{rp}.{q}", r[q], f"must be nil when {parent_field} is empty"))
+                causes += _quota_causes(r, rp, has_parent, parent_word, check_lending)
+
+
+def _quota_causes(r: dict[str, Any], rp: str, has_parent: bool, parent_word: str,
+                  check_lending: bool) -> list[Cause]:
+    """One ResourceQuota's quantities: the CRD schema's pattern first (a bad string never reaches
+    the webhook), then Kueue's webhook (pkg/webhooks/clusterqueue_webhook.go validateFlavorQuotas,
+    shared by the Cohort webhook) in its order: nominalQuota non-negative; borrowingLimit nil
+    without a parent, non-negative; lendingLimit non-negative, nil without a parent, and for a
+    ClusterQueue (enforceNominalGreaterThanLending) at most nominalQuota. Values are reported as
+    Quantity.String() prints them."""
+    causes: list[Cause] = []
+    values: dict[str, Fraction] = {}
+    for q in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+        if q in r and r[q] is not None:
+            if not is_quantity(r[q]):
+                causes.append(invalid(f"{rp}.{q}", r[q], "quantities must match the regular expression "
+                                                         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"))
+            else:
+                values[q] = parse_quantity(r[q])
+    if causes:
+        return causes
+
+    def negative(q: str) -> None:
+        if values[q] < 0:
+            causes.append(invalid(f"{rp}.{q}", canonical(r[q]), IS_NEGATIVE_MSG))
+
+    def without_parent(q: str) -> None:
+        if not has_parent:
+            causes.append(invalid(f"{rp}.{q}", canonical(r[q]), f"must be nil when {parent_word} is empty"))
+
+    if "nominalQuota" in values:
+        negative("nominalQuota")
+    if "borrowingLimit" in values:
+        without_parent("borrowingLimit")
+        negative("borrowingLimit")
+    if "lendingLimit" in values:
+        negative("lendingLimit")
+        without_parent("lendingLimit")
+        if check_lending and values["lendingLimit"] > values.get("nominalQuota", Fraction(0)):
+            causes.append(invalid(f"{rp}.lendingLimit", canonical(r["lendingLimit"]),
+                                  "must be less than or equal to the nominalQuota"))
+    return causes
 
 
 def _validate_namespace_selector(causes: list[Cause], sel: Any, field: str) -> None:
@@ -233,7 +291,7 @@ def validate_cluster_queue(obj: Obj, version: str) -> list[Cause]:
     if cohort and (not isinstance(cohort, str) or not _DNS1123_SUBDOMAIN.match(cohort)):
         causes.append(invalid(f"spec.{cohort_field}", cohort, SUBDOMAIN_MSG))
     _validate_resource_groups(causes, spec.get("resourceGroups"), "spec.resourceGroups", bool(cohort),
-                              "cohort")
+                              "cohort", check_lending=True)
     pre = spec.get("preemption")
     if isinstance(pre, dict):
         _enum(causes, pre, "withinClusterQueue", "spec.preemption.withinClusterQueue", WITHIN_CQ)
@@ -274,7 +332,7 @@ def validate_cohort(obj: Obj) -> list[Cause]:
     if parent and (not isinstance(parent, str) or not _DNS1123_SUBDOMAIN.match(parent)):
         causes.append(invalid("spec.parentName", parent, SUBDOMAIN_MSG))
     _validate_resource_groups(causes, spec.get("resourceGroups"), "spec.resourceGroups", bool(parent),
-                              "parentName")
+                              "parent", check_lending=False)
     return causes
 
 

@@ -16,6 +16,17 @@ from kueuetop.sim.kinds import Kind
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")
 _KUEUE_GROUPS = (K.KUEUE_GROUP, K.VISIBILITY_GROUP)
 
+# Short names as Kueue ≤ 0.14 declared them (config/components/crd/bases at v0.14.0, unchanged
+# since "Add shortnames to kueue APIs", 2022): Workload had `wl` (0.15.3 added kwl/kueueworkload,
+# 0.16 dropped wl); Cohort, AdmissionCheck, WorkloadPriorityClass and ProvisioningRequestConfig
+# had none until 0.18. The registry in kinds.py holds the current (0.18+) names.
+V1BETA1_SHORT_NAMES: dict[str, tuple[str, ...]] = {
+    "workloads": ("wl",),
+    "clusterqueues": ("cq",),
+    "localqueues": ("queue", "queues", "lq"),
+    "resourceflavors": ("flavor", "flavors", "rf"),
+}
+
 
 @dataclass(frozen=True)
 class ServedVersions:
@@ -44,6 +55,12 @@ class ServedVersions:
 
     def find_kind(self, group: str, version: str, plural: str) -> Kind | None:
         return K.find_kind(group, version, plural) if self.serves(group, version) else None
+
+    def short_names(self, kind: Kind) -> tuple[str, ...]:
+        """The short names discovery offers for a kind, as the emulated Kueue release declared them."""
+        if kind.group == K.KUEUE_GROUP and "v1beta2" not in self.kueue:
+            return V1BETA1_SHORT_NAMES.get(kind.plural, ())
+        return kind.short_names
 
     def deprecation(self, kind: Kind, version: str) -> str | None:
         """The Warning text for a request at this version; none for the preferred version, since a
