@@ -240,8 +240,9 @@ def test_watch_survives_dropped_streams(server: ApiServer, core: client.CoreV1Ap
 def test_watch_bookmarks_and_table_events(server: ApiServer, store: ObjectStore) -> None:
     store.create(KUEUE, "clusterqueues", cluster_queue("cq-a", "co"))
     rv = store.resource_version
-    threading.Timer(0.2, lambda: store.patch(KUEUE, "clusterqueues", None, "cq-a",
-                                             lambda o: {**o, "spec": {**o["spec"], "cohortName": "co2"}})).start()
+    # Written before the watch opens: a watch from `rv` replays it from the history, so the test
+    # does not depend on a timer firing inside the watch's one second on a loaded machine.
+    store.patch(KUEUE, "clusterqueues", None, "cq-a", lambda o: {**o, "spec": {**o["spec"], "cohortName": "co2"}})
     req = urllib.request.Request(server.url + f"/apis/kueue.x-k8s.io/v1beta2/clusterqueues?watch=true"
                                  f"&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=1")
     req.add_header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
