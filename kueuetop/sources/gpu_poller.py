@@ -56,7 +56,7 @@ def source_name(source: object) -> str:
 def gpu_source_for(conn: Connection, prometheus_url: str | None = None, token: str | None = None,
                    headers: Mapping[str, str] | None = None, *, timeout: float = 10.0,
                    selector: str = "", scrape_budget: int = DEFAULT_BUDGET,
-                   burst_seconds: float = 10.0) -> PrometheusSource | ScrapeSource:
+                   burst_seconds: float = 5.0) -> PrometheusSource | ScrapeSource:
     """Prometheus when a URL is given, else the exporters scraped through the API server.
 
     The bearer token may come from KUEUETOP_PROMETHEUS_TOKEN, so it never appears in a process

@@ -10,8 +10,8 @@ and a per-pod timeout.
 
 Every byte goes through the control plane, so the scrape is budgeted (`sources/scrape_budget.py`,
 `--scrape-budget`, default 10 MB a minute): each poll reads the exporters the budget allows —
-first the one off screen whose data is oldest, then the nodes the console shows
-(`set_priority_nodes`), then the rest, oldest first — and the pod list is refreshed only as often
+first the nodes the console shows (`set_priority_nodes`), then the rest in turn, oldest first,
+never starved by the first — and the pod list is refreshed only as often
 as a tenth of the budget allows. Samples keep their own time, so a node read minutes ago shows
 that age; when the budget cannot read the whole fleet within two minutes the status message says
 so, and suggests Prometheus. With budget 0 (unlimited) every exporter is read on every poll.
@@ -119,7 +119,7 @@ class ScrapeSource:
 
     def __init__(self, api: client.ApiClient, *, selectors: Iterable[str] = EXPORTER_SELECTORS,
                  namespace: str | None = None, concurrency: int = 8, timeout: float = 5.0,
-                 stale_after: float = 90.0, budget: int = DEFAULT_BUDGET, burst_seconds: float = 10.0,
+                 stale_after: float = 90.0, budget: int = DEFAULT_BUDGET, burst_seconds: float = 5.0,
                  clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         # Raw requests through the client's pool and credentials (sources/kube_http.py): the
@@ -139,6 +139,7 @@ class ScrapeSource:
         self._listed_at = 0.0
         self._list_bytes = 0
         self._relist_now = False
+        self._cold_starved = False  # the last poll read no exporter off screen
         self._last_round: float | None = None
         self._last: GpuReading | None = None
         self._last_success: float | None = None
@@ -298,11 +299,15 @@ class ScrapeSource:
             for k in chosen:
                 self.budget.try_reserve(estimates[k])
         else:
-            chosen = plan_round(list(by_key), node_of={k: str((p.get("spec") or {}).get("nodeName") or "")
-                                                       for k, p in by_key.items()},
+            node_of = {k: str((p.get("spec") or {}).get("nodeName") or "") for k, p in by_key.items()}
+            priority = self.priority_nodes
+            chosen = plan_round(list(by_key), node_of=node_of,
                                 last_scraped={k: st.last_try for k, st in self._pods.items()
                                               if st.last_try is not None},
-                                estimate=estimates.__getitem__, priority=self.priority_nodes, budget=self.budget)
+                                estimate=estimates.__getitem__, priority=priority, budget=self.budget,
+                                cold_first=self._cold_starved)
+            self._cold_starved = any(n not in priority for n in node_of.values()) and all(
+                node_of[k] in priority for k in chosen)
         if not chosen:
             return []
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(chosen)),
@@ -329,8 +334,12 @@ class ScrapeSource:
                 state.samples = [s if s.stale else dataclasses.replace(s, stale=True) for s in state.samples]
                 report = dataclasses.replace(report, last_success=state.last_success)
             state.report = report
-        sweep_bytes = sum(self._estimate(k) / 1.05 for k in alive)
-        sweep = sweep_seconds(self.budget.per_minute, sweep_bytes, interval)
+        sizes = {k: self._estimate(k) / 1.05 for k in alive}
+        sweep_bytes = sum(sizes.values())
+        priority = self.priority_nodes
+        hot_bytes = sum(v for k, v in sizes.items() if (st := self._pods.get(k)) is not None and st.report is not None
+                        and st.report.node in priority)
+        sweep = sweep_seconds(self.budget.per_minute, sweep_bytes, interval, hot_bytes, len(alive))
         # A node not read this poll keeps its sample and its sample's time; it turns stale only
         # when it is overdue for its turn in the rotation (or older than the exporter's window).
         overdue = max(self.stale_after, 2 * sweep)
@@ -364,7 +373,7 @@ class ScrapeSource:
                 msg += f" (+{len(failed) - 1} more)"
         if skipped:
             msg += f"; {skipped} malformed lines skipped"
-        note = refresh_note(self.budget.per_minute, len(alive), sweep_bytes, interval)
+        note = refresh_note(self.budget.per_minute, len(alive), sweep_bytes, interval, hot_bytes)
         if note:
             msg = f"{note}; {msg}"
         self.exporters = exporters

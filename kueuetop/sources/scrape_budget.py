@@ -4,15 +4,17 @@ Scraping every dcgm-exporter through the pod proxy on every poll costs the contr
 `exporters × 55–70 KB` per poll: on a 1,000-node fleet polled every 5 s, 500–700 MB a minute
 (issue 18). The scrape is therefore budgeted in bytes per minute (`--scrape-budget`):
 
-* `ByteBudget` paces the spending (a token bucket refilled at the budget's rate, so a poll gets
-  about `interval` seconds' worth) and enforces it hard over any 60 s window: a request is only
+* `ByteBudget` paces the spending (a token bucket refilled at 90 % of the budget's rate, so a
+  poll gets a little less than `interval` seconds' worth, and the bucket's first few seconds stay
+  within the minute) and enforces it hard over any 60 s window: a request is only
   started when the bytes settled in the last minute, plus those reserved by requests in flight,
   plus its own estimate, fit. Estimates are the exporter's last response size (a first guess
   above the usual size for exporters never read), so the window holds unless an exporter's answer
   suddenly grows; the excess is then carried as debt and paid back before the next request.
-* `plan_round` orders the exporters: the one whose data is oldest among those off screen goes
-  first (so rotation never starves), then the nodes the console shows (`priority`), oldest first,
-  then the rest, oldest first: a fair round-robin for the fleet, fresh data where people look.
+* `plan_round` orders the exporters: the nodes the console shows (`priority`) first, then the
+  rest, each oldest first: fresh data where people look, a fair round-robin for the fleet. When a
+  poll had no room for the rest, the next one starts with the oldest of them, so the rotation
+  never starves however many nodes are on screen.
   The plan stops at the first exporter that does not fit, so a big exporter is never overtaken.
 * `refresh_note` says, in one line, when the budget cannot keep the whole fleet fresh within
   `FRESH_WITHIN`; its text up to the first ";" is short enough for the status bar (`short_note`).
@@ -49,6 +51,8 @@ FRESH_WITHIN = 120.0  # a fleet swept less often than this is called out in the 
 LIST_SHARE = 0.1  # at most this share of the budget goes to listing the exporter pods
 MIN_RELIST = 30.0  # seconds: new exporter pods (nodes scaled up) are found within this at least
 MAX_RELIST = 600.0  # … and at most this, however small the budget
+PACE = 0.9  # the bucket refills at this share of the budget: the window then never has to stop a
+# whole poll (which would skip the nodes on screen for one poll) when estimates run a little high
 MIN_BUDGET = 250_000  # the list of exporter pods and one first read of an exporter must fit
 NOTE_PREFIX = "scrape budget "  # how a budget note starts (the status bar recognises it)
 
@@ -98,13 +102,13 @@ def format_span(seconds: float) -> str:
 class ByteBudget:
     """Bytes per minute: paced by a token bucket, held hard over any `WINDOW` seconds. Thread-safe."""
 
-    def __init__(self, per_minute: int, *, burst_seconds: float = 10.0,
+    def __init__(self, per_minute: int, *, burst_seconds: float = 5.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.per_minute = max(0, int(per_minute))
         self._clock = clock
         self._lock = threading.Lock()
-        self.rate = self.per_minute / WINDOW  # bytes per second
-        self.burst = self.rate * max(1.0, burst_seconds)
+        self.rate = PACE * self.per_minute / WINDOW  # bytes per second
+        self.burst = self.per_minute / WINDOW * max(1.0, burst_seconds)
         self._tokens = self.burst
         self._at = clock()
         self._settled: deque[tuple[float, int]] = deque()  # (time, bytes) in the last window
@@ -168,12 +172,16 @@ def relist_interval(list_bytes: int, per_minute: int) -> float:
 
 def plan_round(keys: Sequence[Hashable], *, node_of: Mapping[Hashable, str],
                last_scraped: Mapping[Hashable, float], estimate: Callable[[Hashable], int],
-               priority: Collection[str], budget: ByteBudget) -> list[Hashable]:
-    """The exporters to read this poll, in order; each one's estimate is reserved in `budget`."""
+               priority: Collection[str], budget: ByteBudget, cold_first: bool = False) -> list[Hashable]:
+    """The exporters to read this poll, in order; each one's estimate is reserved in `budget`.
+
+    The priority nodes' exporters go first, oldest first, then the others, oldest first. When the
+    last poll read none of the others (`cold_first`), the oldest of them goes first instead, so
+    the rotation moves at least every other poll however many nodes are on screen."""
     never = -math.inf
     hot = sorted((k for k in keys if node_of.get(k, "") in priority), key=lambda k: last_scraped.get(k, never))
     cold = sorted((k for k in keys if node_of.get(k, "") not in priority), key=lambda k: last_scraped.get(k, never))
-    order = cold[:1] + hot + cold[1:]
+    order = cold[:1] + hot + cold[1:] if cold_first else hot + cold
     chosen: list[Hashable] = []
     for k in order:
         if not budget.try_reserve(estimate(k)):
@@ -182,21 +190,28 @@ def plan_round(keys: Sequence[Hashable], *, node_of: Mapping[Hashable, str],
     return chosen
 
 
-def sweep_seconds(per_minute: int, sweep_bytes: float, interval: float | None = None) -> float:
-    """About how long reading every exporter once takes within the budget (at least a poll)."""
+def sweep_seconds(per_minute: int, sweep_bytes: float, interval: float | None = None,
+                  hot_bytes: float = 0.0, exporters: int = 1) -> float:
+    """About how long reading every exporter off screen once takes within the budget (at least
+    a poll): `sweep_bytes` for all of them, `hot_bytes` for those read on every poll first."""
     if per_minute <= 0:
         return interval or 0.0
-    sweep = sweep_bytes / (per_minute * (1 - LIST_SHARE)) * WINDOW
-    return max(sweep, interval or 0.0)
+    poll = interval or 5.0
+    usable = per_minute * (PACE - LIST_SHARE) / WINDOW  # bytes a second left for reads
+    cold_bytes = max(0.0, sweep_bytes - hot_bytes)
+    # The nodes on screen take their share first; the rotation moves at least every other poll.
+    floor = sweep_bytes / max(1, exporters) / (2 * poll)
+    sweep = cold_bytes / max(usable - hot_bytes / poll, floor)
+    return max(sweep, poll)
 
 
-def refresh_note(per_minute: int, exporters: int, sweep_bytes: float, interval: float | None = None
-                 ) -> str | None:
+def refresh_note(per_minute: int, exporters: int, sweep_bytes: float, interval: float | None = None,
+                 hot_bytes: float = 0.0) -> str | None:
     """One line when `per_minute` cannot read all `exporters` (`sweep_bytes` in all) within
     `FRESH_WITHIN`; None when it can. The status bar shows the part before the first ";"."""
     if per_minute <= 0 or exporters <= 0:
         return None
-    sweep = sweep_seconds(per_minute, sweep_bytes, interval)
+    sweep = sweep_seconds(per_minute, sweep_bytes, interval, hot_bytes, exporters)
     if sweep <= FRESH_WITHIN:
         return None
     span = format_span(sweep)
