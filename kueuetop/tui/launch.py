@@ -187,6 +187,10 @@ def run_console(args: argparse.Namespace) -> int:
                           demo=args.demo if demo else None, theme_name=getattr(args, "theme", None),
                           ascii_only=bool(getattr(args, "ascii", False)),
                           namespace=getattr(args, "namespace", None))
+        if poller is not None:  # the nodes on screen are read first by a budgeted GPU scrape
+            from kueuetop.tui.gpu_focus import wire_gpu_focus
+
+            wire_gpu_focus(app.ctx, poller.set_priority_nodes)
         code = app.run(mouse=not getattr(args, "no_mouse", False))
         from kueuetop.tui.tty import EXIT_HANGUP, silence_std_streams
 
