@@ -200,7 +200,9 @@ class ScrapeSource:
 
     def _relist(self, mono: float) -> None:
         """List the exporter pods when due (raises on API errors). Unlimited: every poll."""
-        due = (self._listed is None or self.budget.unlimited or self._relist_now
+        # No exporter found yet (the cluster is starting, the operator is installing): an empty
+        # list costs next to nothing, so look again on every poll.
+        due = (not self._listed or self.budget.unlimited or self._relist_now
                or mono - self._listed_at >= relist_interval(self._list_bytes, self.budget.per_minute))
         if not due:
             return

@@ -232,3 +232,40 @@ def test_refresh_note_threshold() -> None:
     assert refresh_note(10_000_000, 1000, 55_000_000) is not None
     assert refresh_note(10_000_000, 10, 550_000) is None
     assert refresh_note(0, 1000, 55_000_000) is None  # unlimited: every poll reads everything
+
+
+def test_exporters_that_appear_after_an_empty_list_are_found_on_the_next_poll(fleet: ServedCluster) -> None:
+    """A cluster still starting (or an operator still installing) has no exporter yet: the empty
+    list is looked at again on every poll, not after the budget's relist interval."""
+    api = config.new_client_from_config(str(fleet.kubeconfig))
+    clock = FakeTime()
+    src = ScrapeSource(api, namespace="late-gpu", clock=clock.wall, monotonic=clock.mono)
+    try:
+        assert src.gpus().status.message == "no dcgm-exporter pods found"
+        core = client.CoreV1Api(api)
+        core.create_namespace({"metadata": {"name": "late-gpu"}}, _preload_content=False)
+        node = sorted(_exporter_nodes_of(api))[0]
+        core.create_namespaced_pod("late-gpu", {
+            "metadata": {"name": "nvidia-dcgm-exporter-late", "labels": {"app": "nvidia-dcgm-exporter"}},
+            "spec": {"nodeName": node, "tolerations": [{"operator": "Exists"}], "containers": [{
+                "name": "nvidia-dcgm-exporter", "image": "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2",
+                "ports": [{"name": "metrics", "containerPort": 9400}]}]},
+        }, _preload_content=False)
+
+        def found() -> bool:
+            clock.t += 1.0  # well inside the 30 s a non-empty list is kept
+            return bool(src.gpus().samples)
+
+        assert wait_until(found, 10, step=0.2)
+        assert clock.t < 30 and {s.node for s in src._last.samples} == {node}  # type: ignore[union-attr]
+    finally:
+        # The fleet is shared by the module: its one exporter per node stays so.
+        client.CoreV1Api(api).delete_namespace("late-gpu", _preload_content=False)
+        assert wait_until(lambda: not any(p["metadata"]["namespace"] == "late-gpu"
+                                          for p in ScrapeSource(api).list_exporters()), 10)
+        api.close()
+
+
+def _exporter_nodes_of(api: client.ApiClient) -> set[str]:
+    src = ScrapeSource(api)
+    return {str(p["spec"]["nodeName"]) for p in src.list_exporters()}
