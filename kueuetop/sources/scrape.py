@@ -114,6 +114,12 @@ def _api_error(exc: BaseException) -> str:
     return f"error: {name}"
 
 
+def _exporter_down(error: str) -> bool:
+    """The API server answered for the pod (its proxy could not reach the exporter, say), so the
+    server is up and the pod exists; a 404 means the pod is gone, and the list is out of date."""
+    return error.startswith("HTTP ") and not error.startswith("HTTP 404")
+
+
 class ScrapeSource:
     """Budgeted direct scrape of the dcgm-exporter pods; `gpus()` never raises."""
 
@@ -214,7 +220,9 @@ class ScrapeSource:
         try:
             pods = self.list_exporters()
         finally:
-            self.budget.settle(0 if first else estimate, self._list_bytes)
+            # The first list is counted in the window but not in the pace, so the first poll
+            # still has its few seconds' worth for reads (a fleet's list is ~2 KB per node).
+            self.budget.settle(0 if first else estimate, self._list_bytes, paced=not first)
         self._listed, self._listed_at, self._relist_now = pods, mono, False
 
     # -------------------------------------------------------------------- one pod
@@ -226,12 +234,16 @@ class ScrapeSource:
             raise ValueError(f"response larger than {MAX_BODY // 2**20} MiB")
         return raw.decode("utf-8", errors="replace")
 
-    def _estimate(self, key: tuple[str, str]) -> int:
-        state = self._pods.get(key)
-        if state is not None and state.size is not None:
-            return int(state.size * 1.05)  # a little room: allocations add pod labels to the answer
+    def _estimates(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """Bytes each exporter's next read should cost: its last answer and a little room (pods
+        placed on it add labels), or for one never read the mean of those read, or a first guess."""
         known = [st.size for st in self._pods.values() if st.size is not None]
-        return int(sum(known) / len(known) * 1.05) if known else FIRST_GUESS + HTTP_OVERHEAD
+        guess = int(sum(known) / len(known) * 1.05) if known else FIRST_GUESS + HTTP_OVERHEAD
+        out = {}
+        for k in keys:
+            state = self._pods.get(k)
+            out[k] = int(state.size * 1.05) if state is not None and state.size is not None else guess
+        return out
 
     def _scrape_one(self, pod: Mapping[str, Any], estimate: int = 0
                     ) -> tuple[tuple[str, str], ExporterScrape, GpuReading | None, int]:
@@ -282,9 +294,12 @@ class ScrapeSource:
                 self._last = reading
                 return reading
             results = self._read(pods)
-            if results and not any(r[2] is not None for r in results) and not self._relist_now:
-                # Not one exporter answered: the API server may be gone (or the pods replaced).
-                # Relist now, as the unbudgeted scrape did on every poll, to tell which.
+            if results and all(r[2] is None and not _exporter_down(r[1].error) for r in results) \
+                    and not self._relist_now:
+                # Not one exporter answered and the API server did not answer either (or said the
+                # pods are gone): relist now to tell which, as the unbudgeted scrape did every
+                # poll. A list the server cannot answer costs nothing; exporters that are down
+                # behind a working server (HTTP 5xx) wait for the next scheduled list.
                 self._relist_now = True
                 try:
                     self._relist(mono)
@@ -295,7 +310,7 @@ class ScrapeSource:
 
     def _read(self, pods: list[dict[str, Any]]) -> list[tuple[tuple[str, str], ExporterScrape, GpuReading | None, int]]:
         by_key = {(str(_meta(p).get("namespace", "")), str(_meta(p).get("name", ""))): p for p in pods}
-        estimates = {k: self._estimate(k) for k in by_key}
+        estimates = self._estimates(by_key)
         if self.budget.unlimited:
             chosen = list(by_key)
             for k in chosen:
@@ -336,7 +351,7 @@ class ScrapeSource:
                 state.samples = [s if s.stale else dataclasses.replace(s, stale=True) for s in state.samples]
                 report = dataclasses.replace(report, last_success=state.last_success)
             state.report = report
-        sizes = {k: self._estimate(k) / 1.05 for k in alive}
+        sizes = {k: v / 1.05 for k, v in self._estimates(alive).items()}
         sweep_bytes = sum(sizes.values())
         priority = self.priority_nodes
         hot_bytes = sum(v for k, v in sizes.items() if (st := self._pods.get(k)) is not None and st.report is not None
@@ -362,8 +377,9 @@ class ScrapeSource:
         ok_count = len(exporters) - len(failed)
         if round_ok:
             self._last_success = now
-        # Nothing read this poll (the budget is spent until the next): the last verdict stands.
-        ok = round_ok or (not results and self.status.ok and ok_count > 0)
+        # Nothing read this poll (the budget is spent until the next): nothing is wrong unless
+        # the last reads failed.
+        ok = round_ok or (not results and ok_count == len(exporters))
         skipped = sum(e.skipped_lines for e in exporters)
         msg = f"{ok_count}/{len(exporters)} exporters ok"
         if len(exporters) < len(alive):

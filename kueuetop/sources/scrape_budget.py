@@ -143,13 +143,14 @@ class ByteBudget:
             self._reserved += estimate
             return True
 
-    def settle(self, estimate: int, actual: int) -> None:
-        """The request ended: `actual` bytes moved (0 when it failed before an answer)."""
+    def settle(self, estimate: int, actual: int, *, paced: bool = True) -> None:
+        """The request ended: `actual` bytes moved (0 when it failed before an answer).
+        `paced=False`: counted in the window only (a request that had to go, unreserved)."""
         with self._lock:
             now = self._clock()
             self._refill(now)
             self._reserved = max(0, self._reserved - estimate)
-            if not self.unlimited:
+            if not self.unlimited and paced:
                 self._tokens -= actual - estimate  # an answer larger than guessed is paid back later
             self._settled.append((now, actual))
             self._settled_sum += actual

@@ -26,6 +26,7 @@ from kueuetop.sources.scrape_budget import (
 from kueuetop.store import Store
 from kueuetop.tui.statusbar import summarize_sources
 from tests.byte_counter import ByteCounter
+from tests.fault_proxy import FaultProxy
 from tests.waiting import wait_until
 
 NODES = 30  # 8-GPU nodes, one dcgm-exporter each (~55 KB per read)
@@ -269,3 +270,55 @@ def test_exporters_that_appear_after_an_empty_list_are_found_on_the_next_poll(fl
 def _exporter_nodes_of(api: client.ApiClient) -> set[str]:
     src = ScrapeSource(api)
     return {str(p["spec"]["nodeName"]) for p in src.list_exporters()}
+
+
+def test_first_poll_reads_even_when_the_list_outweighs_a_polls_share(fleet: ServedCluster) -> None:
+    """The first list of a big fleet (~2 KB a node) can cost more than a poll's few seconds of
+    budget: it is held to the minute's window, not charged to the pace, so the first poll still
+    reads an exporter and the source is live, not an error, from the start."""
+    api = config.new_client_from_config(str(fleet.kubeconfig))
+    clock = FakeTime()
+    store = Store()
+    # 5 s of 600 kB a minute = 50 kB: less than the 30-pod list (~60 kB).
+    src = ScrapeSource(api, budget=600_000, clock=clock.wall, monotonic=clock.mono)
+    poller = GpuPoller(store, src, interval=5.0, clock=clock.wall)
+    try:
+        assert poller.poll_once(), src.status
+        assert src.exporters and src.exporters[0].ok and store.gpus()
+        assert src.budget.last_minute() <= 600_000
+    finally:
+        poller.stop()
+        api.close()
+
+
+def test_exporters_down_behind_a_working_api_server_do_not_relist_every_poll(fleet: ServedCluster,
+                                                                             tmp_path: Path) -> None:
+    proxy = FaultProxy(fleet.url).start()
+    api = config.new_client_from_config(str(write_kubeconfig(tmp_path / "proxied", proxy.url)))
+    core = client.CoreV1Api(config.new_client_from_config(str(fleet.kubeconfig)))
+    clock = FakeTime()
+    try:
+        core.create_namespace({"metadata": {"name": "broken-gpu"}}, _preload_content=False)
+        node = sorted(_exporter_nodes_of(core.api_client))[0]
+        core.create_namespaced_pod("broken-gpu", {
+            # Not an exporter the pod proxy can reach: it answers 503, as for a crashed exporter.
+            "metadata": {"name": "broken-exporter", "labels": {"app": "broken-exporter"}},
+            "spec": {"nodeName": node, "tolerations": [{"operator": "Exists"}], "containers": [{
+                "name": "exporter", "image": "busybox", "ports": [{"name": "metrics", "containerPort": 9400}]}]},
+        }, _preload_content=False)
+        src = ScrapeSource(api, selectors=("app=broken-exporter",), namespace="broken-gpu",
+                           clock=clock.wall, monotonic=clock.mono)
+        assert wait_until(lambda: src.gpus() and src.exporters, 10)
+        assert not src.exporters[0].ok and src.exporters[0].error.startswith("HTTP 503")
+        lists = len(proxy.requests("GET", "/namespaces/broken-gpu/pods?"))
+        for _ in range(4):  # 20 s: within the 30 s a list is kept
+            clock.t += 5.0
+            src.gpus()
+        assert not src.status.ok and "HTTP 503" in src.status.message
+        assert len(proxy.requests("GET", "/namespaces/broken-gpu/pods?")) == lists  # no list per poll
+        assert len(proxy.requests("GET", "/proxy/metrics")) >= 5  # the exporter was tried each poll
+    finally:
+        core.delete_namespace("broken-gpu", _preload_content=False)
+        core.api_client.close()
+        api.close()
+        proxy.stop()
