@@ -39,10 +39,10 @@ __all__ = ["DEFAULT_BUDGET", "FIRST_GUESS", "FRESH_WITHIN", "HTTP_OVERHEAD", "NO
 # console is 2 % of what the seeds' loops cost (`watch kubectl get … -o json` every 2–5 s plus a
 # dcgm scrape loop): ~1.2 GB/min on `large`, so ~25 MB/min for everything. The informers and the
 # visibility poller take ~2 MB/min there; 10 MB/min for GPUs leaves more than half the allowance
-# free, and is still 0.83 MB per 5 s poll: every exporter of a fleet of up to ~15 nodes on every
-# poll, 1,000 nodes in about 6 minutes. A smaller cluster's seeds' loops
-# cost less, but so does its scrape: ≤ 15 nodes never reach the budget, so the default only ever
-# bites where the unbudgeted scrape would have been a real load.
+# free, and still paces 0.75 MB per 5 s poll (90 %): every exporter (~70 KB) of a fleet of ~10
+# nodes on every poll, ~200 nodes within two minutes, 1,000 in about 9 minutes (then the status
+# bar says so). A small cluster's seeds' loops cost less, but so does its scrape: ~10 nodes never
+# reach the budget, so the default only bites where the unbudgeted scrape would be a real load.
 DEFAULT_BUDGET = 10_000_000  # bytes per minute; 0 = unlimited
 WINDOW = 60.0  # the budget is per minute, held over any 60 s window
 HTTP_OVERHEAD = 1024  # request line + headers (a cloud bearer token is ~1 KB) + response headers
