@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("--prometheus", metavar="URL",
                       help="read GPU telemetry from this Prometheus (default: scrape the dcgm-exporter "
                            "pods through the API server)")
+    from kueuetop.tui.launch import add_scrape_budget_option  # argparse only
+
+    add_scrape_budget_option(snap)
     snap.add_argument("-o", "--output", choices=("json", "table"), default="table")
     snap.add_argument("--timeout", type=_duration, default=_duration("30s"),
                       help="give up when the cluster has not synced after this long (default 30s)")

@@ -91,12 +91,15 @@ def _snapshot(args: argparse.Namespace, guard: threading.Timer) -> int:
     from kueuetop.views.snapshot import build_snapshot, render_text
 
     polled: list[GpuPoller] = []
+    # One look: the scrape may spend a whole minute's budget at once (--scrape-budget).
+    budget = getattr(args, "scrape_budget", None)
     session, code = _open(args, alongside=lambda s: polled.append(
-        s.gpu_poll(args.prometheus, timeout=min(10.0, args.timeout))))
+        s.gpu_poll(args.prometheus, timeout=min(10.0, args.timeout), scrape_budget=budget)))
     if session is None:
         return code
     try:
-        poller = polled[0] if polled else session.gpu_poll(args.prometheus, timeout=min(10.0, args.timeout))
+        poller = polled[0] if polled else session.gpu_poll(args.prometheus, timeout=min(10.0, args.timeout),
+                                                           scrape_budget=budget)
         doc = build_snapshot(session.store, now=time.time(), context=session.conn.info.context,
                              server=session.conn.info.server, kueue_api=session.conn.kueue.version,
                              positions=session.positions_from, gpu_source=poller.name)

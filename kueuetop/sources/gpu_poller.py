@@ -15,7 +15,9 @@ Only nodes whose samples changed are written (a DCGM sample changes every 15–3
 faster), which keeps the GPU history free of repeated points and the console's redraws cheap.
 
 `gpu_source_for(conn, prometheus_url, token, headers)` picks the source: Prometheus when a URL
-is given, else the direct scrape of the dcgm-exporter pods through the API server's pod proxy.
+is given, else the direct scrape of the dcgm-exporter pods through the API server's pod proxy,
+within `scrape_budget` bytes a minute (`sources/scrape_budget.py`). `set_priority_nodes` tells
+the scrape which nodes the console shows; Prometheus answers for the whole fleet and ignores it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from kueuetop.connection import Connection
@@ -32,6 +34,7 @@ from kueuetop.kueue.gpu import GpuSample
 from kueuetop.sources.dcgm import GpuReading
 from kueuetop.sources.prom import PromConfig, PrometheusSource
 from kueuetop.sources.scrape import ScrapeSource
+from kueuetop.sources.scrape_budget import DEFAULT_BUDGET
 from kueuetop.store import SourceState, Store
 
 __all__ = ["PROMETHEUS_SOURCE", "SCRAPE_SOURCE", "GpuPoller", "GpuSource", "gpu_source_for", "source_name"]
@@ -52,18 +55,21 @@ def source_name(source: object) -> str:
 
 def gpu_source_for(conn: Connection, prometheus_url: str | None = None, token: str | None = None,
                    headers: Mapping[str, str] | None = None, *, timeout: float = 10.0,
-                   selector: str = "") -> PrometheusSource | ScrapeSource:
+                   selector: str = "", scrape_budget: int = DEFAULT_BUDGET,
+                   burst_seconds: float = 5.0) -> PrometheusSource | ScrapeSource:
     """Prometheus when a URL is given, else the exporters scraped through the API server.
 
     The bearer token may come from KUEUETOP_PROMETHEUS_TOKEN, so it never appears in a process
-    list (e.g. `gcloud auth print-access-token` for Google Managed Prometheus).
+    list (e.g. `gcloud auth print-access-token` for Google Managed Prometheus). `scrape_budget`:
+    bytes a minute the scrape may pull through the API server (0: unlimited); `burst_seconds`:
+    how many seconds of it one poll may spend at once (a one-shot command takes a minute's).
     """
     if prometheus_url:
         token = token or os.environ.get("KUEUETOP_PROMETHEUS_TOKEN") or None
         return PrometheusSource(PromConfig(url=prometheus_url, token=token, headers=dict(headers or {}),
                                            timeout=timeout, selector=selector))
     # Through the pod proxy only the API server must be reachable (bastion hosts, §4).
-    return ScrapeSource(conn.api, timeout=min(timeout, 5.0))
+    return ScrapeSource(conn.api, timeout=min(timeout, 5.0), budget=scrape_budget, burst_seconds=burst_seconds)
 
 
 class GpuPoller:
@@ -110,6 +116,12 @@ class GpuPoller:
                 close()
             except Exception:  # closing a session is best effort
                 _log.debug("closing %s failed", self.name, exc_info=True)
+
+    def set_priority_nodes(self, names: Iterable[str]) -> None:
+        """Nodes the console shows, read first by a budgeted scrape (thread-safe; no-op otherwise)."""
+        setter = getattr(self.source, "set_priority_nodes", None)
+        if callable(setter):
+            setter(names)
 
     def refresh(self) -> None:
         """Poll now instead of at the next scheduled time (a refresh key)."""

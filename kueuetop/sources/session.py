@@ -24,6 +24,7 @@ from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
 from kueuetop.sources.informer import InformerConfig
 from kueuetop.sources.kube import KubeSources
 from kueuetop.sources.kube_http import ApiError
+from kueuetop.sources.scrape_budget import DEFAULT_BUDGET
 from kueuetop.store import Store, StoreEvent
 from kueuetop.store import events as K
 
@@ -53,9 +54,13 @@ class LiveSession:
     # queue, "visibility+engine" when the time budget left some to the engine
 
     def gpu_poll(self, prometheus_url: str | None = None, token: str | None = None,
-                 headers: Mapping[str, str] | None = None, timeout: float = 10.0) -> GpuPoller:
-        """One GPU poll into the store (Prometheus when a URL is given, else the exporter scrape)."""
-        poller = GpuPoller(self.store, gpu_source_for(self.conn, prometheus_url, token, headers, timeout=timeout))
+                 headers: Mapping[str, str] | None = None, timeout: float = 10.0,
+                 scrape_budget: int | None = None) -> GpuPoller:
+        """One GPU poll into the store (Prometheus when a URL is given, else the exporter scrape,
+        which may spend a whole minute of `scrape_budget` on this one look)."""
+        budget = DEFAULT_BUDGET if scrape_budget is None else scrape_budget
+        poller = GpuPoller(self.store, gpu_source_for(self.conn, prometheus_url, token, headers, timeout=timeout,
+                                                      scrape_budget=budget, burst_seconds=60.0))
         self.pollers.append(poller)
         poller.poll_once()
         return poller

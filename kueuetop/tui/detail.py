@@ -33,6 +33,7 @@ from kueuetop.sources.object_events import ObjectEvent, fetch_object_events
 from kueuetop.store import events as K
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
+from kueuetop.tui.gpu_focus import nodes_of_workloads, report_gpu_focus
 from kueuetop.tui.rows import age
 from kueuetop.tui.sparkline import sparkline
 from kueuetop.views.explain_text import explain_lines
@@ -207,6 +208,7 @@ class WorkloadDetailScreen(Screen[None]):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        report_gpu_focus(self.ctx, "detail", nodes_of_workloads(self.ctx.store, [self.key]))
         self._request_events()
 
     def _request_events(self) -> None:
@@ -234,6 +236,11 @@ class WorkloadDetailScreen(Screen[None]):
 
     def refresh_view(self) -> None:
         self.query_one("#detail-body", Static).update(detail_text(self.ctx, self.key, self.events, self.events_error))
+        # The workload's GPUs are on screen: a budgeted scrape reads their nodes first.
+        report_gpu_focus(self.ctx, "detail", nodes_of_workloads(self.ctx.store, [self.key]))
+
+    def on_unmount(self) -> None:
+        report_gpu_focus(self.ctx, "detail", ())
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -5,7 +5,9 @@ groups nodes by pool and packs two pixel rows into each character line with `▀
 upper pixel, background = lower pixel); with `--ascii` or a shaded (no-colour) theme it uses one
 row per line and shade glyphs. When the fleet does not fit, several GPUs share a cell (mean or
 max, named in the legend), and cell sizes follow node boundaries where they can. A GPU without a
-current value (stale series, N/A sentinel) is drawn as stale, never as 0 %.
+current value (stale series, N/A sentinel) is drawn as stale, never as 0 %. Given `now`, a pool
+whose samples were not all read lately (a budgeted scrape reads nodes in turn) says how old they
+are in its header ("read 4s–6m ago").
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from kueuetop.views.safe_text import clean
 LEVELS = 32  # colour steps the scale is quantised to: finer than the eye tells apart in a cell
 STALE, IDLE, EMPTY = -1, -2, -3  # pixel codes besides levels 0..LEVELS-1
 NO_POOL = "(no pool)"
+AGE_SHOWN_OVER = 30.0  # seconds: younger samples are as fresh as a 15–30 s DCGM interval allows
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +253,8 @@ def _emit_line(painter: _Painter, top: Sequence[int], bottom: Sequence[int] | No
 
 def fleet_heatmap(samples: Iterable[GpuSample], width: int, height: int, *, theme: KueuetopTheme,
                   glyphs: Glyphs = UNICODE, metric: str = "util", aggregate: str = "mean",
-                  pool_of: Mapping[str, str] | None = None, idle_below: float = 5.0) -> FleetHeatmap:
+                  pool_of: Mapping[str, str] | None = None, idle_below: float = 5.0,
+                  now: float | None = None) -> FleetHeatmap:
     """Nodes × GPUs grouped by pool, fitted to width × height character cells.
 
     Layout: one header line per pool, then its GPUs; the last line is the legend. With one GPU
@@ -306,7 +310,8 @@ def fleet_heatmap(samples: Iterable[GpuSample], width: int, height: int, *, them
         if line_no >= body:
             clipped = True
             break
-        offset = _header(pname, vals, idles, len(starts), m, width, plain, spans, offset, glyphs)
+        offset = _header(pname, vals, idles, len(starts), m, width, plain, spans, offset, glyphs,
+                         _read_ago(keys, now))
         line_no += 1
         if gap:
             slot = per_node + 1
@@ -431,8 +436,22 @@ def _fmt(v: float) -> str:
     return f"{v:.0f}"
 
 
+def _read_ago(samples: Sequence[GpuSample], now: float | None) -> str:
+    """"read 4s–6m ago" when some of the pool's current samples are older than `AGE_SHOWN_OVER`."""
+    if now is None:
+        return ""
+    ats = [s.at for s in samples if s.at and not s.stale]
+    if not ats:
+        return ""
+    oldest, newest = now - min(ats), now - max(ats)
+    if oldest <= AGE_SHOWN_OVER:
+        return ""
+    lo, hi = _age(max(0.0, newest)), _age(oldest)
+    return f"read {hi} ago" if lo == hi else f"read {lo}–{hi} ago"
+
+
 def _header(pool: str, vals: list, idles: list, nodes: int, m: Metric, width: int,
-            plain: list[str], spans: list[Span], offset: int, glyphs: Glyphs) -> int:
+            plain: list[str], spans: list[Span], offset: int, glyphs: Glyphs, read_ago: str = "") -> int:
     known = [v for v in vals if v is not None]
     parts = [f"{nodes} node{'s' * (nodes != 1)}", f"{len(vals)} GPU{'s' * (len(vals) != 1)}"]
     if known:
@@ -442,6 +461,8 @@ def _header(pool: str, vals: list, idles: list, nodes: int, m: Metric, width: in
     stale = len(vals) - len(known)
     if stale:
         parts.append(f"{stale} stale")
+    if read_ago:
+        parts.append(read_ago if glyphs.unicode else read_ago.replace("–", "-"))
     name = clean(pool, limit=80)  # cluster string: no escapes; Text() never parses markup
     sep = " · " if glyphs.unicode else ", "
     line = _fit(f"{name}  {sep.join(parts)}", width, glyphs.ellipsis)

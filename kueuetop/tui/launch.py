@@ -27,6 +27,25 @@ DEMO_DEFAULT = "refarch"
 DEMO_START_TIMEOUT = 60.0
 
 
+def scrape_budget_arg(text: str) -> int:
+    """argparse type of `--scrape-budget`: bytes a minute (10MB, 20MiB, 500k; 0 = unlimited)."""
+    from kueuetop.sources.scrape_budget import parse_budget
+
+    try:
+        return parse_budget(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_scrape_budget_option(p: Any) -> None:
+    from kueuetop.sources.scrape_budget import DEFAULT_BUDGET, budget_text
+
+    p.add_argument("--scrape-budget", type=scrape_budget_arg, default=DEFAULT_BUDGET, metavar="BYTES",
+                   help="without --prometheus: bytes a minute the dcgm-exporter scrape may pull through "
+                        f"the API server, e.g. 10MB, 20MiB, 0 = unlimited (default {budget_text(DEFAULT_BUDGET)}; "
+                        "nodes on screen are read first, the rest in turn)")
+
+
 def add_console_options(p: argparse.ArgumentParser) -> None:
     """Top-level options of the console (`kueuetop [OPTIONS]`)."""
     g = p.add_argument_group("console")
@@ -35,6 +54,7 @@ def add_console_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("-n", "--namespace", help="show only this namespace's workloads and LocalQueues")
     g.add_argument("--prometheus", metavar="URL",
                    help="Prometheus for GPU metrics (default: scrape dcgm-exporter through the API server)")
+    add_scrape_budget_option(g)
     g.add_argument("--read-only", action="store_true", help="hide every action that changes the cluster")
     g.add_argument("--theme", help="theme name (shipped: dark, light, high-contrast, mono; or your own)")
     g.add_argument("--demo", nargs="?", const=DEMO_DEFAULT, metavar="SCENARIO",
@@ -153,7 +173,8 @@ def run_console(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         store = Store()
         sources = KubeSources(conn, store).start()
-        poller = _start_gpu_poller(conn, store, getattr(args, "prometheus", None))
+        poller = _start_gpu_poller(conn, store, getattr(args, "prometheus", None),
+                                   getattr(args, "scrape_budget", None))
         deadline = time.monotonic() + 3.0  # a full first screen when the cluster answers quickly
         while not sources.synced() and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -166,6 +187,10 @@ def run_console(args: argparse.Namespace) -> int:
                           demo=args.demo if demo else None, theme_name=getattr(args, "theme", None),
                           ascii_only=bool(getattr(args, "ascii", False)),
                           namespace=getattr(args, "namespace", None))
+        if poller is not None:  # the nodes on screen are read first by a budgeted GPU scrape
+            from kueuetop.tui.gpu_focus import wire_gpu_focus
+
+            wire_gpu_focus(app.ctx, poller.set_priority_nodes)
         code = app.run(mouse=not getattr(args, "no_mouse", False))
         from kueuetop.tui.tty import EXIT_HANGUP, silence_std_streams
 
@@ -204,14 +229,16 @@ def _exit_on_sigterm() -> Any:
         return signal.SIG_DFL
 
 
-def _start_gpu_poller(conn: Any, store: Any, prometheus: str | None) -> Any:
+def _start_gpu_poller(conn: Any, store: Any, prometheus: str | None, scrape_budget: int | None = None) -> Any:
     """GPU telemetry into the store (Prometheus or the exporter scrape), or None if unavailable."""
     try:
         from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
+        from kueuetop.sources.scrape_budget import DEFAULT_BUDGET
     except ImportError:  # an install without the GPU sources still runs the console
         return None
     try:
-        return GpuPoller(store, gpu_source_for(conn, prometheus), interval=5.0).start()
+        budget = DEFAULT_BUDGET if scrape_budget is None else scrape_budget
+        return GpuPoller(store, gpu_source_for(conn, prometheus, scrape_budget=budget), interval=5.0).start()
     except Exception as exc:  # a bad URL must not stop the console; the status bar shows gpu:none
         _say(f"GPU metrics unavailable: {type(exc).__name__}: {exc}")  # redacted: the URL may hold a password
         return None

@@ -2,6 +2,9 @@
 
 Informer sources are summarised as one `kube` entry (worst state wins, oldest data age); polling
 sources (visibility, GPU metrics) show their data age too: every entry says how old its data is.
+A budgeted GPU scrape that cannot keep the whole fleet fresh shows that instead, in short
+("budget 10MB/min: 1000 nodes refresh every 6m — use --prometheus"); the source's message in
+the store has the full sentence.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from collections.abc import Mapping
 
 from rich.text import Text
 
+from kueuetop.sources.scrape_budget import short_note
 from kueuetop.store import SourceState, SourceStatus
 from kueuetop.tui.oneline import OneLine
 from kueuetop.tui.rows import age
@@ -45,6 +49,10 @@ def summarize_sources(sources: Mapping[str, SourceStatus], now: float) -> list[t
             out.append((name, "n/a", False))
             continue
         a = s.age(now)
+        note = short_note(s.message) if s.state is SourceState.LIVE else None
+        if note:  # the scrape's budget cannot keep the fleet fresh: say so, not a fresh-looking age
+            out.append((name, note, s.stale(now)))
+            continue
         out.append((name, (s.state.value if s.state is not SourceState.LIVE else "") + (
             f" {age(a)}" if a is not None else ""), s.stale(now)))
     if not any(_is_polling(n) and n.startswith(("gpu", "prom", "dcgm", "scrape")) for n in sources):

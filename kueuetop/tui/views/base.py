@@ -33,6 +33,7 @@ from kueuetop.store import Changes
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.filtering import Move, RowFilter, SortCache, narrows, parse_filter, sort_orders, widens
+from kueuetop.tui.gpu_focus import report_gpu_focus
 from kueuetop.tui.oneline import OneLine
 from kueuetop.tui.rows import Row, same
 from kueuetop.tui.virtual_table import VirtualTable
@@ -88,11 +89,17 @@ class View(Vertical):
 
     def refresh_view(self) -> None:
         self.dirty = False
-        # Only the visible view refreshes: it decides whose queue positions are worth polling.
+        # Only the visible view refreshes: it decides whose queue positions are worth polling,
+        # and whose GPUs a budgeted scrape reads first.
         self.ctx.store.set_position_focus(self.position_focus())
+        report_gpu_focus(self.ctx, "view", self.gpu_focus())
 
     def position_focus(self) -> set[str]:
         """ClusterQueues whose queue positions this view shows (none by default)."""
+        return set()
+
+    def gpu_focus(self) -> set[str]:
+        """Nodes whose GPUs this view shows (none by default)."""
         return set()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -256,6 +263,7 @@ class TableView(View):
         event.prevent_default()  # not View's handler too
         if self.display and self.is_mounted and self._unsubscribe is not None:
             self.ctx.store.set_position_focus(self.position_focus())
+            report_gpu_focus(self.ctx, "view", self.gpu_focus())
             self.after_refresh()
         elif self.display:
             self.refresh_view()

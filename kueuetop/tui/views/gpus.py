@@ -67,7 +67,8 @@ class GpusView(View):
         w = max(10, body.size.width - 2 or self.size.width - 2)
         h = max(3, body.size.height or self.size.height - 1)
         hm = fleet_heatmap(samples, w, h, theme=self.ctx.theme, glyphs=self.ctx.glyphs, metric=self.metric,
-                           aggregate=self.aggregate, pool_of=pools_map(self.ctx), idle_below=self.ctx.idle_below)
+                           aggregate=self.aggregate, pool_of=pools_map(self.ctx), idle_below=self.ctx.idle_below,
+                           now=self.ctx.now())
         body.update(hm.text)
 
     def action_heatmap_metric(self) -> None:

@@ -46,5 +46,9 @@ class NodesView(TableView):
     def build_rows(self) -> list[Row]:
         return node_rows(self.ctx)
 
+    def gpu_focus(self) -> set[str]:
+        """The nodes on screen: a budgeted GPU scrape reads them first."""
+        return {str(k) for k in self._keys_on_screen()} if self.is_mounted else set()
+
     def raw_kind(self) -> str:
         return K.NODES

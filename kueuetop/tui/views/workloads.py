@@ -11,6 +11,7 @@ from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
+from kueuetop.tui.gpu_focus import nodes_of_workloads
 from kueuetop.tui.rows import Row, age, cell
 from kueuetop.tui.views.base import TableView, scope_bindings
 
@@ -150,6 +151,12 @@ class WorkloadsView(TableView):
             if row is not None and row.sort.get("cq"):
                 cqs.add(row.sort["cq"])
         return cqs
+
+    def gpu_focus(self) -> set[str]:
+        """The nodes of the workloads on screen: a budgeted GPU scrape reads them first."""
+        if not self.is_mounted:
+            return set()
+        return nodes_of_workloads(self.ctx.store, self._keys_on_screen())  # type: ignore[arg-type]
 
     def raw_kind(self) -> str:
         return K.WORKLOADS
