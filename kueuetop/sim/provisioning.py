@@ -806,6 +806,7 @@ def build_core_controllers(scenario: Any, store: ObjectStore, cluster: Any, extr
     controllers are stored in `extra` by name for reports and the console.
     """
     from kueuetop.sim.job_integration import JobIntegration
+    from kueuetop.sim.node_faults import NodeFaults
     from kueuetop.sim.perf_runner import PerfRunner
     from kueuetop.sim.pod_integration import PodIntegration
 
@@ -813,7 +814,9 @@ def build_core_controllers(scenario: Any, store: ObjectStore, cluster: Any, extr
     kubelet = Kubelet(store, events=events)
     pools = NodePoolController(store, kubelet, events=events, start=cluster.clock.start)
     handlers.append(pools.handle_step)
-    controllers = [PodIntegration(store, events=events), JobIntegration(store, events=events),
+    faults = NodeFaults(store, events)
+    handlers.insert(0, faults.handle_step)
+    controllers = [faults, PodIntegration(store, events=events), JobIntegration(store, events=events),
                    PerfRunner(store), ProvisioningController(store, kubelet, pools, events=events), pools, kubelet]
     extra.update({c.name: c for c in controllers})
     return controllers
