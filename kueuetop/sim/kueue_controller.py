@@ -212,7 +212,8 @@ class KueueController:
         return self._refresh()
 
     # ------------------------------------------------------------------ writes
-    def _write(self, key: WorkloadKey, decision: Decision, now: float, snap: ClusterSnapshot) -> bool:
+    def _write(self, key: WorkloadKey, decision: Decision, now: float, snap: ClusterSnapshot,
+               from_scheduler: bool = False) -> bool:
         try:
             cur = self.store.get(KUEUE, "workloads", key[0], key[1], copy=False)
         except NotFound:
@@ -249,6 +250,14 @@ class KueueController:
                 if isinstance(decision, Preempt):
                     preemptor = self.store.try_get(KUEUE, "workloads", *decision.preemptor, copy=False)
                 for ev in su.decision_events(cur, new, decision, now, preemptor=preemptor):
+                    if pending:
+                        # Only the scheduler records an Event for a pending workload, and always
+                        # as "Pending" whatever the condition's reason (scheduler.go
+                        # requeueAndUpdate: Eventf(Warning, "Pending", inadmissibleMsg)); the
+                        # workload controller's Inadmissible verdicts set the condition alone.
+                        if not from_scheduler:
+                            continue
+                        ev = {**ev, "reason": "Pending"}
                     self._record_event(ev)
         return wrote
 
@@ -368,7 +377,7 @@ class KueueController:
             self._last_cycle = (now, self._base, same_queue_state(before, result.state))
             for d in result.decisions:
                 key = d.victim if isinstance(d, Preempt) else d.workload
-                wrote |= self._write(key, d, now, snap)
+                wrote |= self._write(key, d, now, snap, from_scheduler=True)
         if wrote:
             # ClusterQueue and LocalQueue status follow the workloads: write them once this
             # instant's workload writes have settled (the round after always comes, as this one
