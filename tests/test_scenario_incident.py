@@ -217,3 +217,27 @@ def test_sim_run_reports_the_incident_from_the_command_line():
     assert any(e["reason"] == "Preempted" for w in report["workloads"] for e in w["evictions"])
     assert wls[("team-vision", "giant-sweep")]["state"] == "pending"
     assert wls[("team-research", "llm-finetune-16")]["state"] == "inactive"
+
+
+def test_demo_incident_serves_the_problems_to_kubectl() -> None:
+    """`kueuetop --demo incident`: the demo cluster process, read with the real kubectl."""
+    from kueuetop.tui.launch import start_demo
+    from tests.binaries import require_binary
+    from tests.waiting import wait_until
+
+    kubectl = require_binary("kubectl")
+    demo = start_demo("incident", speed=30)
+    try:
+        def column(args: list[str]) -> str:
+            out = subprocess.run([kubectl, "--kubeconfig", str(demo.kubeconfig), *args], capture_output=True,
+                                 text=True, timeout=30)
+            return out.stdout
+
+        assert wait_until(lambda: "ErrImagePull" in column(["get", "pods", "-n", "team-platform"])
+                          or "ImagePullBackOff" in column(["get", "pods", "-n", "team-platform"]), 60)
+        assert wait_until(lambda: "pod triggered scale-up: [{l4-spot 0->1 (max: 7)}]" in column(
+            ["get", "events", "-n", "team-vision", "--field-selector", "reason=TriggeredScaleUp",
+             "-o", "custom-columns=M:.message"]), 60)
+        assert wait_until(lambda: "NotReady" in column(["get", "nodes"]), 60)
+    finally:
+        demo.stop()

@@ -11,6 +11,8 @@ A scenario is what users `kubectl apply`, plus a few annotations (ARCHITECTURE Â
   admitted, then succeed.
 * `kueuetop.io/gpu-util: "85"` (mean % busy) or `"idle"` on a Job, Pod or Workload: a hint
   for the GPU telemetry generator.
+* `kueuetop.io/fault: ImagePullBackOff` or `CrashLoopBackOff` on a Job, Pod or Workload: its
+  pods' first container fails as the kubelet reports it (`sim.pod_faults`).
 
 and three kinds of `apiVersion: kueuetop.io/v1`:
 
