@@ -8,6 +8,9 @@ and, only when asked (`unmanaged_gpu_pods=True`), every other pod filtered clien
 those requesting `nvidia.com/gpu` (`pods/gpu`), to show GPUs held outside Kueue. The
 selectors are disjoint so each pod has exactly one source.
 
+Events (for the console's Events view, `include_events`): every Event, through `EventRetention`,
+which keeps the store's copy to the newest `max_events` within an hour.
+
 Writes are serialised through one applier thread: informers put events on a queue; the
 applier drains it in batches (a short window coalesces bursts), so the store notifies its
 subscribers once per batch, never once per object.

@@ -22,7 +22,7 @@ from kueuetop.store import events as K
 from kueuetop.store.events import Op
 from kueuetop.tui import screenshot
 from kueuetop.tui.app import KueuetopApp
-from kueuetop.tui.views.events import EventsView
+from kueuetop.tui.views.events import EventsView, Followed
 from tests.tui.conftest import Live
 from tests.tui.screen_text import screen_text
 from tests.tui.test_app import column, make_app, run, until
@@ -107,8 +107,12 @@ def test_slash_filters_events(ev_live: Live) -> None:
 
 
 def test_opened_from_a_workload_row_it_follows_the_workload_its_pods_and_its_job(ev_live: Live) -> None:
-    assert wait_until(lambda: any((ev_live.store.raw(K.EVENTS, k) or {}).get("message") == "Error: ImagePullBackOff"
-                                  for k in ev_live.store.keys(K.EVENTS)), 30)
+    def pulls_failed_twice() -> bool:  # evicted once (2 simulated minutes): a second pod failed too
+        pods = {(ev_live.store.raw(K.EVENTS, k) or {}).get("involvedObject", {}).get("name") for k in ev_live.store.keys(K.EVENTS)
+                if (ev_live.store.raw(K.EVENTS, k) or {}).get("message") == "Error: ImagePullBackOff"}
+        return len(pods) >= 2
+
+    assert wait_until(pulls_failed_twice, 40)
     key = workload_of_job(ev_live, "team-platform", "feature-store-sync")
     app = make_app(ev_live.store, ev_live, initial_view="workloads")
 
@@ -125,6 +129,8 @@ def test_opened_from_a_workload_row_it_follows_the_workload_its_pods_and_its_job
         objects = {o.strip().split("/")[0] for o in column(app, "events", "OBJECT")}
         assert objects == {"Workload", "Pod", "Job"}, objects
         assert all("feature-store-sync" in o for o in column(app, "events", "OBJECT")), got
+        pods = {o.strip() for o in column(app, "events", "OBJECT") if o.strip().startswith("Pod/")}
+        assert len(pods) >= 2, pods  # the pod of the first admission, deleted at its eviction, too
         assert "NodeNotReady" not in reasons(app)
         await pilot.press("escape")  # every Event again
         assert await until(pilot, lambda: view.following is None and "NodeNotReady" in reasons(app))
@@ -208,3 +214,11 @@ def test_events_view_svg_snapshots_match_fresh_renderings(tmp_path: Path) -> Non
         text = html.unescape(svg).replace("\xa0", " ")
         for w in ("Events (", "REASON", "FailedScheduling", "0/17 nodes are available"):
             assert w in text, (name, w)
+
+
+def test_a_followed_jobs_earlier_pods_stay_in_view() -> None:
+    f = Followed(frozenset({("Workload", "ns", "job-sync-1"), ("Job", "ns", "sync")}), frozenset({("ns", "sync")}))
+    assert ("Pod", "ns", "sync-abcde") in f  # a pod Kueue deleted at an eviction
+    assert ("Pod", "ns", "sync-3-abcde") in f  # Indexed Job
+    assert ("Pod", "ns", "sync-v2-abcde") not in f and ("Pod", "other", "sync-abcde") not in f
+    assert ("Pod", "ns", "sync-abc") not in f and ("Job", "ns", "sync") in f

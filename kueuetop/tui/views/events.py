@@ -54,7 +54,31 @@ def follow_for(view: str, key: Hashable | None) -> Follow | None:
     return Follow(view, parts, f"{labels[view]} {'/'.join(p for p in parts if p)}")
 
 
-def followed_objects(ctx: ViewContext, follow: Follow) -> set[ObjectRef]:
+@dataclass(frozen=True, slots=True)
+class Followed:
+    """The involvedObjects whose Events belong to the followed object. Pods a Job made and Kueue
+    deleted since (an evicted workload's earlier pods) are matched by the Job controller's pod
+    names, `<job>-<5 chars>` or `<job>-<index>-<5 chars>`, so their Events stay in view."""
+
+    objects: frozenset[ObjectRef]
+    jobs: frozenset[tuple[str, str]] = frozenset()  # (namespace, Job name)
+
+    def __contains__(self, ref: object) -> bool:
+        if ref in self.objects:
+            return True
+        if not (isinstance(ref, tuple) and len(ref) == 3 and ref[0] == "Pod"):
+            return False
+        _, ns, name = ref
+        base, _, suffix = str(name).rpartition("-")
+        if len(suffix) != 5:
+            return False
+        if (ns, base) in self.jobs:
+            return True
+        job, _, index = base.rpartition("-")
+        return index.isdigit() and (ns, job) in self.jobs
+
+
+def followed_objects(ctx: ViewContext, follow: Follow) -> Followed:
     """Every involvedObject whose Events belong to the followed object."""
     store = ctx.store
     key = follow.key
@@ -79,7 +103,8 @@ def followed_objects(ctx: ViewContext, follow: Follow) -> set[ObjectRef]:
         out.add(("ResourceFlavor", "", name))
     elif follow.view == "cohorts":
         out.add(("Cohort", "", name))
-    return out
+    jobs = frozenset((o[1], o[2]) for o in out if o[0] == "Job")
+    return Followed(frozenset(out), jobs)
 
 
 def _workload_objects(ctx: ViewContext, key: tuple[str, str]) -> set[ObjectRef]:
@@ -162,7 +187,7 @@ class EventsView(TableView):
     def __init__(self, ctx: ViewContext, **kw: Any) -> None:
         super().__init__(ctx, **kw)
         self.following: Follow | None = None
-        self._objects: set[ObjectRef] | None = None  # followed involvedObjects, None: all
+        self._objects: Followed | None = None  # followed involvedObjects, None: all
 
     def compose(self) -> ComposeResult:
         yield from super().compose()
@@ -192,7 +217,8 @@ class EventsView(TableView):
             self._full, self._dirty = True, {}
         if self.is_mounted:
             self.table.reset_widths()
-        self.refresh_view() if self.is_mounted and self.display else None
+            if self.display:
+                self.refresh_view()
 
     def unfollow(self) -> bool:
         """`esc`: back to every Event; False when the view was not following anything."""
@@ -207,7 +233,7 @@ class EventsView(TableView):
         return [f"of {self.following.label} ({self.kapp.key_label('back')}: all)"]
 
     # ------------------------------------------------------------ rows
-    def _wanted(self) -> set[ObjectRef] | None:
+    def _wanted(self) -> Followed | None:
         if self.following is None:
             return None
         return followed_objects(self.ctx, self.following)
