@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from kueuetop.sources.object_events import parse_event
+from kueuetop.sources.object_events import ObjectEvent, parse_event
 from kueuetop.store import Entry, StoreEvent
 from kueuetop.store.events import Key, Op
 
@@ -24,10 +24,20 @@ MAX_AGE = 3_600.0  # the API server's default event TTL
 _PRUNE_EVERY = 10.0  # seconds between scans for Events past the age bound
 
 
+def safe_event(raw: object) -> ObjectEvent:
+    """`parse_event` that never raises: a malformed Event (fields of the wrong type) reads as
+    an Event without time, type or text rather than stopping the informer or the view."""
+    if isinstance(raw, dict):
+        try:
+            return parse_event(raw)
+        except (AttributeError, TypeError, ValueError):
+            pass
+    return ObjectEvent(None, "", "", "", 1, "")
+
+
 def event_time(entry: Entry, default: float) -> float:
     """When the Event last happened (either Event shape), else `default`."""
-    raw = entry.raw if isinstance(entry.raw, dict) else {}
-    t = parse_event(raw).time
+    t = safe_event(entry.raw).time
     return t if t is not None else default
 
 

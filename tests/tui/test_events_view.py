@@ -222,3 +222,19 @@ def test_a_followed_jobs_earlier_pods_stay_in_view() -> None:
     assert ("Pod", "ns", "sync-3-abcde") in f  # Indexed Job
     assert ("Pod", "ns", "sync-v2-abcde") not in f and ("Pod", "other", "sync-abcde") not in f
     assert ("Pod", "ns", "sync-abc") not in f and ("Job", "ns", "sync") in f
+
+
+def test_malformed_events_neither_stop_the_informer_path_nor_the_view() -> None:
+    from kueuetop.tui.context import ViewContext
+    from kueuetop.tui.themes import load_themes
+    from kueuetop.tui.views.events import event_row
+
+    bad = {"metadata": "x", "source": 5, "series": [], "involvedObject": ["Pod"], "reason": "R\x1b[2J",
+           "message": 7}
+    out: list[StoreEvent] = []
+    r = EventRetention(out.append, max_events=2)
+    r.put(StoreEvent.upsert(K.EVENTS, K.EVENTS, Entry(("ns", "bad"), bad, bad)))
+    assert [e.op for e in out] == ["upsert"]
+    ctx = ViewContext(Store(), load_themes().themes["dark"])
+    row = event_row(ctx, ("ns", "bad"), bad, 0.0)
+    assert "\x1b" not in row.text and row.cells[3].plain == "-" and row.cells[6].plain == "-"

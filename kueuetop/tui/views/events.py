@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from kueuetop.kueue.fields import parse_time_or_none
-from kueuetop.sources.object_events import parse_event
+from kueuetop.sources.event_retention import safe_event
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.rows import Row, age, cell
@@ -113,8 +113,10 @@ def _workload_objects(ctx: ViewContext, key: tuple[str, str]) -> set[ObjectRef]:
     out: set[ObjectRef] = {("Workload", ns, name)}
     for pk in store.pods_of_workload(key):
         out.add(("Pod", *pk))
-    raw = store.raw(K.WORKLOADS, key) or {}
-    for ref in (raw.get("metadata") or {}).get("ownerReferences") or []:
+    raw = store.raw(K.WORKLOADS, key)
+    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    for ref in refs if isinstance(refs, list) else []:
         if isinstance(ref, Mapping) and ref.get("kind") and ref.get("name"):
             out.add((str(ref["kind"]), ns, str(ref["name"])))
     for pr_key, pr in store.entries(K.PROVISIONING_REQUESTS).items():
@@ -124,8 +126,10 @@ def _workload_objects(ctx: ViewContext, key: tuple[str, str]) -> set[ObjectRef]:
 
 
 def _owned_by(raw: Any, kind: str, name: str) -> bool:
-    refs = ((raw or {}).get("metadata") or {}).get("ownerReferences") or [] if isinstance(raw, Mapping) else []
-    return any(isinstance(r, Mapping) and r.get("kind") == kind and r.get("name") == name for r in refs)
+    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    return isinstance(refs, list) and any(isinstance(r, Mapping) and r.get("kind") == kind and r.get("name") == name
+                                          for r in refs)
 
 
 def involved(raw: Mapping[str, Any]) -> ObjectRef:
@@ -137,7 +141,7 @@ def involved(raw: Mapping[str, Any]) -> ObjectRef:
 
 
 def event_row(ctx: ViewContext, key: tuple[str, str], raw: Mapping[str, Any], now: float) -> Row:
-    e = parse_event(raw)
+    e = safe_event(raw)
     kind, ns, name = involved(raw)
     return _row((EVENT, *key), e.time, e.type, e.reason, kind, ns, name, e.count, e.source, e.message, ctx, now)
 
@@ -145,7 +149,8 @@ def event_row(ctx: ViewContext, key: tuple[str, str], raw: Mapping[str, Any], no
 def condition_rows(ctx: ViewContext, key: tuple[str, str], raw: Mapping[str, Any], now: float) -> Iterable[Row]:
     """A ProvisioningRequest's conditions, as the autoscaler wrote them, one row each."""
     status = raw.get("status") if isinstance(raw, Mapping) else None
-    for c in (status or {}).get("conditions") or [] if isinstance(status, Mapping) else []:
+    conds = status.get("conditions") if isinstance(status, Mapping) else None
+    for c in conds if isinstance(conds, list) else []:
         if not isinstance(c, Mapping) or not c.get("type"):
             continue
         ctype, value = str(c["type"]), str(c.get("status") or "")
@@ -161,7 +166,7 @@ def _row(rid: tuple[str, ...], when: float | None, type_: str, reason: str, kind
          count: int, source: str, message: str, ctx: ViewContext, now: float) -> Row:
     warn = type_ == "Warning"
     style = ctx.state_style("evicted") if warn else ""
-    obj = f"{kind}/{ns}/{name}" if ns else f"{kind}/{name}"
+    obj = (f"{kind}/{ns}/{name}" if ns else f"{kind}/{name}") if kind or name else "-"
     return Row(rid, (
         cell(age(None if when is None else now - when)), cell(type_ or "-", style), cell(reason or "-", style),
         cell(obj), cell(count), cell(source or "-"), cell(message or "-"),
