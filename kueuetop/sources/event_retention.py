@@ -57,6 +57,18 @@ class EventRetention:
         self._newest = 0.0  # the newest Event time seen: ages count back from it
         self.dropped = 0  # Events left out or pushed out (tests and the debug view read it)
 
+    def trim(self, entries: list[Entry]) -> list[Entry]:
+        """The newest `max_events` of a list being gathered, once it holds twice that: a cluster
+        with 100,000 Events is listed without holding them all at once."""
+        if len(entries) <= 2 * self.max_events:
+            return entries
+        newest = max(self._newest, 0.0)
+        timed = sorted(((event_time(e, newest), i) for i, e in enumerate(entries)))
+        keep = sorted(i for _, i in timed[-self.max_events:])
+        with self._lock:
+            self.dropped += len(entries) - len(keep)
+        return [entries[i] for i in keep]
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._times)

@@ -18,6 +18,7 @@ subscribers once per batch, never once per object.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -313,6 +314,7 @@ class KubeSources:
         specs = list(specs) if specs is not None else resource_specs(
             conn, include_events=include_events, unmanaged_gpu_pods=unmanaged_gpu_pods)
         self.event_retention = EventRetention(self.applier.put, max_events=max_events)
+        specs = [dataclasses.replace(s, trim=self.event_retention.trim) if s.kind == K.EVENTS else s for s in specs]
         self.informers = [Informer(conn.api, s, store, self.event_retention.put if s.kind == K.EVENTS
                                    else self.applier.put, config) for s in specs]
         cfg = config or InformerConfig()

@@ -168,3 +168,17 @@ def test_node_fault_actions_are_checked_when_the_scenario_loads():
         assert "needs a node" in str(exc)
     else:
         raise AssertionError("a node fault on a workload was accepted")
+
+
+def test_kueues_events_are_bounded_like_the_other_components():
+    from kueuetop.sim.scenario import load_scenario
+
+    parts = build_cluster(load_scenario("incident"), SimClock(T0))
+    parts.kueue.max_events = 10
+    parts.cluster.run_for(180)
+    # The scheduler's and the workload controller's Events, named by generateName as Kueue's
+    # recorder does (the job integration's go through EventWriter, capped apart).
+    kueue = [e for e in parts.cluster.store.list("", "events")[0] if "generateName" in e["metadata"]]
+    assert len(kueue) == 10  # the newest ten; the oldest were deleted
+    times = sorted(e["lastTimestamp"] for e in kueue)
+    assert times[0] > "2023-11-14T22:13:20Z"  # not the first instant's Events (T0)

@@ -238,3 +238,12 @@ def test_malformed_events_neither_stop_the_informer_path_nor_the_view() -> None:
     ctx = ViewContext(Store(), load_themes().themes["dark"])
     row = event_row(ctx, ("ns", "bad"), bad, 0.0)
     assert "\x1b" not in row.text and row.cells[3].plain == "-" and row.cells[6].plain == "-"
+
+
+def test_a_long_list_is_trimmed_to_the_newest_while_it_is_gathered() -> None:
+    r = EventRetention(lambda e: None, max_events=2)
+    entries = [_event(f"e{i}", f"2026-01-01T00:0{i}:00Z").entry for i in (3, 1, 5, 0)]
+    assert r.trim(entries) is entries  # up to twice the bound: kept as it is
+    entries.append(_event("e4", "2026-01-01T00:04:00Z").entry)
+    assert [e.key[1] for e in r.trim(entries)] == ["e5", "e4"]  # the newest, in list order
+    assert r.dropped == 3
