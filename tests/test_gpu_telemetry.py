@@ -309,6 +309,16 @@ def test_xid_fault_injection():
     assert xid["0"].value == 0 and xid["0"].labels["pod"] == "p"
 
 
+def test_ecc_counter_only_on_nodes_that_report_it():
+    n = node(annotations={"kueuetop.io/gpu-ecc-dbe": "2=3"})
+    samples, stats = parse(render_dcgm(n, [pod("p", 8)], T))
+    ecc = by_gpu(samples, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")
+    assert ecc["2"].value == 3 and ecc["0"].value == 0 and len(ecc) == 8
+    assert stats.types["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"] == "counter"
+    plain, _ = parse(render_dcgm(node(), [], T))
+    assert not series(plain, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")
+
+
 @pytest.mark.parametrize(("labels", "expected"), [
     ({"nvidia.com/gpu.product": "NVIDIA-L4"}, "NVIDIA L4"),
     ({"cloud.google.com/gke-accelerator": "nvidia-l4"}, "NVIDIA L4"),

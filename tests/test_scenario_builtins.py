@@ -12,7 +12,7 @@ from kueuetop.kueue.quantity import parse_quantity
 from kueuetop.sim.scenario import capacity_limit_at, expand_node_pool, list_builtins, load_scenario
 from kueuetop.sim.scenario_generators import PERF_BASELINE, PERF_LARGE_SCALE
 
-EXPECTED_BUILTINS = ["dws", "kueue-perf-baseline", "kueue-perf-large", "large", "refarch", "skypilot", "xl"]
+EXPECTED_BUILTINS = ["dws", "incident", "kueue-perf-baseline", "kueue-perf-large", "large", "refarch", "skypilot", "xl"]
 
 
 @functools.cache

@@ -52,6 +52,10 @@ __all__ = [
 
 GPU_UTIL_ANNOTATION = "kueuetop.io/gpu-util"
 GPU_XID_ANNOTATION = "kueuetop.io/gpu-xid"
+# "0=2": GPU 0 has had 2 double-bit ECC errors. Nodes carrying it export the ECC counter (as
+# an exporter whose counters CSV enables DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, commented out in
+# dcgm-exporter's default-counters.csv); other nodes print no such family.
+GPU_ECC_DBE_ANNOTATION = "kueuetop.io/gpu-ecc-dbe"
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 DEFAULT_DRIVER_VERSION = "550.90.07"
@@ -133,9 +137,13 @@ _HELP_AND_TYPE: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
      "The rate of data received over the PCIe bus - including both protocol headers and data "
      "payloads - in bytes per second."),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
 )
-FIELDS: tuple[str, ...] = tuple(f for f, _, _ in _HELP_AND_TYPE)
-_F = {name: i for i, name in enumerate(FIELDS)}
+_ALL_FIELDS: tuple[str, ...] = tuple(f for f, _, _ in _HELP_AND_TYPE)
+# The families of default-counters.csv; the ECC counter is the one opt-in family after them.
+OPTIONAL_FIELDS: tuple[str, ...] = ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",)
+FIELDS: tuple[str, ...] = tuple(f for f in _ALL_FIELDS if f not in OPTIONAL_FIELDS)
+_F = {name: i for i, name in enumerate(_ALL_FIELDS)}
 _XID_INDEX = _F["DCGM_FI_DEV_XID_ERRORS"]
 _HEADERS = tuple(f"# HELP {f} {h}\n# TYPE {f} {t}\n" for f, t, h in _HELP_AND_TYPE)
 _XID_TEXT = {
@@ -445,6 +453,7 @@ class _NodeStatic:
     prefixes: list[str]  # 'gpu=…,Hostname=…,DCGM_FI_DRIVER_VERSION="…"' per device
     consts: list[_DeviceConst]
     xid: dict[int, int]
+    ecc_dbe: dict[int, int] | None  # None: the node's exporter has no ECC counter
 
 
 _STATIC_CACHE: dict[str, _NodeStatic] = {}
@@ -485,7 +494,7 @@ def _node_static(node: Mapping[str, Any], hostname_label: str) -> _NodeStatic:
     fingerprint = (
         gpu_items, labels.get("nvidia.com/gpu.product"), labels.get("cloud.google.com/gke-accelerator"),
         labels.get("nvidia.com/mig.strategy"), labels.get("nvidia.com/gpu.memory"), _driver_version(labels),
-        hostname_label, _annotations(node).get(GPU_XID_ANNOTATION),
+        hostname_label, _annotations(node).get(GPU_XID_ANNOTATION), _annotations(node).get(GPU_ECC_DBE_ANNOTATION),
     )
     cached = _STATIC_CACHE.get(name)
     if cached is not None and cached.fingerprint == fingerprint:
@@ -509,8 +518,10 @@ def _node_static(node: Mapping[str, Any], hostname_label: str) -> _NodeStatic:
             energy0=_unit(h, 48) * 4e10,
             nvlink_rate=2.5e5 * (1.0 + _unit(h, 8)) if model.nvlink else 0.0,
         ))
+    ecc = _annotations(node).get(GPU_ECC_DBE_ANNOTATION)
     static = _NodeStatic(fingerprint, model, devices, prefixes, consts,
-                         _parse_xid(_annotations(node).get(GPU_XID_ANNOTATION) or ""))
+                         _parse_xid(_annotations(node).get(GPU_XID_ANNOTATION) or ""),
+                         _parse_xid(ecc) if ecc is not None else None)
     if len(_STATIC_CACHE) >= _STATIC_CACHE_MAX:
         _STATIC_CACHE.clear()
     _STATIC_CACHE[name] = static
@@ -547,7 +558,7 @@ def _xid_attrs(xid: int) -> str:
 
 def _device_rows(static: _NodeStatic, holders: Sequence[Holder | None], t: float,
                  seed_mix: int, pod_cache: dict[Holder, _PodState]) -> list[tuple[str, str, list[str | None]]]:
-    """(label block, XID label block, 25 values each ending in a newline, or None) per device."""
+    """(label block, XID label block, 26 values each ending in a newline, or None) per device."""
     model = static.model
     span_w = model.max_w - model.idle_w
     # Per device: (util %, GR engine ratio, DRAM ratio, memory fraction, pod state)
@@ -618,6 +629,7 @@ def _device_rows(static: _NodeStatic, holders: Sequence[Holder | None], t: float
             f"{dram:f}\n",
             f"{tx}\n",
             f"{rx}\n",
+            None if static.ecc_dbe is None else f"{static.ecc_dbe.get(d.index, 0)}\n",
         ]
         holder = holders[k]
         prefix = static.prefixes[k]
@@ -644,7 +656,7 @@ def _family_pieces(rows: list[tuple[str, str, list[str | None]]]) -> Iterator[li
         return
     lbls, xlbls, vals = zip(*rows, strict=True)
     cols = list(zip(*vals, strict=True))
-    for f, field in enumerate(FIELDS):
+    for f, field in enumerate(_ALL_FIELDS):
         col = cols[f]
         labels = xlbls if f == _XID_INDEX else lbls
         if None in col:

@@ -37,6 +37,7 @@ from kueuetop.kueue.workload import JOB_UID_LABEL, PODSET_LABEL
 from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
 from kueuetop.sim.perf_runner import runs_workload
+from kueuetop.sim.pod_faults import ANN_FAULT
 from kueuetop.sim.scenario import ANN_GPU_UTIL, ANN_RUNTIME
 from kueuetop.sim.sim_events import (
     JOB_CONTROLLER,
@@ -63,7 +64,7 @@ LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name"
 CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name"
 PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
 DEFAULT_PODSET = "main"
-SIM_ANNOTATIONS = (ANN_RUNTIME, ANN_GPU_UTIL)
+SIM_ANNOTATIONS = (ANN_RUNTIME, ANN_GPU_UTIL, ANN_FAULT)
 JOB_FINISHED_MESSAGE = "Job finished successfully"
 PODS_NOT_READY = "Not all pods are ready or succeeded"
 PODS_READY = "All pods reached readiness and the workload is running"

@@ -38,6 +38,7 @@ from kueuetop.kueue.pod_requests import PodShape
 from kueuetop.kueue.scheduling_terms import Taint, Toleration, tolerated
 from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
+from kueuetop.sim.pod_faults import CRASH_LOOP, PodFaults, pod_fault
 from kueuetop.sim.scenario import ANN_RUNTIME
 from kueuetop.sim.sim_events import KUBELET, SCHEDULER, EventWriter, NullEvents, find_condition
 
@@ -233,6 +234,7 @@ class Kubelet:
         self._shapes: dict[str, PodShape] = {}  # spec content → parsed shape
         self._shape_by_spec: dict[int, tuple[object, PodShape]] = {}  # id(spec) → (spec, shape)
         self._examined: dict[PodKey, tuple[Obj, tuple | None]] = {}  # pod → (object, _examine's answer)
+        self.faults = PodFaults(store, self.events, self._patch_status)  # pods a scenario makes fail
 
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
@@ -341,7 +343,8 @@ class Kubelet:
         if state is None or not state.counted:
             self._account(key, pod, node_name)
         state = self._pods.get(key)
-        if state is not None and phase == "Pending" and not state.running and key not in self._to_start:
+        if (state is not None and phase == "Pending" and not state.running and key not in self._to_start
+                and key not in self.faults):
             self._to_start[key] = 0.0  # start as soon as possible
 
     def _account(self, key: PodKey, pod: Obj, node_name: str, shape: PodShape | None = None) -> None:
@@ -390,6 +393,7 @@ class Kubelet:
         self._to_schedule.pop(key, None)
         self._unwait(key)
         self._to_start.pop(key, None)
+        self.faults.forget(key)
 
     # ------------------------------------------------------------------ queries
     def nodes(self) -> list[str]:
@@ -490,6 +494,7 @@ class Kubelet:
             worked = self._schedule(now) or worked
         if self._to_start:
             worked = self._start_due(now) or worked
+        worked = self.faults.reconcile(now) or worked
         return worked
 
     def next_wakeup(self, now: float) -> float | None:
@@ -504,6 +509,9 @@ class Kubelet:
             break
         if self._to_start:
             times.append(min(self._to_start.values()))
+        fault_at = self.faults.next_wakeup()
+        if fault_at is not None:
+            times.append(fault_at)
         times = [t for t in times if t > now]  # anything due was handled by this instant's reconcile
         return min(times) if times else None
 
@@ -748,14 +756,16 @@ class Kubelet:
                 reasons[reason] = reasons.get(reason, 0) + 1
                 if reason.startswith("Insufficient") or reason.startswith("Too many"):
                     no_victims += 1
-        parts = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: kv[0]))
+        # framework.FitError.Error(): "<count> <reason>" strings, sorted as strings (so
+        # "12 node(s)…" comes before "3 Insufficient…"), as the PostFilter's preemption part.
+        parts = ", ".join(sorted(f"{n} {r}" for r, n in reasons.items()))
         msg = f"0/{total} nodes are available" + (f": {parts}." if parts else ".")
         preempt = []
         if no_victims:
             preempt.append(f"{no_victims} No preemption victims found for incoming pod")
         if total - no_victims:
             preempt.append(f"{total - no_victims} Preemption is not helpful for scheduling")
-        return msg + f" preemption: 0/{total} nodes are available: {', '.join(preempt)}."
+        return msg + f" preemption: 0/{total} nodes are available: {', '.join(sorted(preempt))}."
 
     @staticmethod
     def _node_reason(node: _Node, group: _Group, placement: Placement, requests: Mapping[str, int]) -> str | None:
@@ -785,6 +795,13 @@ class Kubelet:
                 continue
             pod = self.store.try_get("", "pods", key[0], key[1], copy=False)
             if pod is None or (pod.get("status") or {}).get("phase", "Pending") != "Pending":
+                continue
+            fault = pod_fault(pod)
+            if fault is not None:
+                # The scenario asked this pod's container to fail: it never runs to completion.
+                state.running = fault == CRASH_LOOP
+                self.faults.start(key, fault, state.node, now)
+                worked = True
                 continue
             runtime = pod_runtime(pod, self.default_runtime)
             state.running = True

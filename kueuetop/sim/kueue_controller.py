@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +36,7 @@ from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEve
 _log = logging.getLogger(__name__)
 
 KUEUE = "kueue.x-k8s.io"
+MAX_EVENTS = 5000  # Kueue's Events kept at once (sim_events.EventWriter keeps as many of the others)
 WorkloadKey = tuple[str, str]
 
 # Kinds whose change rebuilds the engine's view of queues, flavors and checks.
@@ -88,6 +89,10 @@ class KueueController:
         # queue's head gets the same verdict cycle after cycle, and working out that nothing
         # changes (a status copy, its resourceRequests) was a tenth of a busy scheduler's time.
         self._unchanged_by: dict[WorkloadKey, tuple[dict, Pending]] = {}
+        # The Events recorded, oldest first: at most `max_events` are kept (the oldest deleted),
+        # as sim_events.EventWriter does, standing in for the API server's one-hour event TTL.
+        self._events: deque[tuple[str, str]] = deque()
+        self.max_events = MAX_EVENTS
 
     # ------------------------------------------------------------------ events
     def on_event(self, ev: WatchEvent) -> None:
@@ -212,7 +217,8 @@ class KueueController:
         return self._refresh()
 
     # ------------------------------------------------------------------ writes
-    def _write(self, key: WorkloadKey, decision: Decision, now: float, snap: ClusterSnapshot) -> bool:
+    def _write(self, key: WorkloadKey, decision: Decision, now: float, snap: ClusterSnapshot,
+               from_scheduler: bool = False) -> bool:
         try:
             cur = self.store.get(KUEUE, "workloads", key[0], key[1], copy=False)
         except NotFound:
@@ -249,6 +255,14 @@ class KueueController:
                 if isinstance(decision, Preempt):
                     preemptor = self.store.try_get(KUEUE, "workloads", *decision.preemptor, copy=False)
                 for ev in su.decision_events(cur, new, decision, now, preemptor=preemptor):
+                    if pending:
+                        # Only the scheduler records an Event for a pending workload, and always
+                        # as "Pending" whatever the condition's reason (scheduler.go
+                        # requeueAndUpdate: Eventf(Warning, "Pending", inadmissibleMsg)); the
+                        # workload controller's Inadmissible verdicts set the condition alone.
+                        if not from_scheduler:
+                            continue
+                        ev = {**ev, "reason": "Pending"}
                     self._record_event(ev)
         return wrote
 
@@ -283,8 +297,16 @@ class KueueController:
                "type": ev.get("type", "Normal"), "firstTimestamp": ev.get("timestamp"),
                "lastTimestamp": ev.get("timestamp"), "count": 1,
                "source": {"component": "kueue-admission"}, "reportingComponent": "kueue-admission"}
-        with contextlib.suppress(StoreError):
-            self.store.create_object(obj)
+        try:
+            created = self.store.create_object(obj)
+        except StoreError:
+            return
+        meta = created.get("metadata") or {}
+        self._events.append((str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+        while len(self._events) > self.max_events:
+            ns, name = self._events.popleft()
+            with contextlib.suppress(StoreError):
+                self.store.delete("", "events", ns, name)
 
     def _write_queue_status(self, snap: ClusterSnapshot, now: float) -> bool:
         if not self._status_dirty_cq and not self._status_dirty_lq:
@@ -368,7 +390,7 @@ class KueueController:
             self._last_cycle = (now, self._base, same_queue_state(before, result.state))
             for d in result.decisions:
                 key = d.victim if isinstance(d, Preempt) else d.workload
-                wrote |= self._write(key, d, now, snap)
+                wrote |= self._write(key, d, now, snap, from_scheduler=True)
         if wrote:
             # ClusterQueue and LocalQueue status follow the workloads: write them once this
             # instant's workload writes have settled (the round after always comes, as this one

@@ -139,6 +139,7 @@ class NodePoolController:
         self._empty_since: dict[str, float] = {}
         self._retry_at: float | None = None
         self._sd_dirty = True
+        self._not_triggered: dict[PodKey, str] = {}  # pod → last NotTriggerScaleUp message
 
     # ------------------------------------------------------------------ wiring
     def install(self, cluster: Any) -> None:
@@ -381,12 +382,12 @@ class NodePoolController:
             except KueueParseError:
                 continue
             fits = [n for n in self.pools_for(placement, queued=False) if n in candidates]
-            if not fits:
-                continue
             choice = next((n for n in fits if self.room(n, now) > 0), None)
             if choice is None:
                 blocked.update(fits)
+                self._not_triggered_event(key, pod, placement, candidates, now)
                 continue
+            self._not_triggered.pop(key, None)
             wants.setdefault(choice, []).append((key, pod, placement))
         worked = False
         for name, pods in wants.items():
@@ -410,6 +411,34 @@ class NodePoolController:
         if retry:
             self._retry_at = min(retry) if self._retry_at is None else min(self._retry_at, *retry)
         return worked
+
+    def _not_triggered_event(self, key: PodKey, pod: Obj, placement: Placement, candidates: list[str],
+                             now: float) -> None:
+        """cluster-autoscaler's NotTriggerScaleUp Event for a pod no node group can help.
+
+        EventingScaleUpStatusProcessor: "pod didn't trigger scale-up: " + ReasonsMessage, the
+        reasons of every node group rejected (the scheduler's filter reasons against the group's
+        template node) or skipped ("max node group size reached", "not ready for scale-up" while
+        the cloud has no capacity), each as "<groups> <reason>", sorted. Recorded when the message
+        changes, not every loop (the API server would fold the repeats into one Event anyway)."""
+        agg: dict[str, int] = {}
+        for name in candidates:
+            pool = self.pools[name]
+            if pool.template is None:
+                continue
+            reason = _template_rejection(pool.template, placement)
+            if reason is None:
+                have = len(pool.nodes) + pool.pending_count()
+                reason = ("max node group size reached" if pool.max_size is not None and have >= pool.max_size
+                          else "not ready for scale-up")
+            agg[reason] = agg.get(reason, 0) + 1
+        message = "pod didn't trigger scale-up: " + ", ".join(sorted(f"{n} {r}" for r, n in agg.items()))
+        if self._not_triggered.get(key) == message:
+            return
+        if len(self._not_triggered) >= 50_000:
+            self._not_triggered.clear()
+        self._not_triggered[key] = message
+        self.events.emit(pod, "NotTriggerScaleUp", message, component=CLUSTER_AUTOSCALER)
 
     def _scale_down(self, now: float) -> bool:
         # Only look when pods or nodes moved, or an idle node's delay is over.
@@ -450,6 +479,20 @@ def _template(doc: Mapping[str, Any]) -> tuple[dict[str, str], tuple, dict[str, 
     parsed = parse_node(node)
     labels = {k: v for k, v in parsed.meta.labels.items() if k != "kubernetes.io/hostname"}
     return labels, parsed.taints, dict(parsed.allocatable)
+
+
+def _template_rejection(template: tuple[dict[str, str], tuple, dict[str, int]], placement: Placement) -> str | None:
+    """The scheduler's filter reason against a group's template node, None when the pod fits."""
+    labels, taints, alloc = template
+    if not placement.labels_match(labels):
+        return "node(s) didn't match Pod's node affinity/selector"
+    taint = placement.untolerated(taints)
+    if taint is not None:
+        return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+    for r, v in sorted({**placement.requests, PODS: 1}.items()):
+        if v > alloc.get(r, 0):
+            return "Too many pods" if r == PODS else f"Insufficient {r}"
+    return None
 
 
 def _fits_template(template: tuple[dict[str, str], tuple, dict[str, int]], placement: Placement) -> bool:

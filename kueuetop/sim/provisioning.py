@@ -101,6 +101,7 @@ MSG_PROVISIONED = "Provisioning Request was successfully provisioned."
 MSG_CA_ACCEPTED = "ProvisioningRequest is accepted by ClusterAutoscaler"
 MSG_FOUND = "Capacity is found in the cluster"
 MSG_NOT_FOUND = "Capacity is not found, CA will try to find it later."
+MSG_NO_RETRY = "CA could not find requested capacity"
 
 
 def limit_object_name(full: str) -> str:
@@ -702,8 +703,17 @@ class ProvisioningController:
         if self.kubelet.simulate(placements) >= len(placements):
             self._waiting.pop(key, None)
             return self._set(key, pr, "Provisioned", "True", "CapacityIsFound", MSG_FOUND, now) or worked
+        return self._not_found(key, pr, now) or worked
+
+    def _not_found(self, key: Key, pr: Obj, now: float) -> bool:
+        """No capacity: Provisioned=False (retried while capacity changes), or with the
+        `noRetry: "true"` parameter Failed=True, which Kueue's check turns into Retry/Rejected
+        (cluster-autoscaler setCapacityNotFoundCondition)."""
+        if str(((pr.get("spec") or {}).get("parameters") or {}).get("noRetry", "")) == "true":
+            self._waiting.pop(key, None)
+            return self._set(key, pr, "Failed", "True", "CapacityIsNotFound", MSG_NO_RETRY, now)
         self._waiting[key] = None
-        return self._set(key, pr, "Provisioned", "False", "CapacityIsNotFound", MSG_NOT_FOUND, now) or worked
+        return self._set(key, pr, "Provisioned", "False", "CapacityIsNotFound", MSG_NOT_FOUND, now)
 
     def _scale_for(self, key: Key, pr: Obj, cls: str, now: float, blocked: set[str]) -> bool:
         worked = self._accept(key, pr, cls, now)
@@ -729,7 +739,7 @@ class ProvisioningController:
             self._note_retry(placements, queued, now)
             if queued:
                 return self._set(key, pr, "Provisioned", "False", "ResourcePoolExhausted", MSG_EXHAUSTED, now) or worked
-            return self._set(key, pr, "Provisioned", "False", "CapacityIsNotFound", MSG_NOT_FOUND, now) or worked
+            return self._not_found(key, pr, now) or worked
         self._waiting.pop(key, None)
         owner = f"{key[0]}/{key[1]}"
         self._in_flight[key] = [self.pools.request_nodes(pool, n, now, owner) for pool, n in plan.items() if n]
@@ -806,6 +816,7 @@ def build_core_controllers(scenario: Any, store: ObjectStore, cluster: Any, extr
     controllers are stored in `extra` by name for reports and the console.
     """
     from kueuetop.sim.job_integration import JobIntegration
+    from kueuetop.sim.node_faults import NodeFaults
     from kueuetop.sim.perf_runner import PerfRunner
     from kueuetop.sim.pod_integration import PodIntegration
 
@@ -813,7 +824,9 @@ def build_core_controllers(scenario: Any, store: ObjectStore, cluster: Any, extr
     kubelet = Kubelet(store, events=events)
     pools = NodePoolController(store, kubelet, events=events, start=cluster.clock.start)
     handlers.append(pools.handle_step)
-    controllers = [PodIntegration(store, events=events), JobIntegration(store, events=events),
+    faults = NodeFaults(store, events)
+    handlers.insert(0, faults.handle_step)
+    controllers = [faults, PodIntegration(store, events=events), JobIntegration(store, events=events),
                    PerfRunner(store), ProvisioningController(store, kubelet, pools, events=events), pools, kubelet]
     extra.update({c.name: c for c in controllers})
     return controllers

@@ -80,7 +80,8 @@ def run_scenario(scenario: Scenario, duration: float, *, until_idle: bool = Fals
     wls, _ = store.list("kueue.x-k8s.io", "workloads", copy=False)
     cqs, _ = store.list("kueue.x-k8s.io", "clusterqueues", copy=False)
     lqs, _ = store.list("kueue.x-k8s.io", "localqueues", copy=False)
-    errors = parts.cluster.errors + parts.actions.errors + [f"malformed {k}: {v}" for k, v in parts.kueue.broken.items()]
+    faults = parts.extra.get("node-faults")
+    errors = parts.cluster.errors + parts.actions.errors + (faults.errors if faults is not None else []) + [f"malformed {k}: {v}" for k, v in parts.kueue.broken.items()]
     report = build_report(scenario.name, clock.start, clock.now(), wls, cqs, lqs, parts.recorder.events, errors)
     stats = {"wallSeconds": round(wall, 3), "cpuSeconds": round(cpu, 3), "cycles": parts.kueue.cycles,
              "simulatedSeconds": round(clock.now() - clock.start, 3)}

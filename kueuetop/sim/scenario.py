@@ -11,12 +11,17 @@ A scenario is what users `kubectl apply`, plus a few annotations (ARCHITECTURE �
   admitted, then succeed.
 * `kueuetop.io/gpu-util: "85"` (mean % busy) or `"idle"` on a Job, Pod or Workload: a hint
   for the GPU telemetry generator.
+* `kueuetop.io/fault: ImagePullBackOff` or `CrashLoopBackOff` on a Job, Pod or Workload: its
+  pods' first container fails as the kubelet reports it (`sim.pod_faults`).
 
 and three kinds of `apiVersion: kueuetop.io/v1`:
 
 * `Action`: `spec: {at, action, target}`, a scheduled console action (see `ACTIONS`); the
   target is `NS/NAME` (Workload), `job/NS/NAME` or `pod/NS/NAME` (the Workload of that Job or
-  Pod), `cq/NAME` or `lq/NS/NAME`. `metadata.name` is optional.
+  Pod), `cq/NAME` or `lq/NS/NAME`. `metadata.name` is optional. The node faults of
+  `NODE_ACTIONS` (`gpu-xid` and `gpu-ecc` with `spec.value: "GPU=CODE[,…]"`, `node-not-ready`,
+  `cordon`) target `node/NAME` or `nodepool/POOL[/INDEX]` (the pool's nodes by name, first
+  by default) and are played by `sim.node_faults`.
 * `NodePool`: nodes the simulator creates (see `scenario_nodes.expand_node_pool`):
   `spec: {machineType, gpu: {model, count, memoryMiB?, accelerator?}, capacity?, nodeLabels?,
   nodeTaints?, zones?, size, minSize?, maxSize?, autoscaling?, provisioningDelay?, spot?,
@@ -58,6 +63,7 @@ __all__ = [
     "ANN_GPU_UTIL",
     "ANN_RUNTIME",
     "KUEUETOP_API_VERSION",
+    "NODE_ACTIONS",
     "LazySteps",
     "Scenario",
     "ScenarioAction",
@@ -85,6 +91,10 @@ KUEUETOP_API_VERSION = "kueuetop.io/v1"
 WORKLOAD_ACTIONS = ("hold", "resume", "requeue", "preempt", "preempt-and-hold")
 QUEUE_ACTIONS = ("stop", "drain", "resume-queue")
 ACTIONS = WORKLOAD_ACTIONS + QUEUE_ACTIONS
+# What happens to hardware, not what an operator does: played by sim.node_faults.
+NODE_ACTIONS = ("gpu-xid", "gpu-ecc", "node-not-ready", "cordon")
+_VALUE_ACTIONS = ("gpu-xid", "gpu-ecc")
+_GPU_VALUE = re.compile(r"\d+=\d+(,\d+=\d+)*")
 
 # (group, kind) → (accepted versions, namespaced). The kinds of ARCHITECTURE §2.1.
 _KUEUE_VERSIONS = ("v1beta2", "v1beta1", "v1alpha1")
@@ -147,6 +157,7 @@ class ScenarioAction:
     target_kind: str
     name: str
     namespace: str | None = None
+    value: str = ""  # gpu-xid / gpu-ecc: "GPU=CODE[,GPU=CODE…]"
 
 
 @dataclass(frozen=True)
@@ -407,7 +418,11 @@ def parse_action_target(target: str) -> tuple[str, str, str | None] | None:
         return ("localqueue", parts[2], parts[1])
     if len(parts) == 3 and parts[0] in ("job", "pod") and parts[1] and parts[2]:
         return (parts[0], parts[2], parts[1])
-    if len(parts) == 2 and parts[0] not in ("cq", "lq", "job", "pod") and parts[0] and parts[1]:
+    if len(parts) == 2 and parts[0] == "node" and parts[1]:
+        return ("node", parts[1], None)
+    if len(parts) in (2, 3) and parts[0] == "nodepool" and parts[1] and (len(parts) == 2 or parts[2].isdigit()):
+        return ("nodepool", parts[1], parts[2] if len(parts) == 3 else "0")
+    if len(parts) == 2 and parts[0] not in ("cq", "lq", "job", "pod", "node", "nodepool") and parts[0] and parts[1]:
         return ("workload", parts[1], parts[0])
     return None
 
@@ -418,9 +433,11 @@ def _check_action(ctx: _Doc, doc: dict[str, Any], ann_at: float) -> tuple[float,
         raise ctx.error("spec", "expected a mapping with at, action and target")
     at = _duration(ctx, "spec.at", spec["at"]) if "at" in spec else ann_at
     action = spec.get("action")
-    if action not in ACTIONS:
-        raise ctx.error("spec.action", f"unknown action {action!r} (one of: {', '.join(ACTIONS)})")
+    if action not in ACTIONS and action not in NODE_ACTIONS:
+        raise ctx.error("spec.action", f"unknown action {action!r} (one of: {', '.join(ACTIONS + NODE_ACTIONS)})")
     target = spec.get("target")
+    if action in NODE_ACTIONS:
+        return at, _node_action(ctx, doc, spec, action, target)
     parsed = parse_action_target(target) if isinstance(target, str) else None
     if parsed is None:
         raise ctx.error("spec.target", f"invalid target {target!r} "
@@ -435,6 +452,21 @@ def _check_action(ctx: _Doc, doc: dict[str, Any], ann_at: float) -> tuple[float,
         raise ctx.error("spec.target", f"action {action!r} needs {wanted}, got {target!r}")
     return at, ScenarioAction(action=action, target=target, target_kind=target_kind, name=name,
                               namespace=namespace)
+
+
+def _node_action(ctx: _Doc, doc: dict[str, Any], spec: dict[str, Any], action: str, target: Any) -> ScenarioAction:
+    parsed = parse_action_target(target) if isinstance(target, str) else None
+    if parsed is None or parsed[0] not in ("node", "nodepool"):
+        raise ctx.error("spec.target", f"action {action!r} needs a node (node/NAME or nodepool/POOL[/INDEX]), "
+                        f"got {target!r}")
+    value = spec.get("value", "")
+    if action in _VALUE_ACTIONS and not (isinstance(value, str) and _GPU_VALUE.fullmatch(value)):
+        raise ctx.error("spec.value", f'action {action!r} needs value "GPU=CODE[,GPU=CODE…]", got {value!r}')
+    if not doc["metadata"].get("name"):
+        ctx.describe = f"Action {action} {target}"
+    target_kind, name, namespace = parsed
+    return ScenarioAction(action=action, target=str(target), target_kind=target_kind, name=name,
+                          namespace=namespace, value=str(value) if action in _VALUE_ACTIONS else "")
 
 
 def _nonneg_int(ctx: _Doc, spec: dict[str, Any], key: str) -> int | None:

@@ -22,7 +22,7 @@ from kueuetop.actions.plan import (
 )
 from kueuetop.sim.apiserver.patch import merge_patch
 from kueuetop.sim.objectstore import ObjectStore, StoreError, WatchEvent
-from kueuetop.sim.scenario import ScenarioAction, ScenarioStep
+from kueuetop.sim.scenario import ACTIONS, ScenarioAction, ScenarioStep
 
 _log = logging.getLogger(__name__)
 KUEUE = "kueue.x-k8s.io"
@@ -50,8 +50,8 @@ class ScriptedActions:
 
     # SimCluster step hook: returns True when it handled the step.
     def handle_step(self, step: ScenarioStep, now: float) -> bool:
-        if step.kind != "action" or step.action is None:
-            return False
+        if step.kind != "action" or step.action is None or step.action.action not in ACTIONS:
+            return False  # node faults are sim.node_faults' to play
         a = step.action
         try:
             target = self._resolve(a)

@@ -46,6 +46,9 @@ class ResourceSpec:
     field_selector: str | None = None
     keep: Callable[[dict[str, Any]], bool] | None = None  # client-side filter (e.g. GPU pods)
     parse: Callable[[Any], Any] | None = parse_object  # None: the wire dict is the object
+    # Applied to the entries gathered so far after each list page: a bound on what a list of a
+    # resource with very many items (Events) holds before it reaches the store.
+    trim: Callable[[list[Entry]], list[Entry]] | None = None
 
     @property
     def api_version(self) -> str:
@@ -263,6 +266,8 @@ class Informer:
                 entry = self._entry(item)
                 if entry is not None:
                     entries.append(entry)
+            if self.spec.trim is not None:
+                entries = self.spec.trim(entries)
             token = meta.get("continue") or None
             if not token or self._stop.is_set():
                 break

@@ -8,6 +8,9 @@ and, only when asked (`unmanaged_gpu_pods=True`), every other pod filtered clien
 those requesting `nvidia.com/gpu` (`pods/gpu`), to show GPUs held outside Kueue. The
 selectors are disjoint so each pod has exactly one source.
 
+Events (for the console's Events view, `include_events`): every Event, through `EventRetention`,
+which keeps the store's copy to the newest `max_events` within an hour.
+
 Writes are serialised through one applier thread: informers put events on a queue; the
 applier drains it in batches (a short window coalesces bursts), so the store notifies its
 subscribers once per batch, never once per object.
@@ -15,6 +18,7 @@ subscribers once per batch, never once per object.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -27,6 +31,7 @@ import urllib3
 from kueuetop.connection import AUTOSCALING_GROUP, KUEUE_GROUP, VISIBILITY_GROUP, Connection
 from kueuetop.kueue.core import GPU_RESOURCE
 from kueuetop.kueue.workload import PODSET_LABEL
+from kueuetop.sources.event_retention import MAX_EVENTS, EventRetention
 from kueuetop.sources.informer import Backoff, Informer, InformerConfig, ResourceSpec
 from kueuetop.sources.kube_http import ApiError, request
 from kueuetop.sources.liveness import LivenessProbe
@@ -87,8 +92,9 @@ def resource_specs(conn: Connection, *, include_events: bool = False,
         specs.append(ResourceSpec("pods/gpu", K.PODS, "", "v1", "pods", "Pod",
                                   label_selector=f"!{PODSET_LABEL},{MANAGED_LABEL}!=true", keep=requests_gpu))
     if include_events:
-        specs.append(ResourceSpec(K.EVENTS, K.EVENTS, "", "v1", "events", "Event",
-                                  field_selector="involvedObject.kind=Workload", parse=None))
+        # Every Event (Kueue's about Workloads and queues, the Job controller's, the scheduler's,
+        # the autoscaler's and the kubelet's about Pods, Nodes'), kept bounded (EventRetention).
+        specs.append(ResourceSpec(K.EVENTS, K.EVENTS, "", "v1", "events", "Event", parse=None))
     return specs
 
 
@@ -300,14 +306,17 @@ class KubeSources:
 
     def __init__(self, conn: Connection, store: Store, *, config: InformerConfig | None = None,
                  include_events: bool = False, unmanaged_gpu_pods: bool = False,
-                 visibility_interval: float = 3.0, coalesce_window: float = 0.02,
+                 visibility_interval: float = 3.0, coalesce_window: float = 0.02, max_events: int = MAX_EVENTS,
                  specs: Iterable[ResourceSpec] | None = None) -> None:
         self.conn = conn
         self.store = store
         self.applier = Applier(store, window=coalesce_window)
         specs = list(specs) if specs is not None else resource_specs(
             conn, include_events=include_events, unmanaged_gpu_pods=unmanaged_gpu_pods)
-        self.informers = [Informer(conn.api, s, store, self.applier.put, config) for s in specs]
+        self.event_retention = EventRetention(self.applier.put, max_events=max_events)
+        specs = [dataclasses.replace(s, trim=self.event_retention.trim) if s.kind == K.EVENTS else s for s in specs]
+        self.informers = [Informer(conn.api, s, store, self.event_retention.put if s.kind == K.EVENTS
+                                   else self.applier.put, config) for s in specs]
         cfg = config or InformerConfig()
         self.liveness = LivenessProbe(conn.api, self.informers, interval=cfg.probe_interval,
                                       timeout=cfg.probe_timeout)

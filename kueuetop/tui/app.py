@@ -38,6 +38,7 @@ from kueuetop.tui.themes import ThemeSet, load_themes, no_color, variable_defaul
 from kueuetop.tui.views.base import TableView, View
 from kueuetop.tui.views.clusterqueues import ClusterQueuesView
 from kueuetop.tui.views.cohorts import CohortsView
+from kueuetop.tui.views.events import EventsView, follow_for
 from kueuetop.tui.views.flavors import FlavorsView
 from kueuetop.tui.views.gpus import GpusView
 from kueuetop.tui.views.localqueues import LocalQueuesView
@@ -46,7 +47,7 @@ from kueuetop.tui.views.overview import OverviewView
 from kueuetop.tui.views.workloads import WorkloadsView
 
 VIEW_CLASSES: tuple[type[View], ...] = (OverviewView, WorkloadsView, ClusterQueuesView, LocalQueuesView,
-                                        CohortsView, FlavorsView, NodesView, GpusView)
+                                        CohortsView, FlavorsView, NodesView, GpusView, EventsView)
 
 # (textual action name, params) → registry id, so check_action can ask the keymap about it.
 _ACTION_IDS: dict[tuple[str, tuple[object, ...]], str] = {}
@@ -135,7 +136,7 @@ class KueuetopApp(App[int]):
         with ContentSwitcher(initial=self._initial_view, id="views"):
             for cls in VIEW_CLASSES:
                 yield cls(self.ctx)
-        yield Input(placeholder=":command  (wl, cq, lq, co, rf, no, gpu, q)", id="command", classes="prompt",
+        yield Input(placeholder=":command  (wl, cq, lq, co, rf, no, gpu, ev, q)", id="command", classes="prompt",
                     suggester=SuggestFromList(KM.command_words(), case_sensitive=False))
         yield Input(placeholder="/filter  regex · !inverse · -l key=value · state:pending", id="filter",
                     classes="prompt")
@@ -208,6 +209,12 @@ class KueuetopApp(App[int]):
     def action_switch_view(self, name: str) -> None:
         if name not in KM.VIEW_NAMES:
             return
+        if name == EventsView.VIEW and self.switcher.current != name:
+            # Opened from a row: the Events of that object (and of its pods, Job, requests).
+            src = self.table_view()
+            row = src.cursor_row() if src is not None else None
+            events_view = self.main.query_one(f"#{name}", EventsView)
+            events_view.follow(follow_for(self.switcher.current, row.key if row is not None else None))
         self.switcher.current = name
         v = self.current_view()
         v.refresh_view()  # hidden views are only marked dirty; catch up now
@@ -443,6 +450,8 @@ class KueuetopApp(App[int]):
             if tv is not None and (tv.filter.text or tv.marks):
                 tv.marks.clear()
                 tv.set_filter("")
+            elif isinstance(tv, EventsView):
+                tv.unfollow()
 
     def action_drill(self) -> None:
         tv = self.table_view()

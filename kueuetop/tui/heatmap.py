@@ -535,14 +535,43 @@ def distribution_heatmap(frames: Sequence[tuple[float, Sequence[int]]], width: i
     bucket; an empty bucket is blank; a column without any sample is drawn stale.
     """
     painter = _Painter(theme, glyphs)
+    axis_w = 5
+    plot_w = max(0, width - axis_w)
+    nb = len(frames[0][1]) if frames else 10
+    if not frames or plot_w == 0 or height <= 2:
+        return Text(_fit(f"{label}: no data", width), no_wrap=True)
+    # The caption is wrapped, never cut: its lines come out of the plot's height (the peak it
+    # names depends on the rows drawn, so until the line count settles).
+    caption_lines = 1
+    for _ in range(3):
+        plain, spans, caption = _distribution_lines(frames, nb, width, max(1, height - 1 - caption_lines),
+                                                    painter, glyphs, label)
+        if len(caption) <= caption_lines or height - 1 - len(caption) < 1:
+            break
+        caption_lines = len(caption)
+    plain.extend(caption[:max(1, height - len(plain))])
+    return Text("\n".join(plain), spans=spans, no_wrap=True, overflow="crop")
+
+
+def _wrap_words(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    for word in text.split():
+        while len(word) > width > 0:
+            lines.append(word[:width])
+            word = word[width:]
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _distribution_lines(frames: Sequence[tuple[float, Sequence[int]]], nb: int, width: int, plot_lines: int,
+                        painter: _Painter, glyphs: Glyphs, label: str) -> tuple[list[str], list[Span], list[str]]:
+    """(plot and time axis lines, their spans, caption lines) with `plot_lines` lines of plot."""
     rpl = painter.rows_per_line
     axis_w = 5
     plot_w = max(0, width - axis_w)
-    plot_lines = max(0, height - 2)  # time axis + legend
-    nb = len(frames[0][1]) if frames else 10
-    if not frames or plot_w == 0 or plot_lines == 0:
-        return Text(_fit(f"{label}: no data", width), no_wrap=True)
-
     # Columns: right-aligned, frames grouped evenly when there are more than fit.
     n = len(frames)
     ncols = min(n, plot_w)
@@ -599,9 +628,10 @@ def distribution_heatmap(frames: Sequence[tuple[float, Sequence[int]]], width: i
     left = f"-{_age(span_s)}" if span_s > 0 else ""
     axis = " " * axis_w + left + " " * max(1, plot_w - len(left) - 3) + "now"
     plain.append(_fit(axis, width))
-    plain.append(_fit(f"{label}: colour = GPUs per bucket (max {peak}); "
-                      f"{glyphs.stale} = no samples", width, glyphs.ellipsis))
-    return Text("\n".join(plain), spans=spans, no_wrap=True, overflow="crop")
+    caption = _wrap_words(f"{label}: colour = GPUs per bucket (max {peak}); {glyphs.stale} = no samples", width)
+    return plain, spans, caption
+
+
 
 
 def _age(seconds: float) -> str:

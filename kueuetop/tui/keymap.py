@@ -73,6 +73,7 @@ VIEWS: tuple[View, ...] = (
     View("flavors", "ResourceFlavors", ("resourceflavors", "resourceflavor", "flavors", "rf"), "6"),
     View("nodes", "Nodes", ("nodes", "node", "no"), "7"),
     View("gpus", "GPUs", ("gpus", "gpu", "heatmap"), "8"),
+    View("events", "Events", ("events", "event", "ev"), "9"),
 )
 VIEW_NAMES = frozenset(v.name for v in VIEWS)
 

@@ -172,7 +172,7 @@ def run_console(args: argparse.Namespace) -> int:
             _say(exc.message, hint)
             return EXIT_FAILED
         store = Store()
-        sources = KubeSources(conn, store).start()
+        sources = KubeSources(conn, store, include_events=True).start()  # the Events view (`:ev`)
         poller = _start_gpu_poller(conn, store, getattr(args, "prometheus", None),
                                    getattr(args, "scrape_budget", None))
         deadline = time.monotonic() + 3.0  # a full first screen when the cluster answers quickly

@@ -53,8 +53,18 @@ def render_svgs(sizes: tuple[tuple[int, int], ...] = SNAPSHOT_SIZES,
     return dict(zip(names, shots, strict=True))
 
 
+# The Events view, on the incident scenario six minutes in (every component has spoken by then).
+EVENTS_SCENARIO, EVENTS_AT = "incident", 6 * 60.0
+
+
+def render_event_svgs(sizes: tuple[tuple[int, int], ...] = SNAPSHOT_SIZES) -> dict[str, str]:
+    """`events-{w}x{h}.svg` → the Events view's SVG, from the incident scenario frozen at 6 minutes."""
+    shots = _render(EVENTS_SCENARIO, EVENTS_AT, sizes, (("events", ""),), svg=True, include_events=True)
+    return {f"events-{w}x{h}.svg": shot for (w, h), shot in zip(sizes, shots, strict=True)}
+
+
 def _render(scenario: str, at: float, sizes: tuple[tuple[int, int], ...], views: tuple[tuple[str, str], ...],
-            svg: bool) -> list[str]:
+            svg: bool, include_events: bool = False) -> list[str]:
     import tempfile
 
     clock = SimClock(EPOCH, speed=None)
@@ -66,13 +76,15 @@ def _render(scenario: str, at: float, sizes: tuple[tuple[int, int], ...], views:
     try:
         with tempfile.TemporaryDirectory(prefix="kueuetop-shot-") as d:
             kubeconfig = write_kubeconfig(Path(d) / "kubeconfig", server.url)
-            return _console_shots(kubeconfig, clock.now(), sizes, views, svg)
+            return _console_shots(kubeconfig, clock.now(), sizes, views, svg, demo=scenario,
+                                  include_events=include_events)
     finally:
         server.stop()
 
 
 def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], ...],
-                   views: tuple[tuple[str, str], ...], svg: bool) -> list[str]:
+                   views: tuple[tuple[str, str], ...], svg: bool, demo: str = "refarch",
+                   include_events: bool = False) -> list[str]:
     from kueuetop.connection import connect
     from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
     from kueuetop.sources.kube import KubeSources
@@ -86,7 +98,7 @@ def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], .
 
     conn = connect(str(kubeconfig))
     store = Store(clock=fixed)
-    sources = KubeSources(conn, store).start()
+    sources = KubeSources(conn, store, include_events=include_events).start()
     # One look at a frozen in-process cluster: no control plane to spare, every exporter read.
     poller = GpuPoller(store, gpu_source_for(conn, scrape_budget=0), interval=3600.0, clock=fixed)
     try:
@@ -106,7 +118,7 @@ def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], .
         store.record_queue_history(now)
         shots = []
         for size in sizes:
-            app = KueuetopApp(store, api=None, context=conn.info.context, read_only=False, demo="refarch",
+            app = KueuetopApp(store, api=None, context=conn.info.context, read_only=False, demo=demo,
                               themes=load_themes(user=Path("/nonexistent")), keymap=load_keymap(), clock=fixed,
                               check_rbac=False, initial_view=views[0][0])
             shots += _capture(app, size, views, svg)  # informers stay live: the frozen cluster sends nothing new
@@ -186,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.svg:
         SNAPSHOTS.mkdir(parents=True, exist_ok=True)
-        for name, svg in render_svgs().items():
+        for name, svg in {**render_svgs(), **render_event_svgs()}.items():
             (SNAPSHOTS / name).write_text(svg, encoding="utf-8")
         return 0
     block = readme_block(render())

@@ -152,12 +152,18 @@ def test_distribution_over_time():
     frames = [(t * 60.0, counts) for t in range(10)] + [(600.0, [0] * 10)]
     text = H.distribution_heatmap(frames, 30, 8, theme=DARK, glyphs=ASCII)
     lines = text.plain.split("\n")
-    # 10 buckets on 6 plot lines: neighbours merged (never dropped) into 5 rows of 20 %.
-    assert len(lines) == 7 and lines[0].startswith("100%") and lines[-3].startswith("  0%")
-    assert lines[0].rstrip("?").endswith("*" * 10) and lines[1].strip() == "?"
-    # Newest column (no samples) is drawn stale; the 0–10 % bucket is the busiest.
-    assert lines[-3].endswith("?") and lines[-3][-2] == ASCII.shades[-1]
-    assert "-10m" in lines[-2] and lines[-2].endswith("now")
+    # The caption is wrapped over the last lines, never cut; the plot gives up the lines it takes.
+    assert len(lines) == 8 and max(len(x) for x in lines) <= 30
+    assert " ".join(lines[-2:]) == "GPU util: colour = GPUs per bucket (max 2); ? = no samples"
+    plot = lines[:-3]
+    # 10 buckets on 5 plot lines: neighbours merged (never dropped) into 5 rows of 20 %.
+    assert len(plot) == 5 and plot[0].startswith("100%") and plot[-1].startswith("  0%")
+    assert plot[0].rstrip("?").endswith("*" * 10) and plot[1].strip() == "?"
+    # Newest column (no samples) is drawn stale; the 0–20 % row is the busiest.
+    assert plot[-1].endswith("?") and plot[-1][-2] == ASCII.shades[-1]
+    assert "-10m" in lines[-3] and lines[-3].endswith("now")
+    wide = H.distribution_heatmap(frames, 80, 8, theme=DARK, glyphs=ASCII).plain.split("\n")
+    assert wide[-1] == "GPU util: colour = GPUs per bucket (max 2); ? = no samples"
     assert H.distribution_heatmap([], 30, 8, theme=DARK).plain == "GPU util: no data"
 
 
