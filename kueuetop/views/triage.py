@@ -319,12 +319,14 @@ class TriageModel:
             self._util[key] = (sum(utils) / len(utils), len(gpus))
 
     def _file_eviction(self, key: Key, wl: Workload, cq: str) -> None:
+        # Evicted=True carries the eviction's time; once the workload is back (Evicted=False) its
+        # time is when the eviction ended, so only evictions seen while True are counted.
         ev = wl.condition("Evicted")
-        if ev is None or ev.last_transition is None or not (ev.is_true or ev.reason):
+        if ev is None or ev.last_transition is None or not ev.is_true:
             return
         pre = wl.condition("Preempted")
         reason = ev.reason or "Evicted"
-        if pre is not None and pre.reason and reason == "Preempted":
+        if pre is not None and pre.is_true and pre.reason and reason == "Preempted":
             reason = f"Preempted/{pre.reason}"
         total = max(sum(e.count for e in wl.evictions), wl.requeue_state.count if wl.requeue_state else 0)
         old = self._evictions.get(key)
@@ -452,6 +454,12 @@ class TriageModel:
 
     def pending_count(self, cq: str) -> int:
         return len(self._pending.get(cq, ()))
+
+    def summary(self) -> tuple[int, int, int, int]:
+        """(workloads waiting, admitted, GPUs requested by placed pods, GPUs allocatable on nodes)."""
+        total = sum(n.gpus for n in self._nodes.values())
+        used = sum(min(n.gpus, self._used.get(name, 0)) for name, n in self._nodes.items())
+        return len(self._pending_at), len(self._admitted), used, total
 
     def free_gpus(self) -> dict[str, int]:
         return {n: node.gpus - self._used.get(n, 0) for n, node in self._nodes.items() if node.gpus}
@@ -634,16 +642,17 @@ class TriageModel:
         for cq, lst in self._pending.items():
             late = bisect.bisect_right(lst, cut)
             if late:
-                lines.append((late, now - lst[0][0], cq, lst[0][1]))
+                lines.append((late, now - lst[0][0], cq, lst[0][1],
+                              [k for _, k in lst[:late]] if late <= 40 else None))
         lines.sort(key=lambda x: (-x[0], -x[1], x[2]))
-        for late, wait, cq, oldest in lines:
+        for late, wait, cq, oldest, keys in lines:
             headline = self._headline(oldest, now, budget)
             where = f"ClusterQueue {clean(cq)}" if cq else "no ClusterQueue"
             out.append(Problem(WAITING + min(5, late // 10), "waiting", "waiting",
                                f"{where}: {_plural(late, 'workload')} pending over {age_text(self.wait_after)},"
                                f" oldest {age_text(wait)}" + (f": {headline}" if headline else ""),
-                               late, wait, Target("workloads", f"state:pending {word_filter(cq)}" if cq
-                                                  else "state:pending"), cq))
+                               late, wait, _target(keys) if keys else
+                               Target("workloads", f"state:pending {word_filter(cq)}" if cq else "state:pending"), cq))
         return out
 
     def _headline(self, key: Key, now: float, budget: list[int]) -> str:

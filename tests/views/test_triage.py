@@ -117,7 +117,7 @@ def test_waiting_too_long_per_cluster_queue_with_the_explain_headline() -> None:
     assert p.count == 3 and p.oldest == 3600 and p.cluster_queue == "cq-spot"
     assert "ClusterQueue cq-spot: 3 workloads pending over 5m, oldest 1h" in p.text
     assert "nvidia.com/gpu" in p.text or "fit" in p.text, p.text  # the verdict: 32 GPUs never fit 16
-    assert p.target.view == "workloads" and p.target.filter.startswith("state:pending ")
+    assert p.target.view == "workloads" and p.target.filter == name_filter([("team-a", f"p{i}") for i in range(3)])
     lines = model.queue_lines(NOW)
     assert [(q.name, q.pending, q.admitted) for q in lines] == [("cq-spot", 4, 0)]
 
