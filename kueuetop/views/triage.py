@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kueuetop.admission.explain import explain
+from kueuetop.admission.queue_state import QueueState
+from kueuetop.admission.workload_index import WorkloadIndex
 from kueuetop.kueue.admission_check import AdmissionCheck
 from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.kueue.config import KueueConfig
@@ -153,7 +155,7 @@ class TriageModel:
 
     def __init__(self, store: Store, *, config: KueueConfig | None = None, wait_after: float = 300.0,
                  churn_window: float = 600.0, idle_below: float = 5.0, stuck_after: float = 600.0,
-                 explain_budget: int = 3) -> None:
+                 explain_budget: int = 3, max_lines: int = 10) -> None:
         self.store = store
         self.config = config
         self.wait_after = wait_after
@@ -161,6 +163,7 @@ class TriageModel:
         self.idle_below = idle_below
         self.stuck_after = stuck_after
         self.explain_budget = explain_budget  # explain runs per `problems` call at most
+        self.max_lines = max_lines  # per-queue lines of one kind shown, the rest summed up in one
         self.rebuilds = 0  # full rebuilds done (tests check that updates stay incremental)
         self._built = False
         # workloads
@@ -173,6 +176,8 @@ class TriageModel:
         self._evictions: dict[Key, _Eviction] = {}
         self._util: dict[Key, tuple[float, int]] = {}  # admitted workload → (mean util, GPUs)
         self._explained: dict[Key, tuple[str, str]] = {}  # key → (resourceVersion, headline)
+        self._queue_state = QueueState(index=WorkloadIndex())
+        self._want: list[Key] = []
         # pods, nodes, GPUs
         self._pod_wl: dict[Key, Key] = {}
         self._pod_used: dict[Key, tuple[str, int]] = {}  # pod → (node, GPUs held)
@@ -224,10 +229,11 @@ class TriageModel:
                 self._file_util(key)
 
     def _rebuild(self, now: float | None) -> None:
+        rebuilds = self.rebuilds
         self.__init__(self.store, config=self.config, wait_after=self.wait_after,  # type: ignore[misc]
                       churn_window=self.churn_window, idle_below=self.idle_below, stuck_after=self.stuck_after,
-                      explain_budget=self.explain_budget)
-        self.rebuilds += 1
+                      explain_budget=self.explain_budget, max_lines=self.max_lines)
+        self.rebuilds = rebuilds + 1
         self._built = True
         store = self.store
         now = now if now is not None else time.time()
@@ -492,6 +498,26 @@ class TriageModel:
         out += self._churn(now)
         out += self._waste(now)
         out.sort(key=lambda p: (-p.severity, -p.count, -(p.oldest or 0.0), p.text))
+        return self._fold(out)
+
+    def _fold(self, problems: list[Problem]) -> list[Problem]:
+        """At most `max_lines` lines of one kind (per-queue lines on a big cluster): the rest
+        as one line after them."""
+        seen: dict[str, list[Problem]] = {}
+        out: list[Problem] = []
+        for p in problems:
+            same = seen.setdefault(p.kind, [])
+            same.append(p)
+            if len(same) <= self.max_lines:
+                out.append(p)
+        for kind, same in seen.items():
+            if len(same) > self.max_lines:
+                rest = same[self.max_lines:]
+                ages = [p.oldest for p in rest if p.oldest is not None]
+                at = out.index(same[self.max_lines - 1]) + 1
+                out.insert(at, Problem(rest[0].severity, rest[0].category, f"{kind}-more",
+                                       f"… and {len(rest)} more lines like these", sum(p.count for p in rest),
+                                       max(ages) if ages else None))
         return out
 
     # ----------------------------------------------------------------- broken
@@ -645,6 +671,13 @@ class TriageModel:
                 lines.append((late, now - lst[0][0], cq, lst[0][1],
                               [k for _, k in lst[:late]] if late <= 40 else None))
         lines.sort(key=lambda x: (-x[0], -x[1], x[2]))
+        if len(lines) > self.max_lines:
+            rest = lines[self.max_lines:]
+            lines = lines[:self.max_lines]
+            out.append(Problem(WAITING, "waiting", "waiting-more",
+                               f"… and {_plural(len(rest), 'more ClusterQueue')} with "
+                               f"{_plural(sum(x[0] for x in rest), 'workload')} pending over {age_text(self.wait_after)}",
+                               sum(x[0] for x in rest), max(x[1] for x in rest), Target("workloads", "state:pending")))
         for late, wait, cq, oldest, keys in lines:
             headline = self._headline(oldest, now, budget)
             where = f"ClusterQueue {clean(cq)}" if cq else "no ClusterQueue"
@@ -656,23 +689,38 @@ class TriageModel:
         return out
 
     def _headline(self, key: Key, now: float, budget: list[int]) -> str:
-        """The explain verdict of `key`, computed once per resourceVersion (a few per call)."""
+        """The explain verdict of `key`, computed once per resourceVersion: here while the budget
+        lasts, else left in `wanted_explains` for the caller to compute off its UI thread."""
         wl = self.store.get(K.WORKLOADS, key)
         if not isinstance(wl, Workload):
             return ""
-        rv = wl.meta.resource_version
         cached = self._explained.get(key)
-        if cached is not None and cached[0] == rv:
+        if cached is not None and cached[0] == wl.meta.resource_version:
             return cached[1]
         if budget[0] <= 0:
+            if key not in self._want:
+                self._want.append(key)
             return cached[1] if cached else ""
         budget[0] -= 1
+        return self.explain_now(key, now)
+
+    def wanted_explains(self) -> list[Key]:
+        """Workloads whose headline the last `problems` wanted but did not compute (and forgets them)."""
+        out, self._want = self._want, []
+        return out
+
+    def explain_now(self, key: Key, now: float) -> str:
+        """Explain `key` and keep its headline (one caller at a time: the queue state is reused)."""
+        wl = self.store.get(K.WORKLOADS, key)
+        if not isinstance(wl, Workload):
+            return ""
         try:
-            verdict = explain(self.store.snapshot(), key, now).verdict
+            # One queue state kept across calls: its workload index is patched, not rebuilt.
+            verdict = explain(self.store.snapshot(), key, now, self._queue_state).verdict
         except Exception as e:  # the engine must never take the board down
             verdict = f"explain unavailable: {type(e).__name__}"
         headline = clean(verdict.split("; ")[0])
-        self._explained[key] = (rv, headline)
+        self._explained[key] = (wl.meta.resource_version, headline)
         return headline
 
     # ----------------------------------------------------------------- churn

@@ -79,6 +79,8 @@ def test_each_problem_class_is_on_the_board_with_its_count() -> None:
         assert text.index("Broken") < text.index("Admitted but not") < text.index("Waiting too long") \
             < text.index("Churn") < text.index("Waste")
         assert "no node in gpu-l4-spot has 4 free GPUs: 3 nodes have 2" in " ".join(text.split())
+        # The waiting line's explain headline is computed off the UI thread, then shown.
+        assert await until(pilot, lambda: "oldest 1h: " in by_kind(app)["waiting"].text)  # type: ignore[attr-defined]
         # Beside the problems: every ClusterQueue, the stopped one first, and the GPU fleet.
         assert "CLUSTERQUEUE" in text and text.index("cq-held ") < text.index("cq-spot ")
         assert "GPU fleet (6 GPUs" in text

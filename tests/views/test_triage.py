@@ -146,6 +146,26 @@ def test_explain_runs_once_per_resource_version(monkeypatch) -> None:  # type: i
     assert len(calls) == 2
 
 
+def test_without_a_budget_explains_are_left_to_the_caller_and_lines_are_folded() -> None:
+    store = Store(clock=lambda: NOW)
+    objs = base_objects()
+    for c in range(4):
+        objs += [cluster_queue(f"cq{c}", group([GPU], fq("gpu-l4-spot", **{GPU: 1}))), local_queue(f"ns{c}", "lq", f"cq{c}"),
+                 workload(f"ns{c}", "old", "lq", {GPU: "2"}, created=NOW - 3600 + c)]
+    put(store, *objs)
+    model = TriageModel(store, explain_budget=0, max_lines=2)
+    model.update(None, NOW)
+    problems = model.problems(NOW)
+    waiting = [p for p in problems if p.kind == "waiting"]
+    assert [p.cluster_queue for p in waiting] == ["cq0", "cq1"] and all(":" not in p.text.split("oldest")[1] for p in waiting)
+    more = only(problems, "waiting-more")
+    assert more.count == 2 and "… and 2 more ClusterQueues with 2 workloads pending" in more.text
+    assert model.wanted_explains() == [("ns0", "old"), ("ns1", "old")] and model.wanted_explains() == []
+    assert "gpu" in model.explain_now(("ns0", "old"), NOW)
+    first = next(p for p in model.problems(NOW) if p.kind == "waiting")
+    assert first.cluster_queue == "cq0" and first.text.endswith(model.explain_now(("ns0", "old"), NOW))
+
+
 def test_churn_by_reason_and_queue_with_rate_and_thrashing() -> None:
     objs = []
     for i in range(3):

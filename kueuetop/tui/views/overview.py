@@ -20,6 +20,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical
+from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -159,8 +160,11 @@ class OverviewView(View):
     def __init__(self, ctx: ViewContext, **kw: Any) -> None:
         super().__init__(ctx, **kw)
         config = ctx.extra.get("kueue_config")
+        # Explain runs off the UI thread (`_explain_ahead`): on a big cluster one costs a pass
+        # over every workload's usage.
         self.model = TriageModel(ctx.store, config=config if isinstance(config, KueueConfig) else None,
-                                 idle_below=ctx.idle_below, explain_budget=6)
+                                 idle_below=ctx.idle_below, explain_budget=0)
+        self._explaining = False
         self.problems: list[Problem] = []
         self._targets: dict[str, Target] = {}
         self._lock = threading.Lock()
@@ -223,6 +227,7 @@ class OverviewView(View):
         wide = self.size.width >= SIDE_BY_SIDE
         self.set_class(wide, "-wide")
         self.problems = self.model.problems(now)
+        self._explain_ahead(now)
         self._show_problems(wide)
         self._show_queues(now, wide)
         self._show_heatmap(wide)
@@ -307,6 +312,35 @@ class OverviewView(View):
         hm = fleet_heatmap(samples, width, height, theme=self.ctx.theme, glyphs=self.ctx.glyphs,
                            pool_of=pools_map(self.ctx), idle_below=self.ctx.idle_below)
         body.update(Text("\n", no_wrap=True).join([head, hm.text]))
+
+    # ------------------------------------------------------------ explain, off the UI thread
+    class ExplainsReady(Message):
+        """The headlines the last refresh wanted are computed."""
+
+    def _explain_ahead(self, now: float) -> None:
+        keys = self.model.wanted_explains()
+        if not keys or self._explaining:
+            return
+        self._explaining = True
+        self.run_worker(lambda: self._explain(keys, now), thread=True, group="triage-explain", exit_on_error=False)
+
+    def _explain(self, keys: list[tuple[str, str]], now: float) -> None:  # worker thread
+        try:
+            for key in keys:
+                deadline = time.monotonic() + 1.0
+                while self.ctx.busy() and time.monotonic() < deadline:  # a change on its way to the screen first
+                    time.sleep(0.005)
+                self.model.explain_now(key, now)
+        finally:
+            self.post_message(self.ExplainsReady())
+
+    def on_overview_view_explains_ready(self, message: ExplainsReady) -> None:
+        message.stop()
+        self._explaining = False
+        if self.display:
+            self.refresh_view()
+        else:
+            self.dirty = True
 
     # ------------------------------------------------------------ enter
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
