@@ -516,7 +516,7 @@ class TriageModel:
                 ages = [p.oldest for p in rest if p.oldest is not None]
                 at = out.index(same[self.max_lines - 1]) + 1
                 out.insert(at, Problem(rest[0].severity, rest[0].category, f"{kind}-more",
-                                       f"… and {len(rest)} more lines like these", sum(p.count for p in rest),
+                                       f"... and {len(rest)} more lines like these", sum(p.count for p in rest),
                                        max(ages) if ages else None))
         return out
 
@@ -535,14 +535,14 @@ class TriageModel:
             kinds = sorted({k for k, _ in self._node_bad.values()})
             out.append(Problem(BROKEN + 3, "broken", "nodes", f"{_plural(len(names), 'GPU node')} {' or '.join(kinds)}"
                                f" ({_plural(gpus, 'GPU')} out): " + ", ".join(clean(n) for n in names[:3])
-                               + (" …" if len(names) > 3 else ""), len(names), max(since) if since else None,
+                               + (" ..." if len(names) > 3 else ""), len(names), max(since) if since else None,
                                Target("nodes", name_filter(("", n) for n in names))))
         if self._faulty:
             keys = sorted(self._faulty)
             nodes = sorted({k[0] for k in keys})
             first = f"{clean(keys[0][0])} GPU {clean(keys[0][1])}: {self._faulty[keys[0]]}"
             out.append(Problem(BROKEN + 3, "broken", "gpu-errors", f"{_plural(len(keys), 'GPU')} with XID/ECC errors on "
-                               f"{_plural(len(nodes), 'node')}: {first}" + (" …" if len(keys) > 1 else ""),
+                               f"{_plural(len(nodes), 'node')}: {first}" + (" ..." if len(keys) > 1 else ""),
                                len(keys), None, Target("gpus", word_filter(nodes[0]) if len(nodes) == 1 else "")))
         failed = {k: v for k, v in self._prs.items() if v[0] != "waiting"}
         stuck = {k: v for k, v in self._prs.items() if v[0] == "waiting" and v[2] is not None
@@ -656,7 +656,7 @@ class TriageModel:
         return [Problem(NOT_RUNNING + 3, "not running", "pods-ready",
                         f"{_plural(len(late), 'workload')} without ready pods: PodsReady timeout in "
                         f"{age_text(max(0.0, left[first]))} for {clean(first[0])}/{clean(first[1])} "
-                        f"(requeued {late[first].requeues}×{limit}, then backoff {age_text(backoff)})",
+                        f"(requeued {late[first].requeues} times{limit}, then backoff {age_text(backoff)})",
                         len(late), max(ages) if ages else None, _target(late))]
 
     # ----------------------------------------------------------------- waiting too long
@@ -675,7 +675,7 @@ class TriageModel:
             rest = lines[self.max_lines:]
             lines = lines[:self.max_lines]
             out.append(Problem(WAITING, "waiting", "waiting-more",
-                               f"… and {_plural(len(rest), 'more ClusterQueue')} with "
+                               f"... and {_plural(len(rest), 'more ClusterQueue')} with "
                                f"{_plural(sum(x[0] for x in rest), 'workload')} pending over {age_text(self.wait_after)}",
                                sum(x[0] for x in rest), max(x[1] for x in rest), Target("workloads", "state:pending")))
         for late, wait, cq, oldest, keys in lines:
@@ -751,7 +751,7 @@ class TriageModel:
             worst = max(thrash, key=lambda k: (thrash[k], k))
             out.append(Problem(CHURN + 4, "churn", "thrashing",
                                f"{_plural(len(thrash), 'workload')} thrashing (evicted more than twice): "
-                               f"{clean(worst[0])}/{clean(worst[1])} {thrash[worst]}×", len(thrash), None,
+                               f"{clean(worst[0])}/{clean(worst[1])} evicted {thrash[worst]} times", len(thrash), None,
                                _target(thrash)))
         return out
 
@@ -771,7 +771,7 @@ class TriageModel:
             gpus = sum(self._nodes[n].gpus for n in names if n in self._nodes)
             out.append(Problem(WASTE, "waste", "unusable-nodes",
                                f"{_plural(len(names), 'node')} with {_plural(gpus, 'GPU')} no flavor can use: "
-                               f"{clean(names[0])} ({clean(self._unusable[names[0]])})" + (" …" if len(names) > 1 else ""),
+                               f"{clean(names[0])} ({clean(self._unusable[names[0]])})" + (" ..." if len(names) > 1 else ""),
                                len(names), None, Target("nodes", name_filter(("", n) for n in names))))
         return out
 

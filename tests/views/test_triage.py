@@ -104,7 +104,7 @@ def test_pods_ready_timeout_shows_time_left_requeues_and_backoff() -> None:
     _, model = make(wl, pod("team-a", "slow-0", "slow", 8, scheduled=UNSCHED), config=cfg)
     p = only(model.problems(NOW), "pods-ready")
     # Admitted 600 s ago, 900 s timeout: 5 minutes left; the third eviction backs off 60·2² s.
-    assert "timeout in 5m" in p.text and "requeued 2×" in p.text and "backoff 4m" in p.text, p.text
+    assert "timeout in 5m" in p.text and "requeued 2 times" in p.text and "backoff 4m" in p.text, p.text
     _, without = make(wl, pod("team-a", "slow-0", "slow", 8, scheduled=UNSCHED))
     assert "pods-ready" not in kinds(without.problems(NOW))  # Kueue's config unknown: no clock to show
 
@@ -159,7 +159,7 @@ def test_without_a_budget_explains_are_left_to_the_caller_and_lines_are_folded()
     waiting = [p for p in problems if p.kind == "waiting"]
     assert [p.cluster_queue for p in waiting] == ["cq0", "cq1"] and all(":" not in p.text.split("oldest")[1] for p in waiting)
     more = only(problems, "waiting-more")
-    assert more.count == 2 and "… and 2 more ClusterQueues with 2 workloads pending" in more.text
+    assert more.count == 2 and "... and 2 more ClusterQueues with 2 workloads pending" in more.text
     assert model.wanted_explains() == [("ns0", "old"), ("ns1", "old")] and model.wanted_explains() == []
     assert "gpu" in model.explain_now(("ns0", "old"), NOW)
     first = next(p for p in model.problems(NOW) if p.kind == "waiting")
@@ -182,7 +182,7 @@ def test_churn_by_reason_and_queue_with_rate_and_thrashing() -> None:
     assert pre.count == 3 and "ClusterQueue cq-spot (InCohortReclamation), 0.3/min" in pre.text, pre.text
     assert pre.oldest == 360
     thrash = only(problems, "thrashing")
-    assert thrash.count == 1 and "team-a/ev0 4×" in thrash.text and thrash.target.workload == ("team-a", "ev0")
+    assert thrash.count == 1 and "team-a/ev0 evicted 4 times" in thrash.text and thrash.target.workload == ("team-a", "ev0")
     assert "evicted" not in kinds(problems)  # the PodsReadyTimeout eviction is older than ten minutes
 
 
@@ -238,6 +238,7 @@ def test_broken_nodes_gpus_provisioning_checks_queues_and_sources() -> None:
     assert any("kube:pods is error" in p.text and "connection refused" in p.text for p in src)
     # Ranked: broken first, the sources' before all.
     assert problems[0].kind == "source"
+    assert all(p.text.isascii() for p in problems)  # drawn under --ascii and printed by the CLI too
 
 
 def test_incremental_updates_equal_a_rebuild_and_never_rebuild() -> None:

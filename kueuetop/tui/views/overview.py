@@ -269,9 +269,9 @@ class OverviewView(View):
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("Workloads ", style="bold")
         t.append(f"{pending} waiting", style=self.ctx.state_style("pending"))
-        t.append(" · ")
+        t.append(", ")
         t.append(f"{admitted} admitted", style=self.ctx.state_style("admitted"))
-        t.append(f" · GPUs {requested}/{total} requested by placed pods")
+        t.append(f", GPUs {requested}/{total} requested by placed pods")
         return t
 
     def _show_queues(self, now: float, wide: bool) -> None:
@@ -288,7 +288,7 @@ class OverviewView(View):
         for q in lines[:room]:
             out.append(queue_line(self.ctx, q, cqs.get(("", q.name)), width))
         if len(lines) > room:
-            out.append(Text(f"… {len(lines) - room} more ClusterQueues (3: all)", style="dim"))
+            out.append(Text(f"{self.ctx.glyphs.ellipsis} {len(lines) - room} more ClusterQueues (3: all)", style="dim"))
         self._queue_lines = len(out)
         body.update(Text("\n", no_wrap=True, overflow="ellipsis").join(out))
 
