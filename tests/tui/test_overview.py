@@ -115,6 +115,22 @@ def test_enter_opens_the_detail_or_the_filtered_view_of_a_line() -> None:
     run(app, body)
 
 
+def test_a_long_filter_of_names_is_cut_on_the_title_line_not_wrapped_out_of_sight() -> None:
+    from kueuetop.views.triage import name_filter
+
+    app = make_app(incident_store(), clock=lambda: NOW)
+
+    async def body(pilot: Pilot[int]) -> None:
+        assert await until(pilot, lambda: board(app).problems)
+        app.jump_to("workloads", name_filter([("team-a", f"late-{i}") for i in range(3)]
+                                             + [("team-a", f"a-much-longer-workload-name-{i}") for i in range(20)]))
+        assert await until(pilot, lambda: "Workloads (3/" in screen_text(app).splitlines()[0]), screen_text(app)
+        title = screen_text(app).splitlines()[0]
+        assert "filter: ^team-a" in title, title
+
+    run(app, body)
+
+
 def test_store_changes_reach_the_board_without_a_rebuild() -> None:
     store = incident_store()
     app = make_app(store, clock=lambda: NOW)
