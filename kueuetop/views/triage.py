@@ -471,7 +471,18 @@ class TriageModel:
         return {n: node.gpus - self._used.get(n, 0) for n, node in self._nodes.items() if node.gpus}
 
     def queue_lines(self, now: float) -> list[QueueLine]:
-        """Every ClusterQueue, most trouble first."""
+        """Every ClusterQueue, most trouble first: stopped or inactive, then workloads waiting too
+        long, admitted workloads not running, recent evictions, pending, the oldest wait."""
+        stuck: dict[str, int] = {}
+        for key in self._not_running:
+            a = self._admitted.get(key)
+            if a is not None:
+                stuck[a.cq] = stuck.get(a.cq, 0) + 1
+        since = now - self.churn_window
+        for ev in self._evictions.values():
+            n = sum(1 for t in ev.times if t >= since)
+            if n:
+                stuck[ev.cq] = stuck.get(ev.cq, 0) + n
         out = []
         for key, cq in self.store.objects(K.CLUSTER_QUEUES).items():
             if not isinstance(cq, ClusterQueue):
@@ -485,7 +496,8 @@ class TriageModel:
             wait = now - oldest[0] if oldest else None
             lst = self._pending.get(name, [])
             late = bisect.bisect_right(lst, (now - self.wait_after, ("\uffff", ""))) if lst else 0
-            trouble = (1e9 if status not in ("Active", "?") else 0) + late * 1e4 + pending * 10 + (wait or 0) / 60
+            trouble = ((1e9 if status not in ("Active", "?") else 0) + late * 1e5 + stuck.get(name, 0) * 1e3
+                       + pending * 10 + (wait or 0) / 3600)
             out.append(QueueLine(name, pending, self._admitted_by_cq.get(name, 0), wait, trouble, status))
         out.sort(key=lambda q: (-q.trouble, q.name))
         return out

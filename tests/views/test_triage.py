@@ -254,6 +254,9 @@ def test_incremental_updates_equal_a_rebuild_and_never_rebuild() -> None:
             model.update(c.keys, NOW)
 
     assert "fragmentation" in kinds(model.problems(NOW))
+    put(store, cluster_queue("cq-calm", group([GPU], fq("gpu-l4-spot", **{GPU: 1}))))
+    model.update({K.CLUSTER_QUEUES: {("", "cq-calm")}}, NOW)
+    assert [q.name for q in model.queue_lines(NOW)] == ["cq-spot", "cq-calm"]  # `big` is stuck in cq-spot
     # `busy` finishes on spot-0: 4 GPUs free there, so `big` now fits (scheduler not yet run).
     step(pod("team-a", "busy-0", "busy", 2, node_name="spot-0", phase="Succeeded"))
     assert "fragmentation" not in kinds(model.problems(NOW))

@@ -39,7 +39,7 @@ from kueuetop.tui.views.fleet import pools_map
 from kueuetop.views.safe_text import clean
 from kueuetop.views.triage import Problem, QueueLine, Target, TriageModel
 
-SIDE_BY_SIDE = 120  # columns from which problems and queues sit side by side
+SIDE_BY_SIDE = 140  # columns from which problems and queues sit side by side (each keeps 60 or more)
 SIDE_WIDTH = 79  # the queues and heatmap column beside the problems (its left padding included)
 HEATMAP_EVERY = 5.0  # seconds between two drawings of the heatmap while GPU readings stream in
 _MAX_DIRTY = 50_000  # more changed keys than this between refreshes: rebuild the model
@@ -111,12 +111,16 @@ def problem_prompt(ctx: ViewContext, p: Problem, width: int, lines: int = 1) -> 
     t = Text(overflow="fold")
     t.append(f"{age(p.oldest) if p.oldest is not None else '':>5} ", style="dim")
     t.append(p.text, style=ctx.state_style(CATEGORY_STATE.get(p.category, "")) if p.severity >= 45 else "")
-    room = width * lines
-    if len(t.plain) > room:
-        t.truncate(max(1, room - 1), overflow="crop")
-        t.append(ctx.glyphs.ellipsis)
+    t = _cut(t, width * lines, ctx.glyphs.ellipsis)
     if lines == 1:
         t.no_wrap = True
+    return t
+
+
+def _cut(t: Text, room: int, ellipsis: str) -> Text:
+    if len(t.plain) > room:
+        t.truncate(max(1, room - 1), overflow="crop")
+        t.append(ellipsis)
     return t
 
 
@@ -254,7 +258,7 @@ class OverviewView(View):
         if not self.problems:
             options.append(Option(Text("Nothing wrong right now.", style=self.ctx.state_style("admitted")),
                                   disabled=True))
-        options.append(Option(self._summary(), disabled=True))
+        options.append(Option(_cut(self._summary(), width, self.ctx.glyphs.ellipsis), disabled=True))
         lst.clear_options()
         lst.add_options(options)
         index = None
