@@ -188,6 +188,7 @@ class TriageModel:
         self._gpu_flavors: tuple[ResourceFlavor, ...] | None = None  # flavors some CQ offers GPUs in
         self._faulty: dict[tuple[str, str], str] = {}
         self._gpu_wl: dict[tuple[str, str], Key] = {}
+        self._gpu_totals: tuple[int, int] | None = None  # (requested, allocatable) GPUs, kept until a change
         # other kinds
         self._prs: dict[Key, tuple[str, str, float | None, str]] = {}  # PR → (failed|waiting, msg, since, workload)
         self._queues: dict[tuple[str, Key], tuple[str, float | None]] = {}  # (kind, key) → (status, since)
@@ -345,6 +346,7 @@ class TriageModel:
     def _file_pod(self, pkey: Key) -> set[Key]:
         """Refile a pod's GPUs on its node; the workload(s) whose causes it changes."""
         store = self.store
+        self._gpu_totals = None
         old = self._pod_used.pop(pkey, None)
         if old is not None:
             self._used[old[0]] -= old[1]
@@ -376,6 +378,7 @@ class TriageModel:
 
     def _file_node(self, key: Key) -> None:
         name = key[1]
+        self._gpu_totals = None
         node = self.store.get(K.NODES, key)
         self._node_bad.pop(name, None)
         self._unusable.pop(name, None)
@@ -463,9 +466,11 @@ class TriageModel:
 
     def summary(self) -> tuple[int, int, int, int]:
         """(workloads waiting, admitted, GPUs requested by placed pods, GPUs allocatable on nodes)."""
-        total = sum(n.gpus for n in self._nodes.values())
-        used = sum(min(n.gpus, self._used.get(name, 0)) for name, n in self._nodes.items())
-        return len(self._pending_at), len(self._admitted), used, total
+        if self._gpu_totals is None:  # again only after nodes or pods changed
+            total = sum(n.gpus for n in self._nodes.values())
+            used = sum(min(n.gpus, self._used.get(name, 0)) for name, n in self._nodes.items())
+            self._gpu_totals = (used, total)
+        return len(self._pending_at), len(self._admitted), *self._gpu_totals
 
     def free_gpus(self) -> dict[str, int]:
         return {n: node.gpus - self._used.get(n, 0) for n, node in self._nodes.items() if node.gpus}
@@ -680,8 +685,7 @@ class TriageModel:
         for cq, lst in self._pending.items():
             late = bisect.bisect_right(lst, cut)
             if late:
-                lines.append((late, now - lst[0][0], cq, lst[0][1],
-                              [k for _, k in lst[:late]] if late <= 40 else None))
+                lines.append((late, now - lst[0][0], cq, lst[0][1]))
         lines.sort(key=lambda x: (-x[0], -x[1], x[2]))
         if len(lines) > self.max_lines:
             rest = lines[self.max_lines:]
@@ -690,7 +694,8 @@ class TriageModel:
                                f"... and {_plural(len(rest), 'more ClusterQueue')} with "
                                f"{_plural(sum(x[0] for x in rest), 'workload')} pending over {age_text(self.wait_after)}",
                                sum(x[0] for x in rest), max(x[1] for x in rest), Target("workloads", "state:pending")))
-        for late, wait, cq, oldest, keys in lines:
+        for late, wait, cq, oldest in lines:
+            keys = [k for _, k in self._pending[cq][:late]] if late <= 40 else None
             headline = self._headline(oldest, now, budget)
             where = f"ClusterQueue {clean(cq)}" if cq else "no ClusterQueue"
             out.append(Problem(WAITING + min(5, late // 10), "waiting", "waiting",

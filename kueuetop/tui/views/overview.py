@@ -70,7 +70,9 @@ def gpu_quota(cq: ClusterQueue) -> tuple[float, float, float, float | None] | No
     return nominal, float(usage), float(max(reserved, usage)), borrow
 
 
-def queue_line(ctx: ViewContext, q: QueueLine, cq: Any, width: int) -> Text:
+def queue_line(ctx: ViewContext, q: QueueLine, cq: Any, width: int,
+               points: list[tuple[float, Any]] | None = None) -> Text:
+    """`points`: the queue's (time, QueueCounts) history (read from the store when not given)."""
     name = clean(q.name)
     name = name if len(name) <= QUEUE_NAME_WIDTH else name[:QUEUE_NAME_WIDTH - 1] + ctx.glyphs.ellipsis
     t = Text(no_wrap=True, overflow="ellipsis")
@@ -89,7 +91,9 @@ def queue_line(ctx: ViewContext, q: QueueLine, cq: Any, width: int) -> Text:
     t.append(f"{q.admitted:>5} ", style=ctx.state_style("admitted") if q.admitted else "")
     t.append(f"{age(q.oldest_wait):>6} ")
     if width - len(t.plain) >= SPARK_WIDTH:
-        history = [float(c.pending) for _, c in ctx.store.queue_history.get(q.name)]
+        if points is None:
+            points = ctx.store.queue_history.get(q.name)
+        history = [float(c.pending) for _, c in points]
         top = max(history, default=0.0)
         t.append(sparkline(history, SPARK_WIDTH, hi=max(1.0, top), glyphs=ctx.glyphs),
                  style=ctx.state_style("pending"))
@@ -179,6 +183,7 @@ class OverviewView(View):
         self._heatmap_dirty = True
         self._heatmap_size = (0, 0)
         self._queue_lines = 0
+        self._queue_texts: dict[str, tuple[tuple[Any, ...], Text]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(self.TITLE, classes="view-title")
@@ -287,10 +292,21 @@ class OverviewView(View):
             return
         # Wide: as many as the side's height leaves above a heatmap of at least 8 lines.
         room = max(3, (self.size.height - 12) if wide else max(len(lines), 3))
-        cqs = self.ctx.store.objects(K.CLUSTER_QUEUES)
+        store = self.ctx.store
         out = [queue_header(width)]
+        kept: dict[str, tuple[tuple[Any, ...], Text]] = {}
         for q in lines[:room]:
-            out.append(queue_line(self.ctx, q, cqs.get(("", q.name)), width))
+            cq = store.get(K.CLUSTER_QUEUES, ("", q.name))
+            # A line is drawn again only when its queue, its counts or its history moved.
+            points = store.queue_history.get(q.name)
+            sig = (q.pending, q.admitted, age(q.oldest_wait), q.status, width,
+                   getattr(getattr(cq, "meta", None), "resource_version", None),
+                   len(points), points[-1][0] if points else None)
+            old = self._queue_texts.get(q.name)
+            text = old[1] if old is not None and old[0] == sig else queue_line(self.ctx, q, cq, width, points)
+            kept[q.name] = (sig, text)
+            out.append(text)
+        self._queue_texts = kept
         if len(lines) > room:
             out.append(Text(f"{self.ctx.glyphs.ellipsis} {len(lines) - room} more ClusterQueues (3: all)", style="dim"))
         self._queue_lines = len(out)
