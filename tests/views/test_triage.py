@@ -289,6 +289,3 @@ def test_name_filter_keeps_exactly_those_workload_rows() -> None:
              ("team-b", "x"), ("team-a", "x"), ("team-bb", "x")]}
     assert sorted(k for k, r in rows.items() if f(r)) == [("team-a", "job-2"), ("team-a", "job.1"), ("team-b", "x")]
 
-
-def test_kinds_map_covers_what_the_builders_make() -> None:
-    assert set(KINDS.values()) >= {K.NODES, K.PODS, K.WORKLOADS}

@@ -218,6 +218,10 @@ class OverviewView(View):
             self._full, self._dirty = False, {}
         return full, dirty
 
+    def on_focus(self) -> None:
+        # Reached by tab too: the keys belong to the problem list.
+        self.query_one(ProblemList).focus()
+
     def focus(self, scroll_visible: bool = True) -> OverviewView:
         if self.is_mounted:
             self.query_one(ProblemList).focus(scroll_visible)
