@@ -11,7 +11,6 @@ from kueuetop.views.triage import Problem, TriageModel, name_filter
 from tests.builders import admission_check, cluster_queue, condition, fq, group, local_queue, ts, workload
 from tests.views.cluster import (
     GPU,
-    KINDS,
     NOW,
     admitted,
     base_objects,
