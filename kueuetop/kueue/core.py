@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kueuetop.kueue.fields import object_fields
+from kueuetop.kueue.fields import Fields, object_fields
 from kueuetop.kueue.meta import Condition, Meta, condition_true, parse_conditions, parse_meta
 from kueuetop.kueue.pod_requests import PodShape, parse_pod_shape
 from kueuetop.kueue.scheduling_terms import Taint, parse_taints
@@ -50,6 +50,20 @@ def parse_node(data: Mapping) -> Node:
 
 
 @dataclass(frozen=True, slots=True)
+class ContainerState:
+    """One container's status as the kubelet reports it (status.containerStatuses[])."""
+
+    name: str
+    ready: bool = False
+    restarts: int = 0
+    waiting_reason: str = ""  # ImagePullBackOff, ErrImagePull, CrashLoopBackOff, ContainerCreating…
+    waiting_message: str = ""
+    terminated_reason: str = ""  # Error, OOMKilled, Completed…
+    last_terminated_reason: str = ""  # lastState.terminated.reason: why it restarted
+    exit_code: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Pod:
     meta: Meta
     shape: PodShape
@@ -58,6 +72,7 @@ class Pod:
     scheduling_gates: tuple[str, ...] = ()
     conditions: tuple[Condition, ...] = ()
     start_time: float | None = None
+    containers: tuple[ContainerState, ...] = ()  # regular and init containers, as reported
 
     @property
     def name(self) -> str:
@@ -70,6 +85,26 @@ class Pod:
     @property
     def gpus(self) -> int:
         return self.shape.requests.get(GPU_RESOURCE, 0)
+
+    @property
+    def restarts(self) -> int:
+        return sum(c.restarts for c in self.containers)
+
+
+def _container_states(status: Fields) -> tuple[ContainerState, ...]:
+    if not status.raw("containerStatuses") and not status.raw("initContainerStatuses"):
+        return ()  # the usual case of a pod not yet started: nothing to parse
+    out = []
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for c in status.items(key):
+            state, last = c.sub("state"), c.sub("lastState")
+            waiting, term = state.sub("waiting"), state.sub("terminated")
+            out.append(ContainerState(
+                name=c.str("name"), ready=c.bool("ready", False), restarts=c.int("restartCount", 0, minimum=0),
+                waiting_reason=waiting.str("reason"), waiting_message=waiting.str("message"),
+                terminated_reason=term.str("reason"), last_terminated_reason=last.sub("terminated").str("reason"),
+                exit_code=term.opt_int("exitCode") if state.has("terminated") else None))
+    return tuple(out)
 
 
 def parse_pod(data: Mapping) -> Pod:
@@ -84,6 +119,7 @@ def parse_pod(data: Mapping) -> Pod:
         scheduling_gates=tuple(g.str("name") for g in spec.items("schedulingGates")),
         conditions=parse_conditions(status),
         start_time=status.time("startTime"),
+        containers=_container_states(status),
     )
 
 

@@ -20,6 +20,8 @@ class GpuSample:
     pod: str = ""  # exported_pod before pod
     container: str = ""
     mig_profile: str = ""  # GPU_I_PROFILE, e.g. "1g.10gb"
+    xid: int | None = None  # DCGM_FI_DEV_XID_ERRORS: the last XID error (0 or None: none)
+    ecc_dbe: float | None = None  # DCGM_FI_DEV_ECC_DBE_VOL_TOTAL: double-bit ECC errors since boot
     at: float = 0.0  # sample time, epoch seconds
     stale: bool = False  # older than the source's staleness window: drawn as stale, never as 0 %
 
@@ -30,3 +32,8 @@ class GpuSample:
     @property
     def allocated(self) -> bool:
         return bool(self.pod)
+
+    @property
+    def faulty(self) -> bool:
+        """DCGM reports an XID error or double-bit ECC errors: the GPU needs attention."""
+        return bool(self.xid) or bool(self.ecc_dbe)

@@ -2,16 +2,23 @@
 ProvisioningRequests, the `explain` verdict with who is ahead, pods and their GPUs, the
 workload's Events, YAML.
 
+Each pod says why it is where it is (`views.pod_evidence`): the cause read from its status and
+its flavor's nodes, the scheduler's PodScheduled message, its own recent Events (scheduler,
+autoscaler, image pulls); pods that cannot be placed get the free GPUs of their flavor's nodes,
+per node pool, against what one pod needs.
+
 Rebuilt from the store whenever the workload, its pods or GPUs change; every string is cleaned
 and appended as plain Text. Events are not in the store (nobody watches every Event of a large
-cluster): the screen fetches its workload's in a worker while it is open, as `kubectl describe`
-does, and polls again some seconds after each answer is drawn.
+cluster): the screen fetches its workload's, and those of its pods that are not running, in a
+worker while it is open, as `kubectl describe` does, and polls again some seconds after each
+answer is drawn.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar
 
@@ -25,7 +32,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from kueuetop.admission.explain import explain
-from kueuetop.kueue.core import Pod
+from kueuetop.kueue.core import Node, Pod
+from kueuetop.kueue.flavor import ResourceFlavor
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import derive_state
 from kueuetop.sources.kube_http import ApiError
@@ -36,12 +44,15 @@ from kueuetop.tui.context import ViewContext
 from kueuetop.tui.gpu_focus import nodes_of_workloads, report_gpu_focus
 from kueuetop.tui.rows import age
 from kueuetop.tui.sparkline import sparkline
+from kueuetop.tui.views.fleet import pool_of
+from kueuetop.views import pod_evidence as PE
 from kueuetop.views.explain_text import explain_lines
 from kueuetop.views.safe_text import clean
 
 Key = tuple[str, str]
 SPARK_WIDTH = 32  # GPU utilization history per GPU: the newest 32 samples
 EVENTS_SHOWN = 30  # the newest; older ones are counted
+POD_EVENT_PODS = 8  # pods whose Events are fetched too (those not running), per poll
 
 
 def _when(t: float | None) -> str:
@@ -100,8 +111,86 @@ def events_section(t: Text, now: float, events: Sequence[ObjectEvent] | None, er
         t.append(f"{clean(e.reason):<22} {when:<12} {clean(e.source):<16} {clean(e.message)}\n")
 
 
+def _pool_fits(ctx: ViewContext, flavor: ResourceFlavor, need: int) -> tuple[PE.PoolFit, list[PE.PoolFit]]:
+    """The flavor's nodes against one pod's GPUs, in all and per node pool (free GPUs from the
+    pods the store holds on them: those Kueue manages)."""
+    store = ctx.store
+    nodes = [n for n in store.objects(K.NODES).values() if isinstance(n, Node) and PE.flavor_matches_node(flavor, n)]
+    pods = [p for n in nodes for k in store.pods_on_node(n.name) if isinstance(p := store.get(K.PODS, k), Pod)]
+    free = PE.free_gpus(nodes, pods)
+    pools: dict[str, list[Node]] = {}
+    for n in nodes:
+        pools.setdefault(pool_of(n), []).append(n)
+    whole = PE.pool_fit(flavor, need, nodes, free)
+    if len(pools) <= 1:
+        return whole, [whole]
+    return whole, [replace(PE.pool_fit(flavor, need, ns, free), flavor=f"{flavor.name} pool {pool}")
+                   for pool, ns in sorted(pools.items())]
+
+
+# Pod events worth showing beside a pod (the scheduler's, the autoscaler's, the kubelet's image pulls).
+POD_EVENT_REASONS = frozenset({"FailedScheduling", "TriggeredScaleUp", "NotTriggerScaleUp", "Failed", "BackOff",
+                               "ErrImagePull", "ImagePullBackOff", "FailedCreatePodSandBox", "Evicted",
+                               "Preempted", "Scheduled"})
+POD_EVENTS_SHOWN = 4
+
+
+def pods_section(t: Text, ctx: ViewContext, key: Key, wl: Workload,
+                 pod_events: Mapping[str, Sequence[ObjectEvent]]) -> None:
+    """Each pod with why it is where it is: the cause read from its status and its pool, the
+    scheduler's PodScheduled message, its recent Events; then, for pods that cannot be placed,
+    the free GPUs of their flavor's nodes against what one pod needs."""
+    store = ctx.store
+    _head(t, "Pods and GPUs")
+    pods = sorted(store.pods_of_workload(key))
+    if not pods:
+        t.append("no pods\n")
+    flavors = {f.name: f for f in store.objects(K.RESOURCE_FLAVORS).values() if isinstance(f, ResourceFlavor)}
+    fits: dict[tuple[str, int], tuple[PE.PoolFit, list[PE.PoolFit]]] = {}
+    now = ctx.now()
+    for pkey in pods:
+        pod = store.get(K.PODS, pkey)
+        if not isinstance(pod, Pod):
+            continue
+        restarts = f"  restarts {pod.restarts}" if pod.restarts else ""
+        t.append(f"{clean(pod.name)}  {clean(pod.phase)}  node {clean(pod.node_name) or '-'}  gpus {pod.gpus}{restarts}\n")
+        flavor = flavors.get(PE.pod_flavor(wl, pod))
+        pool = None
+        if flavor is not None and pod.gpus and not pod.node_name:
+            fk = (flavor.name, pod.gpus)
+            if fk not in fits:
+                fits[fk] = _pool_fits(ctx, flavor, pod.gpus)
+            pool = fits[fk][0]
+        evs = list(pod_events.get(pod.name, ()))
+        cause = PE.pod_cause(pod, pool, [(e.reason, e.message) for e in evs])
+        if cause.cause != PE.RUNNING:
+            style = ctx.state_style("evicted" if cause.cause in PE.NOT_RUNNING else "")
+            t.append(f"    why: {cause.cause}", style=style)
+            t.append(f": {clean(cause.message)}\n" if cause.message else "\n")
+        sched = PE.scheduled_condition(pod)
+        if sched is not None and sched[0] != "True" and sched[2] and sched[2] != cause.message:
+            t.append(f"    PodScheduled {clean(sched[0])} {clean(sched[1])}: {clean(sched[2])}\n")
+        shown = [e for e in evs if e.reason in POD_EVENT_REASONS][-POD_EVENTS_SHOWN:]
+        for e in shown:
+            when = age(now - e.time if e.time is not None else None) + (f" (x{e.count})" if e.count > 1 else "")
+            t.append(f"    {clean(e.reason):<18} {when:<10} {clean(e.message)}\n",
+                     style="bold" if e.type == "Warning" else "")
+        for g in store.gpus_of_pod(pkey[0], pkey[1]):
+            util = "stale" if g.stale or g.util is None else f"{g.util:.0f}%"
+            # Sparkline before the long node name, so it stays on the first line at 80 columns.
+            t.append(f"    GPU {clean(g.gpu):<3} util {util:>5} ")
+            history = [v for _, v in store.gpu_history.get(g.key)]
+            t.append(sparkline(history, SPARK_WIDTH, glyphs=ctx.glyphs), style=ctx.state_style("admitted"))
+            t.append(f"  {clean(g.model)}  {clean(g.node)}\n")
+    if fits:
+        _head(t, "Free GPUs on the nodes of each flavor (what one pod needs)")
+        for (_, need), (_, parts) in sorted(fits.items()):
+            for fit in parts:
+                t.append(f"{clean(fit.text())}  (one pod needs {need})\n")
+
+
 def detail_text(ctx: ViewContext, key: Key, events: Sequence[ObjectEvent] | None = None,
-                events_error: str = "") -> Text:
+                events_error: str = "", pod_events: Mapping[str, Sequence[ObjectEvent]] | None = None) -> Text:
     store = ctx.store
     wl = store.get(K.WORKLOADS, key)
     t = Text()
@@ -148,22 +237,7 @@ def detail_text(ctx: ViewContext, key: Key, events: Sequence[ObjectEvent] | None
                 t.append(f"  {clean(c.get('type'))}={clean(c.get('status'))} {clean(c.get('reason') or '')}"
                          + (f": {clean(c.get('message'))}" if c.get("message") else "") + "\n")
 
-    _head(t, "Pods and GPUs")
-    pods = sorted(store.pods_of_workload(key))
-    if not pods:
-        t.append("no pods\n")
-    for pkey in pods:
-        pod = store.get(K.PODS, pkey)
-        if not isinstance(pod, Pod):
-            continue
-        t.append(f"{clean(pod.name)}  {clean(pod.phase)}  node {clean(pod.node_name) or '-'}  gpus {pod.gpus}\n")
-        for g in store.gpus_of_pod(pkey[0], pkey[1]):
-            util = "stale" if g.stale or g.util is None else f"{g.util:.0f}%"
-            # Sparkline before the long node name, so it stays on the first line at 80 columns.
-            t.append(f"    GPU {clean(g.gpu):<3} util {util:>5} ")
-            history = [v for _, v in store.gpu_history.get(g.key)]
-            t.append(sparkline(history, SPARK_WIDTH, glyphs=ctx.glyphs), style=ctx.state_style("admitted"))
-            t.append(f"  {clean(g.model)}  {clean(g.node)}\n")
+    pods_section(t, ctx, key, wl, pod_events or {})
 
     events_section(t, now, events, events_error)
 
@@ -183,15 +257,16 @@ class WorkloadDetailScreen(Screen[None]):
     WorkloadDetailScreen > .page-title { height: 1; background: $panel; padding: 0 1; }
     WorkloadDetailScreen > VerticalScroll { padding: 0 1; }
     """
-    KINDS = frozenset({K.WORKLOADS, K.PODS, K.GPUS, K.PROVISIONING_REQUESTS, K.POSITIONS})
+    KINDS = frozenset({K.WORKLOADS, K.PODS, K.GPUS, K.PROVISIONING_REQUESTS, K.POSITIONS, K.NODES})
     EVENTS_EVERY = 5.0  # seconds between the drawing of one answer and the next request
 
     class EventsFetched(Message):
         """A worker's answer: the workload's Events, or why there are none."""
 
-        def __init__(self, events: list[ObjectEvent] | None, error: str = "") -> None:
+        def __init__(self, events: list[ObjectEvent] | None, error: str = "",
+                     pod_events: dict[str, list[ObjectEvent]] | None = None) -> None:
             super().__init__()
-            self.events, self.error = events, error
+            self.events, self.error, self.pod_events = events, error, pod_events or {}
 
     def __init__(self, ctx: ViewContext, key: Key, api: Any = None) -> None:
         super().__init__()
@@ -199,12 +274,13 @@ class WorkloadDetailScreen(Screen[None]):
         self.key = key
         self.api = api
         self.events: list[ObjectEvent] | None = None
+        self.pod_events: dict[str, list[ObjectEvent]] = {}
         self.events_error = "" if api is not None else "no connection to an API server"
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Workload {clean(self.key[0])}/{clean(self.key[1])}   esc: back"), classes="page-title")
         with VerticalScroll():
-            yield Static(detail_text(self.ctx, self.key, self.events, self.events_error), id="detail-body")
+            yield Static(detail_text(self.ctx, self.key, self.events, self.events_error, self.pod_events), id="detail-body")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -219,7 +295,11 @@ class WorkloadDetailScreen(Screen[None]):
     def _fetch_events(self, api: Any) -> None:  # worker thread
         ns, name = self.key
         try:
-            answer = self.EventsFetched(fetch_object_events(api, ns, "Workload", name))
+            events = fetch_object_events(api, ns, "Workload", name)
+            pods: dict[str, list[ObjectEvent]] = {}
+            for pod in self._pods_to_ask():  # the scheduler's and autoscaler's word on pods not running
+                pods[pod] = fetch_object_events(api, ns, "Pod", pod)
+            answer = self.EventsFetched(events, pod_events=pods)
         except ApiError as e:
             why = f"forbidden: needs 'list events' in {ns} ({e.message})" if e.status == 403 else str(e)
             answer = self.EventsFetched(None, why)
@@ -227,15 +307,27 @@ class WorkloadDetailScreen(Screen[None]):
             answer = self.EventsFetched(None, f"{type(e).__name__}: {e}")
         self.post_message(answer)
 
+    def _pods_to_ask(self) -> list[str]:
+        """Pods of the workload not Running (those whose Events say why), a few at most."""
+        store = self.ctx.store
+        out = []
+        for pkey in sorted(store.pods_of_workload(self.key)):
+            pod = store.get(K.PODS, pkey)
+            if isinstance(pod, Pod) and PE.pod_cause(pod).cause in PE.NOT_RUNNING:
+                out.append(pkey[1])
+        return out[:POD_EVENT_PODS]
+
     def on_workload_detail_screen_events_fetched(self, message: EventsFetched) -> None:
         if message.events is not None:
             self.events = message.events
+            self.pod_events = message.pod_events
         self.events_error = message.error  # the last events fetched stay shown after an error
         self.refresh_view()
         self.set_timer(self.EVENTS_EVERY, self._request_events)
 
     def refresh_view(self) -> None:
-        self.query_one("#detail-body", Static).update(detail_text(self.ctx, self.key, self.events, self.events_error))
+        self.query_one("#detail-body", Static).update(
+            detail_text(self.ctx, self.key, self.events, self.events_error, self.pod_events))
         # The workload's GPUs are on screen: a budgeted scrape reads their nodes first.
         report_gpu_focus(self.ctx, "detail", nodes_of_workloads(self.ctx.store, [self.key]))
 

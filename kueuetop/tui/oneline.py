@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 class OneLine(Static):
     DEFAULT_CSS = """
-    OneLine { height: 1; }
+    OneLine { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     _shown: Text | None = None

@@ -73,9 +73,9 @@ def test_every_view_renders_the_scenario(live: Live) -> None:
     app = make_app(live.store, live)
 
     async def body(pilot: Pilot[int]) -> None:
-        assert await until(pilot, lambda: "NVIDIA-L4" in screen_text(app)), screen_text(app)
+        assert await until(pilot, lambda: "reserved-np" in screen_text(app)), screen_text(app)
         text = screen_text(app)
-        assert "GPUs by model and node pool" in text and "reserved-np" in text and "kube:live" in text
+        assert "CLUSTERQUEUE" in text and "cq-team-a-hp" in text and "GPU fleet" in text and "kube:live" in text
         expected = {"2": ("workloads", "NAMESPACE", "team-a"), "3": ("clusterqueues", "NAME", "cq-team-a-lp"),
                     "4": ("localqueues", "NAME", "lq-team-b-hp"), "5": ("cohorts", "NAME", "team-a-b"),
                     "6": ("flavors", "NAME", "gpu-l4-spot"), "7": ("nodes", "POOL", "reserved-np")}

@@ -18,7 +18,8 @@ def test_readme_screenshot_matches_a_fresh_rendering() -> None:
     fresh = screenshot.readme_block(screenshot.render())
     assert block == fresh, "README screenshot is stale: run python -m kueuetop.tui.screenshot --write"
     # And it is a screenshot of the console, not of an error page.
-    for text in ("Overview", "GPUs by model and node pool", "Workloads (12/48)", "DEMO", "kube:live", "? Help"):
+    for text in ("Overview", "Waiting too long", "CLUSTERQUEUE", "GPU fleet", "Workloads (12/48)", "DEMO", "kube:live",
+                 "? Help"):
         assert text in block, text
 
 
@@ -37,7 +38,8 @@ def test_svg_snapshots_of_the_main_views_match_fresh_renderings(tmp_path) -> Non
     assert not stale, (f"SVG snapshots differ: {stale} (fresh ones in {tmp_path}); if the change is intended, "
                        "run python -m kueuetop.tui.screenshot --svg")
     # Each is the view it is named after, drawn from the scenario's objects.
-    for name, words in {"overview-80x24.svg": ("Overview", "NVIDIA-L4"), "workloads-160x48.svg": ("STATE", "team-a"),
+    for name, words in {"overview-80x24.svg": ("Overview", "Waiting", "cq-team-c-hp"),
+                        "overview-160x48.svg": ("not", "running", "GPU", "fleet", "spot-np"), "workloads-160x48.svg": ("STATE", "team-a"),
                         "clusterqueues-160x48.svg": ("cq-team-a-hp", "quota"),
                         "cohorts-160x48.svg": ("team-a-b", "pooled"), "nodes-160x48.svg": ("reserved-np", "spot"),
                         "gpus-160x48.svg": ("GPU", "util")}.items():

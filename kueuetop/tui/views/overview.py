@@ -1,160 +1,383 @@
-"""Overview: the one screen an on-call engineer opens first.
+"""Overview: the triage board an on-call engineer opens first.
 
-GPUs by model and node pool (allocated / idle / total), workloads pending and admitted,
-admitted workloads whose GPUs sit idle, stopped or inactive queues, stale data sources.
+Problems first, ranked (broken, admitted but not running, waiting too long, churn, waste), one
+line each with its count and the age of the oldest; `enter` on a line opens the workload's
+detail or the view filtered to what the line counts. Beside them (160 columns) or below (80):
+every ClusterQueue on one line, most trouble first (GPU quota bar with the borrowed part,
+pending, admitted, oldest wait, pending over time), and the fleet's GPU heatmap in miniature.
+
+The problems come from `views.triage.TriageModel`, kept from the store's change sets (the keys
+that changed since the last refresh), never by walking every workload; the heatmap is drawn
+again only when GPU readings or nodes changed, at most every few seconds.
 """
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
-from rich.table import Table
+import threading
+import time
+from typing import Any
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.containers import Container, Vertical
+from textual.message import Message
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
 
 from kueuetop.kueue.cluster_queue import ClusterQueue
-from kueuetop.kueue.local_queue import LocalQueue
-from kueuetop.kueue.workload import Workload
-from kueuetop.kueue.workload_state import Phase
+from kueuetop.kueue.config import KueueConfig
+from kueuetop.kueue.core import GPU_RESOURCE
+from kueuetop.store import Changes
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.rows import age, cell
+from kueuetop.tui.heatmap import fleet_heatmap
+from kueuetop.tui.quota_bar import quota_bar
+from kueuetop.tui.rows import age
+from kueuetop.tui.sparkline import sparkline
 from kueuetop.tui.views.base import View
-from kueuetop.tui.views.fleet import model_of, node_gpus, pool_of
-from kueuetop.tui.views.queues_common import queue_status
-from kueuetop.tui.views.workloads import gpu_util
+from kueuetop.tui.views.fleet import pools_map
+from kueuetop.views.safe_text import clean
+from kueuetop.views.triage import Problem, QueueLine, Target, TriageModel
 
-PENDING_PHASES = (Phase.PENDING, Phase.BACKOFF, Phase.BLOCKED, Phase.GATED, Phase.ON_HOLD)
+SIDE_BY_SIDE = 140  # columns from which problems and queues sit side by side (each keeps 60 or more)
+SIDE_WIDTH = 79  # the queues and heatmap column beside the problems (its left padding included)
+HEATMAP_EVERY = 5.0  # seconds between two drawings of the heatmap while GPU readings stream in
+_MAX_DIRTY = 50_000  # more changed keys than this between refreshes: rebuild the model
+CATEGORY_TITLES = {"broken": "Broken", "not running": "Admitted but not running", "waiting": "Waiting too long",
+                   "churn": "Churn (last 10 minutes)", "waste": "Waste"}
+CATEGORY_STATE = {"broken": "evicted", "not running": "evicted", "waiting": "pending", "churn": "evicted",
+                  "waste": "inactive"}
+QUEUE_NAME_WIDTH = 22
+BAR_WIDTH = 18
+SPARK_WIDTH = 12
 
 
-def _table(title: str, *columns: str) -> Table:
-    t = Table(title=title, title_justify="left", title_style="bold", box=None, pad_edge=False,
-              show_edge=False, expand=False, padding=(0, 1), min_width=len(title) + 2)
-    for c in columns:
-        t.add_column(c, no_wrap=True, header_style="bold")
-    return t
+def gpu_quota(cq: ClusterQueue) -> tuple[float, float, float, float | None] | None:
+    """(nominal, usage, reserved, borrowing limit) of the queue's GPUs over all its flavors."""
+    nominal = 0.0
+    limits: list[int | None] = []
+    for g in cq.resource_groups:
+        for fq in g.flavors:
+            q = fq.resources.get(GPU_RESOURCE)
+            if q is not None:
+                nominal += q.nominal
+                limits.append(q.borrowing_limit)
+    if not limits:
+        return None
+    usage = sum(u.total for u in cq.flavors_usage if u.resource == GPU_RESOURCE)
+    reserved = sum(u.total for u in cq.flavors_reservation if u.resource == GPU_RESOURCE)
+    borrow = None if any(b is None for b in limits) else float(sum(b or 0 for b in limits))
+    return nominal, float(usage), float(max(reserved, usage)), borrow
 
 
-def gpu_table(ctx: ViewContext) -> Table:
-    # (model, pool) → [allocated, idle, total, nodes, nodes with GPU samples]
-    groups: dict[tuple[str, str], list[int]] = {}
-    for ng in node_gpus(ctx):
-        if not ng.total:
-            continue
-        g = groups.setdefault((model_of(ng.node), pool_of(ng.node)), [0, 0, 0, 0, 0])
-        g[0] += ng.allocated
-        g[1] += ng.idle or 0
-        g[2] += ng.total
-        g[3] += 1
-        g[4] += ng.idle is not None
-    t = _table("GPUs by model and node pool", "MODEL", "POOL", "NODES", "ALLOCATED", "IDLE", "TOTAL")
-    tot = [0, 0, 0]
-    for (model, pool), (alloc, idle, total, nodes, sampled) in sorted(groups.items()):
-        # Idle needs GPU samples: a pool nobody measures says n/a, not 0.
-        t.add_row(cell(model), cell(pool), cell(nodes), cell(alloc),
-                  cell(idle if sampled else "n/a", ctx.state_style("evicted") if idle else ""), cell(total))
-        tot[0] += alloc
-        tot[1] += idle
-        tot[2] += total
-    if not groups:
-        t.add_row(cell("no GPU nodes seen"), *(cell("") for _ in range(5)))
+def queue_line(ctx: ViewContext, q: QueueLine, cq: Any, width: int,
+               points: list[tuple[float, Any]] | None = None) -> Text:
+    """`points`: the queue's (time, QueueCounts) history (read from the store when not given)."""
+    name = clean(q.name)
+    name = name if len(name) <= QUEUE_NAME_WIDTH else name[:QUEUE_NAME_WIDTH - 1] + ctx.glyphs.ellipsis
+    t = Text(no_wrap=True, overflow="ellipsis")
+    colour = "evicted" if q.status.startswith("Stopped") else "inactive" if q.status.startswith("Inactive") else ""
+    t.append(name.ljust(QUEUE_NAME_WIDTH) + " ", style=ctx.state_style(colour) if colour else "")
+    quota = gpu_quota(cq) if isinstance(cq, ClusterQueue) else None
+    if quota is not None:
+        nominal, usage, reserved, borrow = quota
+        bar = quota_bar(nominal, usage, BAR_WIDTH, reserved=reserved, borrowing_limit=borrow,
+                        glyphs=ctx.glyphs, theme=ctx.theme)
+        t.append_text(bar)
+        t.append(" " * max(0, BAR_WIDTH - len(bar.plain)))
     else:
-        t.add_row(cell("all", "bold"), cell(""), cell(""), cell(tot[0], "bold"), cell(tot[1], "bold"),
-                  cell(tot[2], "bold"))
+        t.append("no GPU quota".ljust(BAR_WIDTH))
+    t.append(f" {q.pending:>5} ", style=ctx.state_style("pending") if q.pending else "")
+    t.append(f"{q.admitted:>5} ", style=ctx.state_style("admitted") if q.admitted else "")
+    t.append(f"{age(q.oldest_wait):>6} ")
+    if width - len(t.plain) >= SPARK_WIDTH:
+        if points is None:
+            points = ctx.store.queue_history.get(q.name)
+        history = [float(c.pending) for _, c in points]
+        top = max(history, default=0.0)
+        t.append(sparkline(history, SPARK_WIDTH, hi=max(1.0, top), glyphs=ctx.glyphs),
+                 style=ctx.state_style("pending"))
+    if not q.status.startswith("Active") and q.status != "?":
+        t.append(f" {clean(q.status)}", style=ctx.state_style(colour))
     return t
 
 
-def workload_summary(ctx: ViewContext) -> tuple[Text, list[tuple[tuple[str, str], Workload, float]]]:
-    store = ctx.store
-    counts = {p: len(store.workloads_in_phase(p)) for p in Phase}
-    pending = sum(counts[p] for p in PENDING_PHASES)
-    line = Text("Workloads  ", style="bold")
-    for label, n, state in (("pending", pending, "pending"), ("reserving", counts[Phase.RESERVED], "pending"),
-                            ("admitted", counts[Phase.ADMITTED], "admitted"),
-                            ("inactive", counts[Phase.INACTIVE], "inactive"),
-                            ("evicting", counts[Phase.EVICTING], "evicted"),
-                            ("finished", counts[Phase.FINISHED], "finished")):
-        line.append(f"{label} ", style="")
-        line.append(str(n), style=ctx.state_style(state) + " bold")
-        line.append("   ")
-    idle = []
-    for key in store.workloads_in_phase(Phase.ADMITTED):
-        wl = store.get(K.WORKLOADS, key)
-        util = gpu_util(ctx, key)
-        if isinstance(wl, Workload) and util is not None and util < ctx.idle_below:
-            idle.append((key, wl, util))
-    return line, sorted(idle, key=lambda x: x[2])
+def queue_header(width: int) -> Text:
+    head = "CLUSTERQUEUE".ljust(QUEUE_NAME_WIDTH) + " " + "GPU QUOTA".ljust(BAR_WIDTH) + "  PEND   ADM   WAIT"
+    if width - len(head) >= SPARK_WIDTH + 1:
+        head += " " + "PENDING".center(SPARK_WIDTH)
+    return Text(head, style="bold", no_wrap=True, overflow="ellipsis")
 
 
-def idle_table(ctx: ViewContext, idle: list[tuple[tuple[str, str], Workload, float]], limit: int = 8) -> Table:
-    t = _table(f"Admitted but idle GPUs ({len(idle)})", "NAMESPACE", "WORKLOAD", "GPUS", "UTIL", "ADMITTED")
-    now = ctx.now()
-    for key, wl, util in idle[:limit]:
-        c = wl.condition("Admitted")
-        since = now - c.last_transition if c and c.last_transition else None
-        t.add_row(cell(key[0]), cell(key[1]), cell(len(ctx.store.gpus_of_workload(key))),
-                  cell(f"{util:.0f}%", ctx.state_style("evicted")), cell(age(since)))
-    if not idle:
-        has_gpu = bool(ctx.store.gpus())
-        t.add_row(cell("none" if has_gpu else "no GPU metrics (no GPU source)"), cell(""), cell(""), cell(""), cell(""))
+def problem_prompt(ctx: ViewContext, p: Problem, width: int, lines: int = 1) -> Text:
+    """The age of the oldest, then the problem, in at most `lines` lines of `width` (cut with an
+    ellipsis: the detail screen has the rest)."""
+    t = Text(overflow="fold")
+    t.append(f"{age(p.oldest) if p.oldest is not None else '':>5} ", style="dim")
+    t.append(p.text, style=ctx.state_style(CATEGORY_STATE.get(p.category, "")) if p.severity >= 45 else "")
+    t = _cut(t, width * lines, ctx.glyphs.ellipsis)
+    if lines == 1:
+        t.no_wrap = True
     return t
 
 
-def queue_problems(ctx: ViewContext) -> Table:
-    t = _table("Stopped or inactive queues", "KIND", "QUEUE", "STATUS")
-    n = 0
-    for key, cq in sorted(ctx.store.objects(K.CLUSTER_QUEUES).items()):
-        if isinstance(cq, ClusterQueue):
-            word, colour = queue_status(cq.stop_policy, cq.conditions)
-            if word != "Active":
-                t.add_row(cell("ClusterQueue"), cell(key[1]), cell(word, ctx.state_style(colour)))
-                n += 1
-    for key, lq in sorted(ctx.store.objects(K.LOCAL_QUEUES).items()):
-        if isinstance(lq, LocalQueue):
-            word, colour = queue_status(lq.stop_policy, lq.conditions)
-            if word != "Active":
-                t.add_row(cell("LocalQueue"), cell(f"{key[0]}/{key[1]}"), cell(word, ctx.state_style(colour)))
-                n += 1
-    if not n:
-        t.add_row(cell("none"), cell(""), cell(""))
+def _cut(t: Text, room: int, ellipsis: str) -> Text:
+    if len(t.plain) > room:
+        t.truncate(max(1, room - 1), overflow="crop")
+        t.append(ellipsis)
     return t
 
 
-def source_problems(ctx: ViewContext) -> Table:
-    t = _table("Stale or failing data sources", "SOURCE", "STATE", "AGE", "MESSAGE")
-    now = ctx.now()
-    n = 0
-    for name, st in sorted(ctx.store.sources().items()):
-        if st.stale(now):
-            t.add_row(cell(name), cell(st.state.value, ctx.state_style("stale")), cell(age(st.age(now))),
-                      cell(st.message or "-"))
-            n += 1
-    if not n:
-        t.add_row(cell("none: all sources live"), cell(""), cell(""), cell(""))
-    return t
+def prompt_lines(problems: list[Problem], width: int, height: int, most: int = 3) -> int:
+    """Lines each problem may take: up to `most` while every problem (and its category's title)
+    still fits the height, else one."""
+    for lines in range(most, 1, -1):
+        need = len({p.category for p in problems}) + 1
+        need += sum(min(lines, -(-(len(p.text) + 6) // width)) for p in problems)
+        if need <= height:
+            return lines
+    return 1
 
 
-def overview_renderable(ctx: ViewContext) -> RenderableType:
-    line, idle = workload_summary(ctx)
-    return Group(gpu_table(ctx), Text(""), line, Text(""), idle_table(ctx, idle), Text(""),
-                 queue_problems(ctx), Text(""), source_problems(ctx))
+class ProblemList(OptionList):
+    """The ranked problems; `enter` opens a line's evidence."""
+
+    DEFAULT_CSS = """
+    ProblemList { border: none; padding: 0; background: $surface; }
+    ProblemList:focus { border: none; }
+    """
 
 
 class OverviewView(View):
     VIEW = "overview"
     TITLE = "Overview"
-    KINDS = frozenset({K.NODES, K.PODS, K.GPUS, K.WORKLOADS, K.CLUSTER_QUEUES, K.LOCAL_QUEUES, K.SOURCES})
+    KINDS = frozenset({K.NODES, K.PODS, K.GPUS, K.WORKLOADS, K.CLUSTER_QUEUES, K.LOCAL_QUEUES, K.SOURCES,
+                       K.RESOURCE_FLAVORS, K.ADMISSION_CHECKS, K.PROVISIONING_REQUESTS})
     DEFAULT_CSS = """
-    OverviewView > VerticalScroll { height: 1fr; padding: 0 1; }
+    OverviewView > #ov-body { layout: vertical; height: 1fr; overflow-y: auto; }
+    OverviewView > #ov-body > ProblemList { height: auto; max-height: 60%; }
+    OverviewView > #ov-body > #ov-side { height: auto; }
+    OverviewView.-wide > #ov-body { layout: horizontal; overflow-y: hidden; }
+    OverviewView.-wide > #ov-body > ProblemList { width: 1fr; height: 1fr; max-height: 100%; }
+    OverviewView.-wide > #ov-body > #ov-side { width: 78; height: 1fr; padding: 0 0 0 1; }
+    OverviewView #ov-queues { height: auto; }
+    OverviewView #ov-heatmap { height: auto; margin: 1 0 0 0; }
     """
+    can_focus = True  # the app focuses the view; the view hands focus to its problem list
+
+    def __init__(self, ctx: ViewContext, **kw: Any) -> None:
+        super().__init__(ctx, **kw)
+        config = ctx.extra.get("kueue_config")
+        # Explain runs off the UI thread (`_explain_ahead`): on a big cluster one costs a pass
+        # over every workload's usage.
+        self.model = TriageModel(ctx.store, config=config if isinstance(config, KueueConfig) else None,
+                                 idle_below=ctx.idle_below, explain_budget=0)
+        self._explaining = False
+        self.problems: list[Problem] = []
+        self._targets: dict[str, Target] = {}
+        self._lock = threading.Lock()
+        self._dirty: dict[str, set[Any]] = {}
+        self._full = True
+        self._unsubscribe: Any = None
+        self._heatmap_at = 0.0
+        self._heatmap_dirty = True
+        self._heatmap_size = (0, 0)
+        self._queue_lines = 0
+        self._queue_texts: dict[str, tuple[tuple[Any, ...], Text]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(self.TITLE, classes="view-title")
-        with VerticalScroll():
-            yield Static("", id="overview-body")
+        with Container(id="ov-body"):
+            yield ProblemList(id="ov-problems")
+            with Vertical(id="ov-side"):
+                yield Static("", id="ov-queues")
+                yield Static("", id="ov-heatmap")
 
+    def on_mount(self) -> None:
+        # Stage -1: the keys are recorded before the app is told to redraw.
+        self._unsubscribe = self.ctx.store.subscribe(self._record, stage=-1)
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def _record(self, changes: Changes) -> None:  # writer threads
+        with self._lock:
+            if self._full:
+                return
+            for kind, keys in changes.keys.items():
+                if kind in self.KINDS:
+                    self._dirty.setdefault(kind, set()).update(keys)
+            if sum(len(v) for v in self._dirty.values()) > _MAX_DIRTY:
+                self._full, self._dirty = True, {}
+
+    def _take(self) -> tuple[bool, dict[str, set[Any]]]:
+        with self._lock:
+            full, dirty = self._full, self._dirty
+            self._full, self._dirty = False, {}
+        return full, dirty
+
+    def on_focus(self) -> None:
+        # Reached by tab too: the keys belong to the problem list.
+        self.query_one(ProblemList).focus()
+
+    def focus(self, scroll_visible: bool = True) -> OverviewView:
+        if self.is_mounted:
+            self.query_one(ProblemList).focus(scroll_visible)
+        return self
+
+    # ------------------------------------------------------------ refresh
     def refresh_view(self) -> None:
         super().refresh_view()
-        if self.is_mounted:
-            self.query_one("#overview-body", Static).update(overview_renderable(self.ctx))
+        if not self.is_mounted:
+            return
+        now = self.ctx.now()
+        full, dirty = self._take()
+        self.model.update(None if full else dirty, now)
+        if full or dirty.get(K.GPUS) or dirty.get(K.NODES):
+            self._heatmap_dirty = True
+        wide = self.size.width >= SIDE_BY_SIDE
+        self.set_class(wide, "-wide")
+        self.problems = self.model.problems(now)
+        self._explain_ahead(now)
+        self._show_problems(wide)
+        self._show_queues(now, wide)
+        self._show_heatmap(wide)
+
+    def _show_problems(self, wide: bool) -> None:
+        lst = self.query_one(ProblemList)
+        # The list's width less its scrollbar: every line stays one line.
+        width = max(20, (self.size.width - SIDE_WIDTH if wide else self.size.width) - 2)
+        # Wide, the problems have the height to themselves: long ones may take a few lines.
+        lines = prompt_lines(self.problems, width, self.size.height - 1) if wide else 1
+        highlighted = lst.highlighted_option.id if lst.highlighted_option is not None else None
+        options: list[Option] = []
+        self._targets = {}
+        category = None
+        for i, p in enumerate(self.problems):
+            if p.category != category:
+                category = p.category
+                n = sum(1 for q in self.problems if q.category == category)
+                options.append(Option(Text(f"{CATEGORY_TITLES.get(category, category)} ({n})", style="bold"),
+                                      disabled=True))
+            oid = f"p{i}-{p.kind}-{p.cluster_queue}"
+            self._targets[oid] = p.target
+            options.append(Option(problem_prompt(self.ctx, p, width, lines), id=oid))
+        if not self.problems:
+            options.append(Option(Text("Nothing wrong right now.", style=self.ctx.state_style("admitted")),
+                                  disabled=True))
+        options.append(Option(_cut(self._summary(), width, self.ctx.glyphs.ellipsis), disabled=True))
+        lst.clear_options()
+        lst.add_options(options)
+        index = None
+        if highlighted is not None:
+            index = next((i for i, o in enumerate(options) if o.id == highlighted), None)
+        if index is None:
+            index = next((i for i, o in enumerate(options) if not o.disabled), None)
+        lst.highlighted = index
+
+    def _summary(self) -> Text:
+        pending, admitted, requested, total = self.model.summary()
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append("Workloads ", style="bold")
+        t.append(f"{pending} waiting", style=self.ctx.state_style("pending"))
+        t.append(", ")
+        t.append(f"{admitted} admitted", style=self.ctx.state_style("admitted"))
+        t.append(f", GPUs {requested}/{total} requested by placed pods")
+        return t
+
+    def _show_queues(self, now: float, wide: bool) -> None:
+        body = self.query_one("#ov-queues", Static)
+        width = 76 if wide else max(40, self.size.width - 2)
+        lines = self.model.queue_lines(now)
+        if not lines:
+            body.update(Text("no ClusterQueues seen", style="dim"))
+            return
+        # Wide: as many as the side's height leaves above a heatmap of at least 8 lines.
+        room = max(3, (self.size.height - 12) if wide else max(len(lines), 3))
+        store = self.ctx.store
+        out = [queue_header(width)]
+        kept: dict[str, tuple[tuple[Any, ...], Text]] = {}
+        for q in lines[:room]:
+            cq = store.get(K.CLUSTER_QUEUES, ("", q.name))
+            # A line is drawn again only when its queue, its counts or its history moved.
+            points = store.queue_history.get(q.name)
+            sig = (q.pending, q.admitted, age(q.oldest_wait), q.status, width,
+                   getattr(getattr(cq, "meta", None), "resource_version", None),
+                   len(points), points[-1][0] if points else None)
+            old = self._queue_texts.get(q.name)
+            text = old[1] if old is not None and old[0] == sig else queue_line(self.ctx, q, cq, width, points)
+            kept[q.name] = (sig, text)
+            out.append(text)
+        self._queue_texts = kept
+        if len(lines) > room:
+            out.append(Text(f"{self.ctx.glyphs.ellipsis} {len(lines) - room} more ClusterQueues (3: all)", style="dim"))
+        self._queue_lines = len(out)
+        body.update(Text("\n", no_wrap=True, overflow="ellipsis").join(out))
+
+    def _show_heatmap(self, wide: bool) -> None:
+        body = self.query_one("#ov-heatmap", Static)
+        width = 76 if wide else max(20, self.size.width - 2)
+        # Wide: the side's height under the queues (title line, margin, heatmap title).
+        height = max(4, self.size.height - 1 - self._queue_lines - 2) if wide else 8
+        size = (width, height)
+        if size == self._heatmap_size and not (
+                self._heatmap_dirty and time.monotonic() - self._heatmap_at >= HEATMAP_EVERY):
+            return
+        self._heatmap_dirty = False
+        self._heatmap_at = time.monotonic()
+        self._heatmap_size = size
+        samples = list(self.ctx.store.gpus().values())
+        head = Text(f"GPU fleet ({len(samples)} GPUs, utilization; 8: heatmap)", style="bold")
+        if not samples:
+            body.update(Text("\n").join([head, Text("no GPU metrics (no GPU source)", style="dim")]))
+            return
+        hm = fleet_heatmap(samples, width, height, theme=self.ctx.theme, glyphs=self.ctx.glyphs,
+                           pool_of=pools_map(self.ctx), idle_below=self.ctx.idle_below)
+        body.update(Text("\n", no_wrap=True).join([head, hm.text]))
+
+    # ------------------------------------------------------------ explain, off the UI thread
+    class ExplainsReady(Message):
+        """The headlines the last refresh wanted are computed."""
+
+    def _explain_ahead(self, now: float) -> None:
+        keys = self.model.wanted_explains()
+        if not keys or self._explaining:
+            return
+        self._explaining = True
+        self.run_worker(lambda: self._explain(keys, now), thread=True, group="triage-explain", exit_on_error=False)
+
+    def _explain(self, keys: list[tuple[str, str]], now: float) -> None:  # worker thread
+        try:
+            for key in keys:
+                deadline = time.monotonic() + 1.0
+                while self.ctx.busy() and time.monotonic() < deadline:  # a change on its way to the screen first
+                    time.sleep(0.005)
+                self.model.explain_now(key, now)
+        finally:
+            self.post_message(self.ExplainsReady())
+
+    def on_overview_view_explains_ready(self, message: ExplainsReady) -> None:
+        message.stop()
+        self._explaining = False
+        if self.display:
+            self.refresh_view()
+        else:
+            self.dirty = True
+
+    # ------------------------------------------------------------ enter
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        target = self._targets.get(event.option.id or "")
+        if target is not None:
+            self.open_target(target)
+
+    def open_target(self, target: Target) -> None:
+        app = self.kapp
+        if target.workload is not None:
+            app.open_workload(target.workload)
+        elif target.view:
+            app.jump_to(target.view, target.filter)
+        elif target.kind and target.key is not None:
+            app.show_yaml(target.kind, target.key)
