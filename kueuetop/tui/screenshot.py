@@ -1,6 +1,6 @@
 """The README's screenshot, generated from the console itself: `python -m kueuetop.tui.screenshot`.
 
-The refarch scenario runs in virtual time from a fixed epoch to a fixed moment, then is served
+A scenario (incident for the README, refarch for the SVG snapshots) runs in virtual time from a fixed epoch to a fixed moment, then is served
 *frozen* on a loopback port (no simulation thread), so every object, name, GPU reading and age is
 the same on every run. The console reaches it through the real path (kubeconfig, informers, GPU
 scrape), runs headless with its clock pinned to that moment and the default themes and keys (no
@@ -27,13 +27,18 @@ from kueuetop.sim.serve import KUEUE_API_VERSIONS, _hooks
 EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: object timestamps never depend on today
 AT = 17 * 60.0  # after the high-priority and compact-placement waves: queues, preemptions, idle GPUs
 SIZE = (120, 32)
-VIEWS = (("overview", ""), ("workloads", "team-a"))  # (view, filter): one team's workloads fit the height
+README_VIEWS = (("overview", ""),)  # (view, filter)
 BEGIN, END = "<!-- screenshot:begin (python -m kueuetop.tui.screenshot --write) -->", "<!-- screenshot:end -->"
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def render(scenario: str = "refarch", at: float = AT, size: tuple[int, int] = SIZE,
-           views: tuple[tuple[str, str], ...] = VIEWS) -> str:
+# The README shows the triage board where it has most to say: the incident scenario, every
+# problem class under way eight minutes in.
+README_SCENARIO, README_AT = "incident", 8 * 60.0
+
+
+def render(scenario: str = README_SCENARIO, at: float = README_AT, size: tuple[int, int] = SIZE,
+           views: tuple[tuple[str, str], ...] = README_VIEWS) -> str:
     """The console's screens (one per view) as text, from the scenario frozen at `at` seconds."""
     return "\n\n".join(_render(scenario, at, (size,), views, svg=False))
 
