@@ -1,6 +1,6 @@
 """README's screenshot is the console's own rendering, and it cannot go stale.
 
-The generator freezes the refarch scenario at a fixed virtual moment from a fixed epoch, serves
+The generator freezes a scenario (incident for the README) at a fixed virtual moment from a fixed epoch, serves
 it without a simulation thread and pins the console's clock, so the text is fully deterministic:
 the README block must equal a fresh rendering exactly. When the console's look changes on
 purpose, `python -m kueuetop.tui.screenshot --write` updates the README.
@@ -18,8 +18,9 @@ def test_readme_screenshot_matches_a_fresh_rendering() -> None:
     fresh = screenshot.readme_block(screenshot.render())
     assert block == fresh, "README screenshot is stale: run python -m kueuetop.tui.screenshot --write"
     # And it is a screenshot of the console, not of an error page.
-    for text in ("Overview", "Waiting too long", "CLUSTERQUEUE", "GPU fleet", "Workloads (12/48)", "DEMO", "kube:live",
-                 "? Help"):
+    # The triage board on the incident scenario: each problem class it stages is on the first screen.
+    for text in ("Overview", "Broken", "Admitted but not running", "Waiting too long", "quota is free, but no node",
+                 "ImagePullBackOff", "CLUSTERQUEUE", "GPU fleet", "DEMO", "kube:live", "? Help"):
         assert text in block, text
 
 
