@@ -429,3 +429,14 @@ def test_streamed_fleet_equals_the_rendered_text():
     assert len(chunks) == len(FIELDS)  # one per family (MEMORY_TEMP present: H100 nodes)
     assert all(c.startswith("# HELP ") for c in chunks)
     assert "".join(chunks) == render_dcgm_fleet(nodes, pods, T, seed=3)
+
+
+def test_faults_reach_the_direct_scrape_samples():
+    """The exporter text, read as the direct scrape reads it: the faulty GPUs carry their XID
+    code and ECC count, the healthy ones neither."""
+    from kueuetop.sources.dcgm import read_exposition
+
+    n = node(annotations={"kueuetop.io/gpu-xid": "3=79", "kueuetop.io/gpu-ecc-dbe": "2=3"})
+    reading, _ = read_exposition(render_dcgm(n, [pod("p", 8)], T), now=T)
+    faulty = {s.gpu: (s.xid, s.ecc_dbe) for s in reading.samples if s.faulty}
+    assert faulty == {"3": (79, 0), "2": (None, 3)}

@@ -66,13 +66,17 @@ FB_RESERVED = "DCGM_FI_DEV_FB_RESERVED"
 FB_TOTAL = "DCGM_FI_DEV_FB_TOTAL"
 GPU_TEMP = "DCGM_FI_DEV_GPU_TEMP"
 POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"
+# Fault fields of dcgm-exporter's default counters: the last XID error's code (0: none), and
+# double-bit ECC errors since the driver loaded (a family the exporter omits on GPUs without ECC).
+XID_ERRORS = "DCGM_FI_DEV_XID_ERRORS"
+ECC_DBE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
 # Pseudo-metric a source uses to pass a device's real sample time (e.g. PromQL `timestamp()`),
 # since an instant query stamps every value with the evaluation time, not the scrape time.
 SAMPLE_TIME = "kueuetop:sample_time"
 
 # The families a GPU view needs; everything else an exporter serves is ignored.
 METRICS: tuple[str, ...] = (GPU_UTIL, GR_ENGINE_ACTIVE, FB_USED, FB_FREE, FB_RESERVED, FB_TOTAL,
-                            GPU_TEMP, POWER_USAGE)
+                            GPU_TEMP, POWER_USAGE, XID_ERRORS, ECC_DBE)
 # dcgm-exporter 4.9.0 renamed field 150 (§1.0); the only new name confirmed so far.
 ALIASES: dict[str, str] = {"DCGM_FI_DEV_GPU_TEMP_CELSIUS": GPU_TEMP}
 # DaemonSet names of the exporter (GPU Operator, Helm chart, GKE managed) (§1.3, §2.1).
@@ -205,6 +209,7 @@ class _Acc:
             total = v.get(FB_TOTAL)  # GKE managed exports FB_TOTAL (§2.1)
         holders = sorted(self.holders, key=lambda h: (h.namespace, h.pod, h.container))
         first = holders[0] if holders else PodRef("", "", "")
+        xid = v.get(XID_ERRORS)
         lb = self.labels
         return GpuSample(
             node=node, gpu=gpu, uuid=lb.get("UUID") or lb.get("uuid") or "",
@@ -212,7 +217,7 @@ class _Acc:
             util=util, mem_used_mib=used, mem_total_mib=total, temp_c=v.get(GPU_TEMP),
             power_w=v.get(POWER_USAGE), namespace=first.namespace, pod=first.pod,
             container=first.container, mig_profile=lb.get("GPU_I_PROFILE", "") if self.mig else "",
-            at=at, stale=stale,
+            at=at, stale=stale, xid=int(xid) if xid else None, ecc_dbe=v.get(ECC_DBE),
         )
 
 

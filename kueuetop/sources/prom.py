@@ -56,6 +56,7 @@ from urllib3.util.retry import Retry
 
 from kueuetop.kueue.gpu import GpuSample
 from kueuetop.sources.dcgm import (
+    ECC_DBE,
     FB_FREE,
     FB_RESERVED,
     FB_TOTAL,
@@ -65,6 +66,7 @@ from kueuetop.sources.dcgm import (
     GR_ENGINE_ACTIVE,
     POWER_USAGE,
     SAMPLE_TIME,
+    XID_ERRORS,
     GpuReading,
     Point,
     SourceStatus,
@@ -95,10 +97,11 @@ _GPU_FIELDS: tuple[tuple[str, str], ...] = (
     ("util", GPU_UTIL), ("gr", GR_ENGINE_ACTIVE), ("fb_used", FB_USED), ("fb_free", FB_FREE),
     ("fb_reserved", FB_RESERVED), ("fb_total", FB_TOTAL), ("temp", GPU_TEMP),
     ("temp", "DCGM_FI_DEV_GPU_TEMP_CELSIUS"),  # 4.9.0 name of field 150 (§1.0)
-    ("power", POWER_USAGE),
+    ("power", POWER_USAGE), ("xid", XID_ERRORS), ("ecc_dbe", ECC_DBE),
 )
 _TAG_TO_METRIC = {"util": GPU_UTIL, "gr": GR_ENGINE_ACTIVE, "fb_used": FB_USED, "fb_free": FB_FREE,
-                  "fb_reserved": FB_RESERVED, "fb_total": FB_TOTAL, "temp": GPU_TEMP, "power": POWER_USAGE}
+                  "fb_reserved": FB_RESERVED, "fb_total": FB_TOTAL, "temp": GPU_TEMP, "power": POWER_USAGE,
+                  "xid": XID_ERRORS, "ecc_dbe": ECC_DBE}
 # Whole GPUs only: some exporters emit GPU_UTIL=0 for MIG instances (issue #216, §4.4 #1).
 _WHOLE_GPU = 'GPU_I_ID=""'
 _MAX_POINTS = 11_000  # Prometheus rejects range queries with more points per series (§4.2)

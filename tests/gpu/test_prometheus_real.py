@@ -137,3 +137,24 @@ def test_idle_refarch_jobs_are_admitted_but_idle(source: PrometheusSource, api: 
     # team-d-high-priority-job-1, the other "idle" job, must never read as busy
     td = [u for u in use.values() if u.namespace == "team-d" and "high-priority-job-1" in u.name]
     assert all(u.state != BUSY for u in td)
+
+
+def test_xid_and_ecc_errors_reach_the_samples(source: PrometheusSource, api: client.ApiClient) -> None:
+    """A GPU fault, as dcgm-exporter reports it (the last XID's code; double-bit ECC errors),
+    arrives through Prometheus on the right device, and nowhere else."""
+    node = sorted(gpu_nodes(api))[0]
+    core = client.CoreV1Api(api)
+    core.patch_node(node, {"metadata": {"annotations": {"kueuetop.io/gpu-xid": "1=79",
+                                                        "kueuetop.io/gpu-ecc-dbe": "1=3"}}})
+    try:
+        def faulty():
+            reading = source.gpus()
+            hit = [s for s in reading.samples if s.node == node and s.gpu == "1" and not s.stale]
+            return (reading, hit[0]) if hit and hit[0].xid == 79 and hit[0].ecc_dbe == 3 else None
+
+        reading, sample = wait_for("XID 79 and 3 ECC errors on GPU 1", faulty, timeout=20)
+        assert sample.faulty
+        assert not any(s.xid or s.ecc_dbe for s in reading.samples if (s.node, s.gpu) != (node, "1"))
+    finally:
+        core.patch_node(node, {"metadata": {"annotations": {"kueuetop.io/gpu-xid": None,
+                                                            "kueuetop.io/gpu-ecc-dbe": None}}})
