@@ -3,7 +3,7 @@
 Layout (no header, to give rows the space): the current view, the `:` command and `/` filter
 inputs (hidden until used), the status bar, the footer. Store changes reach the UI through
 `StoreBridge` (≤ `max_refresh_rate` redraws a second on average, two at once after a pause,
-visible view only); a slow 2 s tick
+fewer when a redraw is costly, visible view only); a slow 2 s tick
 keeps the data ages in the status bar honest.
 """
 
@@ -63,6 +63,9 @@ _QUEUE_IDS = {("clusterqueues", a): f"clusterqueue.{v}" for a, v in (("stop", "s
 _STATUS_ONLY = frozenset({K.SOURCES})
 # Store-driven refreshes that may follow each other at once (then `max_refresh_rate` a second).
 _REFRESH_BURST = 2
+# Redraws may take at most this share of a core: a refresh that took c seconds is followed by
+# the next no sooner than c / share (at 14 ms a refresh, ~18 a second; at 1 ms, the rate cap).
+_REFRESH_CPU_SHARE = 0.25
 # After a store-driven refresh, its frame is still to be drawn for about this long.
 _FRAME_AFTER_REFRESH = 0.1
 
@@ -86,7 +89,7 @@ class KueuetopApp(App[int]):
                  server: str = "", user: str = "", read_only: bool = False, demo: str | None = None,
                  theme_name: str | None = None, ascii_only: bool = False, namespace: str | None = None,
                  themes: ThemeSet | None = None, keymap: KM.Keymap | None = None,
-                 clock: Callable[[], float] = time.time, max_refresh_rate: float = 4.0,
+                 clock: Callable[[], float] = time.time, max_refresh_rate: float = 20.0,
                  initial_view: str = "overview", check_rbac: bool = True) -> None:
         super().__init__()
         self.read_only = read_only
@@ -106,8 +109,11 @@ class KueuetopApp(App[int]):
         self.api = api
         self.denied: dict[str, str] = {}  # str(Need) → reason, from SelfSubjectAccessReview at start
         self._check_rbac = check_rbac and api is not None and not read_only
-        self._min_interval = 1.0 / max_refresh_rate
+        self._fastest = self._min_interval = 1.0 / max_refresh_rate
+        # (A change shows within one interval under a steady stream: 50 ms at the cap, so a
+        # write reaches the screen well inside 100 ms while the redraw stays cheap.)
         self._last_refresh = 0.0
+        self._refresh_cost = 0.0  # seconds a store-driven refresh takes, smoothed
         self._tokens, self._tokens_at = float(_REFRESH_BURST), time.monotonic()
         self._refresh_timer: Timer | None = None
         self._initial_view = initial_view
@@ -272,7 +278,12 @@ class KueuetopApp(App[int]):
         kinds = self.bridge.take()
         if kinds:
             self.refresh_count += 1
+            started = time.perf_counter()
             self.refresh_for(kinds)
+            cost = time.perf_counter() - started
+            # Smoothed, so one slow refresh (a full rebuild) does not hold the next ones back long.
+            self._refresh_cost = 0.7 * self._refresh_cost + 0.3 * cost
+            self._min_interval = max(self._fastest, self._refresh_cost / _REFRESH_CPU_SHARE)
         # Collections resume once the frame showing the burst is painted (or at the next
         # half-second check, while more changes are still coming).
         self.call_after_refresh(self._release_burst_hold)
