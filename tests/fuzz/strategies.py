@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -50,7 +51,7 @@ _CONTROL_RUN = st.lists(CONTROLS, min_size=1, max_size=3).map("".join)
 _SHORT_TEXT = st.text(max_size=6)
 _STRUCTURE = st.sampled_from(['"', "'", "\\", "{", "}", "[", "]", ":", "=", ",", "#", "\n", " ", "---\n", "- ",
                               "&a ", "*a", "!!python/none", "\t",
-                              "9" * 5000, "1e308", "-1e308", "0x1p1023", "NaN", "+Inf", ' # {a="b"} 1'])
+                              "9" * 5000, "1e308", "-1e308", "0x1p1023", "NaN", "+Inf", ' # {a="b"} 1', "[" * 3000])
 
 
 def pick(draw: st.DrawFn, n: int) -> int:
@@ -149,11 +150,46 @@ def mutated_text(draw: st.DrawFn, seeds: list[str], max_mutations: int = 4) -> s
     return mutate_text(draw, seeds[pick(draw, len(seeds))], max_mutations)
 
 
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def one_line(message: str) -> bool:
-    return bool(message.strip()) and "\n" not in message and "\r" not in message
+    """A message fit for one line of a terminal: not empty, no control characters at all."""
+    return bool(message.strip()) and not _CONTROL_CHARS.search(message)
 
 
 def as_json(tree: Any) -> str:
     """JSON (hence YAML) text of a tree; NaN and infinities as YAML spells them."""
     return json.dumps(tree, allow_nan=True).replace("-Infinity", "-.inf").replace("Infinity", ".inf").replace(
         "NaN", ".nan")
+
+
+def _toml_value(v: Any) -> str | None:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # JSON's escapes are TOML's
+    if isinstance(v, list):
+        items = [t for t in map(_toml_value, v) if t is not None]
+        return "[" + ", ".join(items) + "]"
+    if isinstance(v, dict):
+        items = [f"{json.dumps(str(k))} = {t}" for k, t in ((k, _toml_value(x)) for k, x in v.items()) if t is not None]
+        return "{" + ", ".join(items) + "}"
+    return None  # TOML has no null: the key is left out
+
+
+def as_toml(doc: Any) -> str:
+    """TOML text of a tree: top-level scalars, then a [table] per top-level mapping."""
+    if not isinstance(doc, dict):
+        return f"value = {_toml_value(doc)}\n"
+    lines = [f"{json.dumps(str(k))} = {t}" for k, v in doc.items() if not isinstance(v, dict)
+             and (t := _toml_value(v)) is not None]
+    for k, v in doc.items():
+        if isinstance(v, dict):
+            lines.append(f"[{json.dumps(str(k))}]")
+            lines += [f"{json.dumps(str(k2))} = {t}" for k2, v2 in v.items() if (t := _toml_value(v2)) is not None]
+    return "\n".join(lines) + "\n"
