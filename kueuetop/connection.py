@@ -32,6 +32,9 @@ from kueuetop.sources.kube_http import ApiError, request
 from kueuetop.sources.retry import call_with_retry
 
 _log = logging.getLogger(__name__)
+# libyaml's safe loader when present (several times faster than the pure-Python one), as kubectl's
+# own parse is not the slow part of a start.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
@@ -186,7 +189,7 @@ def _read_contexts(paths: list[str]) -> tuple[dict[str, dict[str, Any]], str]:
     current = ""
     for p in paths:
         try:
-            doc = yaml.safe_load(Path(p).expanduser().read_text()) or {}
+            doc = yaml.load(Path(p).expanduser().read_text(), Loader=_YAML_LOADER) or {}
         # ValueError: not UTF-8, or a scalar PyYAML resolves but Python cannot build (a 13th month,
         # an integer of thousands of digits); RecursionError: nesting deeper than the stack.
         except (OSError, ValueError, RecursionError, yaml.YAMLError) as e:
@@ -227,7 +230,7 @@ def _uses_exec(paths: list[str], ctx: dict[str, Any]) -> bool:
     """Whether the context's user runs an exec credential plugin (first file defining it wins)."""
     for p in paths:
         with contextlib.suppress(OSError, ValueError, RecursionError, yaml.YAMLError):
-            doc = yaml.safe_load(Path(p).expanduser().read_text()) or {}
+            doc = yaml.load(Path(p).expanduser().read_text(), Loader=_YAML_LOADER) or {}
             users = doc.get("users") if isinstance(doc, dict) else None
             for u in users if isinstance(users, list) else ():
                 if isinstance(u, dict) and u.get("name") == ctx.get("user"):

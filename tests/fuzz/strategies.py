@@ -21,33 +21,39 @@ FUZZ = settings(max_examples=10_000, deadline=None, database=None,
                                        HealthCheck.large_base_example, HealthCheck.filter_too_much])
 
 # What a hostile string puts in front of a terminal: CSI, OSC, DCS, bells, C0 and C1 controls, and
-# the bidi override that makes text read backwards.
-CONTROLS = st.sampled_from([
+# the bidi override that makes text read backwards; then every other C0 and C1 control character.
+_CONTROL_POOL = [
     "\x1b[31m", "\x1b[0m", "\x1b[2J", "\x1b[H", "\x1b]0;pwned\x07", "\x1b]8;;http://x\x1b\\", "\x1bP+q\x1b\\",
-    "\x1b", "\x1bc", "\x9b31m", "\x9d0;x\x9c", "\x00", "\x07", "\x08", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c",
-    "\x7f", "\x85", "\x9f", "\u2028", "\u202e", "\ufeff",
-]) | st.characters(codec="utf-8", categories=["Cc"])
+    "\x1b", "\x1bc", "\x9b31m", "\x9d0;x\x9c", "\r\n", "\u2028", "\u202e", "\ufeff",
+    *map(chr, range(0x20)), "\x7f", *map(chr, range(0x80, 0xA0)),
+]
+CONTROLS = st.sampled_from(_CONTROL_POOL)
 
-NASTY_STRINGS = st.sampled_from([
+_NASTY_POOL = [
     "", " ", "-", "/", "a/b/c", "0", "-1", "1e400", "NaN", "Infinity", "-inf", "1.5", "9" * 40, "1Ki", "1ki",
     "1e31", "0x10", "+", ".", "1..2", "true", "null", "None", "[]", "{}", "2026-13-45T99:99:99Z", "1h30m", "-5m",
     "kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2", "v1", "Workload", "ClusterQueue", "ä" * 3, "\U0001f600",
-    "x" * 300, "9" * 5000,
-]) | st.text(max_size=12)
+    "x" * 300, "9" * 5000, "[bold]x[/bold]", "[/]", "%s%n", "${HOME}", "\\", '"', "'", "a\u0000b", "é",
+]
+NASTY_STRINGS = st.sampled_from(_NASTY_POOL) | st.text(max_size=12)
 
-HUGE = st.sampled_from([
+_HUGE_POOL = [
     10**30, -(10**30), 2**63, 2**63 - 1, -(2**63), -(2**63) - 1, 2**64, 10**400, -1, 0, 1e308, -1e308,
     math.inf, -math.inf, math.nan, 5e-324, "1e30", "-1e30", "99999999999999999999Ei", "1" * 60, "-1",
     "0.000000001n", "1e-40",
-])
+]
+HUGE = st.sampled_from(_HUGE_POOL)
 
+# Junk of every JSON type, from a pool: one cheap draw each (a one_of of strategies costs several).
+_JUNK_POOL: list[Any] = [
+    None, True, False, 0, 1, -1, 7, 255, 65536, 0.5, -0.0, 1e-9, *_HUGE_POOL, *_NASTY_POOL, *_CONTROL_POOL[:15],
+    [], {}, [None], [1, 2], ["a", 1], [[]], {"": 1}, {"a": None}, {"name": 5}, [{"name": []}], {"x": {"y": [1]}},
+]
+JUNK: st.SearchStrategy[Any] = st.sampled_from(_JUNK_POOL).map(clone)
 
 # Strategies built once: building one inside a draw costs more than the draw.
-_INDEX = st.integers(0, 2**16)  # reduced modulo a length: cheap, if coarse for shrinking
-_OP = st.integers(0, 9)
-_TEXT_OP = st.integers(0, 5)
+WORD = st.integers(0, 2**32 - 1)  # one draw, cut into an index and an operation
 _COUNTS = {n: st.integers(1, n) for n in range(1, 9)}
-_CONTROL_RUN = st.lists(CONTROLS, min_size=1, max_size=3).map("".join)
 _SHORT_TEXT = st.text(max_size=6)
 _STRUCTURE = st.sampled_from(['"', "'", "\\", "{", "}", "[", "]", ":", "=", ",", "#", "\n", " ", "---\n", "- ",
                               "&a ", "*a", "!!python/none", "\t",
@@ -56,19 +62,14 @@ _STRUCTURE = st.sampled_from(['"', "'", "\\", "{", "}", "[", "]", ":", "=", ",",
 
 def pick(draw: st.DrawFn, n: int) -> int:
     """An index below n (n > 0)."""
-    return draw(_INDEX) % n
+    return draw(WORD) % n
 
 
 def insert_controls(draw: st.DrawFn, text: str) -> str:
-    """`text` with control characters or escape sequences inserted somewhere."""
-    i = pick(draw, len(text) + 1)
-    return text[:i] + draw(_CONTROL_RUN) + text[i:]
-
-
-JUNK: st.SearchStrategy[Any] = st.one_of(
-    st.none(), st.booleans(), st.integers(), HUGE, st.floats(), NASTY_STRINGS, _CONTROL_RUN,
-    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
-)
+    """`text` with a control character or escape sequence inserted somewhere."""
+    w = draw(WORD)
+    i = w % (len(text) + 1)
+    return text[:i] + _CONTROL_POOL[(w >> 16) % len(_CONTROL_POOL)] + text[i:]
 
 
 def slots(tree: Any) -> list[tuple[Any, Any]]:
@@ -92,9 +93,10 @@ def mutate_tree(draw: st.DrawFn, tree: Any, max_mutations: int = 4) -> Any:
         places = slots(tree)
         if not places:
             break
-        container, key = places[pick(draw, len(places))]
+        w = draw(WORD)
+        container, key = places[w % len(places)]
         value = container[key]
-        op = draw(_OP)
+        op = (w >> 20) % 10
         if op <= 2:
             container[key] = draw(JUNK)
         elif op == 3:
@@ -112,7 +114,7 @@ def mutate_tree(draw: st.DrawFn, tree: Any, max_mutations: int = 4) -> Any:
             container.append(clone(value))
         else:  # a sibling's value in its place
             siblings = list(container.values())
-            container[key] = clone(siblings[pick(draw, len(siblings))])
+            container[key] = clone(siblings[(w >> 8) % len(siblings)])
     return tree
 
 
@@ -126,11 +128,12 @@ def mutate_text(draw: st.DrawFn, text: str, max_mutations: int = 4) -> str:
     """`text` with characters inserted (controls, junk, structure), ranges deleted or duplicated,
     or cut short."""
     for _ in range(draw(_COUNTS[max_mutations])):
-        i = pick(draw, len(text) + 1)
-        j = min(len(text), i + pick(draw, 40))
-        op = draw(_TEXT_OP)
+        w = draw(WORD)
+        i = w % (len(text) + 1)
+        j = min(len(text), i + (w >> 16) % 40)
+        op = (w >> 24) % 6
         if op == 0:
-            text = insert_controls(draw, text)
+            text = text[:i] + _CONTROL_POOL[(w >> 8) % len(_CONTROL_POOL)] + text[i:]
         elif op == 1:
             text = text[:i] + draw(_SHORT_TEXT) + text[i:]
         elif op == 2:

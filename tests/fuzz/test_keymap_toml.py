@@ -19,8 +19,9 @@ from .strategies import FUZZ, as_toml, mutate_text, mutate_tree, one_line, pick
 KEYS = ["ctrl+d", "Ctrl-D", "?", "esc", "shift+n", "alt+x", "f5", "space", "enter", "j", "J", "/", "ctrl+alt+k",
         "hyper+q", "", "  ", "ctrl+", "+", "-", "question_mark", "pageup", "ctrl+shift+tab"]
 IDS = [a.id for a in ACTIONS]
-DOCS = [{"keys": {aid: KEYS[(i * 7 + j) % len(KEYS)] if j % 2 else [KEYS[i % len(KEYS)], KEYS[j % len(KEYS)]]
-                  for j, aid in enumerate(IDS[i::5])}} for i in range(5)]
+# A few remaps a file (some of them clash, which the loader undoes one by one).
+DOCS = [{"keys": {IDS[(i * 5 + j * 11) % len(IDS)]: KEYS[(i + j * 3) % len(KEYS)] if j % 2 else
+                  [KEYS[(i * 2 + j) % len(KEYS)], KEYS[(i + 5) % len(KEYS)]] for j in range(3)}} for i in range(12)]
 TEXTS = [as_toml(d) for d in DOCS] + ['[keys]\nquit = "ctrl+x"\nhelp = ["f1", "?"]\n', "theme = \"dark\"\n"]
 
 
@@ -32,8 +33,9 @@ def config_files(draw: st.DrawFn) -> str:
 
 
 @pytest.fixture(scope="module")
-def path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("config") / "config.toml"
+def path(scratch: Path) -> Path:
+    (scratch / "config").mkdir()
+    return scratch / "config" / "config.toml"
 
 
 @FUZZ

@@ -52,8 +52,9 @@ def kubeconfigs(draw: st.DrawFn) -> tuple[bytes, str | None]:
 
 
 @pytest.fixture(scope="module")
-def path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("kube") / "config"
+def path(scratch: Path) -> Path:
+    (scratch / "kube").mkdir()
+    return scratch / "kube" / "config"
 
 
 @FUZZ

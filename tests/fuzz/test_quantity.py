@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from kueuetop.kueue.errors import QuantityError
 from kueuetop.kueue.quantity import INT64_MAX, parse_quantity, parse_resource_value
 
-from .strategies import FUZZ, HUGE, JUNK, NASTY_STRINGS, mutated_text
+from .strategies import FUZZ, HUGE, JUNK, NASTY_STRINGS, WORD, mutated_text
 
 _SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "n": Fraction(1, 10**9),
            "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1, "k": 10**3, "M": 10**6, "G": 10**9,
@@ -19,21 +19,25 @@ _SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei"
 _SEEDS = ["1", "100m", "0.5", "2Gi", "1e3", "1E-2", "+3", "-4k", ".5", "5.", "40Gi", "1000000000Ti", "250u"]
 
 
+_SUFFIXES = sorted(_SUFFIX)
+
+
 @st.composite
 def well_formed(draw: st.DrawFn) -> tuple[str, Fraction]:
     """A quantity as apimachinery writes it, and its exact value computed independently."""
-    sign = draw(st.sampled_from(["", "+", "-"]))
-    whole, zeros = draw(st.integers(0, 10**25)), draw(st.integers(0, 2))
-    width = draw(st.integers(-1, 12))  # -1: no decimal point; 0: "5." (a point, no decimals)
-    frac = draw(st.integers(0, 10**width - 1)) if width > 0 else 0
-    digits = "0" * zeros + str(whole) + ("" if width < 0 else "." + (str(frac).zfill(width) if width else ""))
+    whole, frac, w = draw(st.integers(0, 10**25)), draw(st.integers(0, 10**12 - 1)), draw(WORD)
+    sign = ("", "+", "-")[w % 3]
+    zeros = "0" * ((w >> 2) % 3)
+    width = (w >> 4) % 14 - 1  # -1: no decimal point; 0: "5." (a point, no decimals)
+    frac %= 10 ** max(width, 0)
+    digits = zeros + str(whole) + ("" if width < 0 else "." + (str(frac).zfill(width) if width else ""))
     value = whole + (Fraction(frac, 10**width) if width > 0 else 0)
-    if draw(st.booleans()):
-        suffix = draw(st.sampled_from(sorted(_SUFFIX)))
+    if (w >> 8) % 2:
+        suffix = _SUFFIXES[(w >> 9) % len(_SUFFIXES)]
         value *= _SUFFIX[suffix]
     else:
-        exp = draw(st.integers(-30, 30))
-        suffix = draw(st.sampled_from(["e", "E"])) + ("+" if exp >= 0 and draw(st.booleans()) else "") + str(exp)
+        exp = (w >> 14) % 61 - 30
+        suffix = "eE"[(w >> 20) % 2] + ("+" if exp >= 0 and (w >> 21) % 2 else "") + str(exp)
         value *= Fraction(10) ** exp
     return sign + digits + suffix, -value if sign == "-" else value
 

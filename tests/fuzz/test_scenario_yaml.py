@@ -13,7 +13,7 @@ from kueuetop.kueue.json_copy import clone
 from kueuetop.sim.scenario import ScenarioError, parse_scenario
 
 from .seeds import scenario_documents
-from .strategies import FUZZ, as_json, mutate_text, mutate_tree, pick
+from .strategies import FUZZ, WORD, as_json, mutate_text, mutate_tree
 
 TEXTS = list(scenario_documents())
 TREES = [d for d in (yaml.safe_load(t) for t in TEXTS) if isinstance(d, dict)]
@@ -23,10 +23,11 @@ TREES = [d for d in (yaml.safe_load(t) for t in TEXTS) if isinstance(d, dict)]
 def scenario_files(draw: st.DrawFn) -> str:
     docs = []
     for _ in range(draw(st.integers(1, 3))):
-        if draw(st.booleans()):
-            docs.append(mutate_text(draw, TEXTS[pick(draw, len(TEXTS))]))
+        w = draw(WORD)
+        if w % 2:
+            docs.append(mutate_text(draw, TEXTS[(w >> 1) % len(TEXTS)]))
         else:  # JSON is YAML: the mutated object on one line
-            docs.append(as_json(mutate_tree(draw, clone(TREES[pick(draw, len(TREES))]))))
+            docs.append(as_json(mutate_tree(draw, clone(TREES[(w >> 1) % len(TREES)]))))
     return "\n---\n".join(docs)
 
 

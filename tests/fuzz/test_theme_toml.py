@@ -33,8 +33,10 @@ def theme_files(draw: st.DrawFn) -> str:
 
 
 @pytest.fixture(scope="module")
-def dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    shipped, user = tmp_path_factory.mktemp("shipped"), tmp_path_factory.mktemp("user")
+def dirs(scratch: Path) -> tuple[Path, Path]:
+    shipped, user = scratch / "shipped", scratch / "user"
+    shipped.mkdir()
+    user.mkdir()
     (shipped / "dark.toml").write_text(TEXTS[[d["name"] for d in DOCS].index(DEFAULT)], encoding="utf-8")
     return shipped, user
 
