@@ -32,6 +32,9 @@ from kueuetop.sources.kube_http import ApiError, request
 from kueuetop.sources.retry import call_with_retry
 
 _log = logging.getLogger(__name__)
+# libyaml's safe loader when present (several times faster than the pure-Python one), as kubectl's
+# own parse is not the slow part of a start.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
@@ -44,9 +47,11 @@ class ConnectionProblem(Exception):
     """Cannot talk to the cluster. `str()` is one line; `hint` says what to try."""
 
     def __init__(self, message: str, hint: str = "") -> None:
-        # Messages name the server URL, which may carry credentials (https://user:pass@host).
-        self.message = redact(message)
-        self.hint = redact(hint)
+        # Messages name the server URL, which may carry credentials (https://user:pass@host), and
+        # names from the kubeconfig, which may hold anything (newlines, escape sequences): one
+        # redacted line each.
+        self.message = one_line(message, 1000)
+        self.hint = one_line(hint, 1000)
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -171,7 +176,11 @@ def load_client(kubeconfig: str | None = None, context: str | None = None) -> tu
     # `server` is for display (status bar, snapshot, messages); requests use cfg.host.
     info = ClusterInfo(context=str(chosen), server=redact(str(cfg.host)), user=str(ctx.get("user") or ""),
                        namespace=str(ctx.get("namespace") or "default"))
-    return k8s.ApiClient(cfg), info
+    try:
+        return k8s.ApiClient(cfg), info
+    except Exception as e:  # urllib3 builds its pools here: a proxy-url that is no URL fails now
+        raise ConnectionProblem(f"context {chosen!r} cannot be used: {type(e).__name__}: {_one_line(e)}",
+                                "check the cluster's server and proxy-url") from None
 
 
 def _read_contexts(paths: list[str]) -> tuple[dict[str, dict[str, Any]], str]:
@@ -180,12 +189,17 @@ def _read_contexts(paths: list[str]) -> tuple[dict[str, dict[str, Any]], str]:
     current = ""
     for p in paths:
         try:
-            doc = yaml.safe_load(Path(p).expanduser().read_text()) or {}
-        except (OSError, yaml.YAMLError) as e:
+            doc = yaml.load(Path(p).expanduser().read_text(), Loader=_YAML_LOADER) or {}
+        # ValueError: not UTF-8, or a scalar PyYAML resolves but Python cannot build (a 13th month,
+        # an integer of thousands of digits); RecursionError: nesting deeper than the stack.
+        except (OSError, ValueError, RecursionError, yaml.YAMLError) as e:
             raise ConnectionProblem(f"cannot read kubeconfig {p}: {type(e).__name__}: {_one_line(e)}",
                                     "run `kubectl config view` to see what is wrong") from None
         if not isinstance(doc, dict):
             raise ConnectionProblem(f"kubeconfig {p} is not a YAML mapping",
+                                    "run `kubectl config view` to see what is wrong")
+        if not isinstance(doc.get("contexts") or [], list):
+            raise ConnectionProblem(f"kubeconfig {p}: contexts is not a list",
                                     "run `kubectl config view` to see what is wrong")
         current = current or str(doc.get("current-context") or "")
         for c in doc.get("contexts") or ():
@@ -215,9 +229,10 @@ def exec_failure(message: str, captured: str = "") -> str:
 def _uses_exec(paths: list[str], ctx: dict[str, Any]) -> bool:
     """Whether the context's user runs an exec credential plugin (first file defining it wins)."""
     for p in paths:
-        with contextlib.suppress(OSError, yaml.YAMLError):
-            doc = yaml.safe_load(Path(p).expanduser().read_text()) or {}
-            for u in (doc.get("users") or ()) if isinstance(doc, dict) else ():
+        with contextlib.suppress(OSError, ValueError, RecursionError, yaml.YAMLError):
+            doc = yaml.load(Path(p).expanduser().read_text(), Loader=_YAML_LOADER) or {}
+            users = doc.get("users") if isinstance(doc, dict) else None
+            for u in users if isinstance(users, list) else ():
                 if isinstance(u, dict) and u.get("name") == ctx.get("user"):
                     return isinstance(u.get("user"), dict) and "exec" in u["user"]
     return False

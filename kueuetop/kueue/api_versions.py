@@ -45,17 +45,20 @@ def to_v1beta2(obj: dict[str, Any]) -> dict[str, Any]:
             cohort = spec.pop("cohort")
             spec.setdefault("cohortName", cohort)
         checks = spec.pop("admissionChecks", None)
+        # Malformed fields are carried over as they are, for the parser to name (never a
+        # TypeError here: a list where a name belongs is unhashable).
         if isinstance(checks, list) and checks:
             strategy = spec.setdefault("admissionChecksStrategy", {})
-            existing = strategy.setdefault("admissionChecks", [])
-            names = {c.get("name") for c in existing if isinstance(c, dict)}
-            for name in checks:
-                if name not in names:
-                    existing.append({"name": name})
+            existing = strategy.setdefault("admissionChecks", []) if isinstance(strategy, dict) else None
+            if isinstance(existing, list):
+                names = {c.get("name") for c in existing if isinstance(c, dict) and isinstance(c.get("name"), str)}
+                for name in checks:
+                    if not isinstance(name, str) or name not in names:
+                        existing.append({"name": name})
         fung = spec.get("flavorFungibility")
         if isinstance(fung, dict):
             for key in ("whenCanBorrow", "whenCanPreempt"):
-                if fung.get(key) in _FUNGIBILITY_ALIASES:
+                if isinstance(fung.get(key), str) and fung[key] in _FUNGIBILITY_ALIASES:
                     fung[key] = _FUNGIBILITY_ALIASES[fung[key]]
         if status is not None:
             status.pop("pendingWorkloadsStatus", None)

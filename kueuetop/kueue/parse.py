@@ -52,5 +52,5 @@ def parse_object(data: Any) -> Any:
                               "required field is missing")
     parser = PARSERS.get((group_of(api_version), kind))
     if parser is None:
-        raise KueueParseError(kind, "kind", f"unsupported kind {kind} in {api_version}")
+        raise KueueParseError(kind or "object", "kind", f"unsupported kind {kind!r} in {api_version}")
     return parser(data)

@@ -24,8 +24,12 @@ _DECIMAL = {
     "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
     "P": Fraction(10**15), "E": Fraction(10**18),
 }
-_RE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(.*)$")
-_EXP = re.compile(r"^[eE]([+-]?\d+)$")
+# ASCII digits only, as apimachinery's parseQuantityString ('0' <= c <= '9'): "٣" is not 3.
+_RE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(.*)$", re.ASCII)
+_EXP = re.compile(r"^[eE]([+-]?\d+)$", re.ASCII)
+# Python refuses to convert longer digit strings to int (sys.get_int_max_str_digits); no real
+# quantity comes near it.
+_MAX_DIGITS = 4000
 # apimachinery's Value()/MilliValue() saturate at int64 rather than fail: a quota such as the
 # seeds' "1000000000Ti" (meaning "unlimited") is valid and compares as the largest int64.
 INT64_MAX = 2**63 - 1
@@ -50,6 +54,8 @@ def parse_quantity(value: object) -> Fraction:
     if not m:
         raise QuantityError(f"not a quantity: {value!r}")
     sign, number, suffix = m.groups()
+    if len(number) > _MAX_DIGITS:
+        raise QuantityError(f"not a quantity: {value[:20]!r}… ({len(number)} digits, at most {_MAX_DIGITS})")
     amount = Fraction(number)
     if suffix in _BINARY:
         amount *= _BINARY[suffix]
@@ -59,10 +65,10 @@ def parse_quantity(value: object) -> Fraction:
         e = _EXP.match(suffix)
         if not e:
             raise QuantityError(f"not a quantity: {value!r} (unknown suffix {suffix!r})")
-        exp = int(e.group(1))
-        if abs(exp) > 30:
-            raise QuantityError(f"not a quantity: {value!r} (exponent out of range)")
-        amount *= Fraction(10) ** exp
+        digits = e.group(1).lstrip("+-").lstrip("0") or "0"  # int() refuses thousands of digits
+        if len(digits) > 2 or int(digits) > 30:
+            raise QuantityError(f"not a quantity: {value[:40]!r} (exponent out of range)")
+        amount *= Fraction(10) ** (-int(digits) if e.group(1).startswith("-") else int(digits))
     return -amount if sign == "-" else amount
 
 

@@ -308,6 +308,10 @@ def _yaml_documents(text: str, source: str) -> list[Any]:
         line = mark.line + 1
         raise ScenarioError(source, f"invalid YAML: {problem}",
                             document=_document_at_line(text, mark.line), line=line) from None
+    except (ValueError, OverflowError, RecursionError) as exc:
+        # Scalars the YAML resolver accepts but Python cannot build: a 13th month (a timestamp),
+        # an integer of thousands of digits (int() refuses), nesting deeper than the stack.
+        raise ScenarioError(source, f"invalid YAML: a value cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from None
 
 
 def _document_at_line(text: str, line_index: int) -> int:

@@ -70,6 +70,7 @@ _FLOAT_RE = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|0[xX][0-9a
 _SPECIAL = {"nan": math.nan, "+nan": math.nan, "-nan": math.nan, "inf": math.inf, "+inf": math.inf,
             "-inf": -math.inf, "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf}
 _INT_RE = re.compile(r"[+-]?\d+\Z", re.ASCII)
+_INT64_LIMIT = 2**63
 
 _SUFFIXES = {
     "histogram": ("_bucket", "_sum", "_count", "_created"),
@@ -233,12 +234,13 @@ def _parse_sample(line: str, openmetrics: bool, cache: dict[str, dict[str, str]]
     ts: int | None = None
     if len(parts) == 2:
         t = parts[1]
+        # An int64 of milliseconds, as Prometheus keeps it (strconv.ParseInt refuses more).
         if openmetrics:
             secs = parse_value(t)
-            if secs is None or not math.isfinite(secs):
+            if secs is None or not abs(secs * 1000) < _INT64_LIMIT:  # NaN and ±Inf fail too
                 return f"bad timestamp {t[:40]!r}"
             ts = round(secs * 1000)
-        elif _INT_RE.match(t):
+        elif _INT_RE.match(t) and len(t) <= 20 and abs(int(t)) < _INT64_LIMIT:  # int() refuses 4,300+ digits
             ts = int(t)
         else:
             return f"bad timestamp {t[:40]!r}"

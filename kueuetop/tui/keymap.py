@@ -248,7 +248,8 @@ def load_keymap(remaps: Mapping[str, object] | None = None) -> Keymap:
     remapped: set[str] = set()
     for aid, value in (remaps or {}).items():
         if aid not in BY_ID:
-            km.problems.append(f"[keys] {aid}: unknown action id (see `?` help for ids)")
+            shown = aid if aid.isprintable() else repr(aid)  # whatever the file holds: quoted unless plain
+            km.problems.append(f"[keys] {shown}: unknown action id (see `?` help for ids)")
             continue
         raw = [value] if isinstance(value, str) else value
         if not isinstance(raw, list) or not raw:
@@ -309,7 +310,9 @@ def load_keymap_file(path: Path | None = None) -> Keymap:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return load_keymap()
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+    # ValueError: TOMLDecodeError, UnicodeDecodeError, and tomllib's own for an integer of
+    # thousands of digits (int() refuses it); RecursionError: arrays nested thousands deep.
+    except (OSError, ValueError, RecursionError) as e:
         km = load_keymap()
         km.problems.append(f"{path}: cannot read keys ({e}); using default keys")
         return km

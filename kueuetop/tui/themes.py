@@ -69,7 +69,9 @@ class ThemeSet:
 
 class ThemeError(ValueError):
     def __init__(self, source: str, fieldname: str, problem: str) -> None:
-        super().__init__(f"{source}: {fieldname}: {problem}")
+        # A field name is whatever the file holds: shown quoted when it is not plain text.
+        shown = fieldname if fieldname.isprintable() else repr(fieldname)
+        super().__init__(f"{source}: {shown}: {problem}")
 
 
 def no_color(env: Mapping[str, str] | None = None) -> bool:
@@ -123,7 +125,9 @@ def _load_dir(d: Traversable, out: ThemeSet, label: str) -> None:
         except (OSError, UnicodeDecodeError) as e:
             out.problems.append(f"{src}: (file): cannot read: {e}")
             continue
-        except tomllib.TOMLDecodeError as e:
+        except (tomllib.TOMLDecodeError, ValueError, RecursionError) as e:
+            # tomllib raises ValueError for an integer of thousands of digits (int() refuses it)
+            # and RecursionError for arrays nested thousands deep: bad files all the same.
             out.problems.append(f"{src}: (file): not valid TOML: {e}")
             continue
         name = data.get("name")

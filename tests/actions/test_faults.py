@@ -195,8 +195,10 @@ def test_ctrl_c_mid_action_journals_it_interrupted(proxy: FaultProxy, proxied: P
     proxy.rule(rule)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "KUEUETOP_", "KUBECONFIG"))}
     env |= {"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")}
+    # A request timeout far longer than the test needs to send Ctrl-C: with 2 s, a loaded machine
+    # let the held request time out first (an "outcome unknown" line instead of "interrupted").
     proc = subprocess.Popen([sys.executable, "-m", "kueuetop", "preempt", f"{NS}/low", "--yes", "--no-preview",
-                             "--request-timeout", "2s", "--kubeconfig", str(proxied)], env=env,
+                             "--request-timeout", "60s", "--kubeconfig", str(proxied)], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert wait_until(stuck.is_set, 60), "the preempt never reached its wait step"

@@ -45,16 +45,18 @@ def run(app: KueuetopApp, body: Callable[[Pilot[int]], Awaitable[None]], size: t
             await pilot.pause()
             await body(pilot)
 
-    asyncio.run(asyncio.wait_for(main(), 60))
+    asyncio.run(asyncio.wait_for(main(), 120))
 
 
-async def until(pilot: Pilot[int], pred: Callable[[], Any], timeout: float = 10.0) -> Any:
+async def until(pilot: Pilot[int], pred: Callable[[], Any], timeout: float = 30.0, step: float = 0.1) -> Any:
+    """Let the app run until `pred()` holds or a generous deadline passes; returns its last value.
+    Every wait on the app goes through here: a condition, never a fixed pause."""
     deadline = time.monotonic() + timeout
     while True:
         value = pred()
         if value or time.monotonic() > deadline:
             return value
-        await pilot.pause(0.1)
+        await pilot.pause(step)
 
 
 def table_cells(app: KueuetopApp, view: str) -> list[list[str]]:
@@ -100,9 +102,13 @@ def test_every_view_renders_the_scenario(live: Live) -> None:
         assert "Conditions" in text and "Pods and GPUs" in text
         await pilot.press("escape")
         assert await until(pilot, lambda: len(app.screen_stack) == 1)
-        # Store changes are coalesced: a few refreshes per second at most.
+        # Store changes are coalesced: over a stretch of 20 store batches from the live cluster,
+        # no more than the token bucket allows (two at once, then 4 a second).
+        batches = [0]
+        unsubscribe = live.store.subscribe(lambda _: batches.__setitem__(0, batches[0] + 1))
         started, count = time.monotonic(), app.refresh_count
-        await pilot.pause(2.0)
+        assert await until(pilot, lambda: batches[0] >= 20, 60), batches
+        unsubscribe()
         assert app.refresh_count - count <= 4 * (time.monotonic() - started) + 2
 
     run(app, body)
@@ -188,10 +194,13 @@ def test_read_only_hides_actions(live: Live) -> None:
         assert "READ-ONLY" in text
         assert " Hold " not in text and "Preempt" not in text  # not in the footer
         assert app.check_binding("workload_action", ("hold",)) is False
-        await pilot.press("h")
-        await pilot.pause(0.3)
+        # Keys are handled in order: once "3" has switched the view, "h" was handled before it. A
+        # hold that started would have said so in the status line and started its preview worker
+        # right in the key's handler.
+        await pilot.press("h", "3")
+        assert await until(pilot, lambda: app.switcher.current == "clusterqueues")
+        assert (app._last_action, [w.name for w in app.workers if w.group == "action"]) == ("", [])
         assert not isinstance(app.screen, ConfirmScreen)
-        await pilot.press("3")
         assert app.check_binding("queue_action", ("drain",)) is False
         assert "Drain" not in screen_text(app)
 
@@ -270,9 +279,12 @@ def test_refreshes_two_at_once_after_a_pause_then_at_the_rate_and_none_for_a_sou
     poll right before a change does not hold it back), then at `max_refresh_rate`; a source's
     state alone only updates the status bar."""
     from kueuetop.store import SourceState
+    from kueuetop.tui.app import _REFRESH_BURST
 
     store = Store()
-    app = make_app(store, initial_view="workloads", max_refresh_rate=2.0)
+    # Half a refresh a second: the third change waits up to 2 s for its token, far more than the
+    # app needs to handle the three changes even on a loaded machine.
+    app = make_app(store, initial_view="workloads", max_refresh_rate=0.5)
 
     def change(i: int) -> None:
         raw = {**_evil_workload(), "metadata": {"name": f"w{i}", "namespace": "team-a", "uid": f"u{i}",
@@ -280,17 +292,24 @@ def test_refreshes_two_at_once_after_a_pause_then_at_the_rate_and_none_for_a_sou
         store.apply(StoreEvent.upsert(K.WORKLOADS, "workloads", Entry(("team-a", f"w{i}"), raw, parse_object(raw),
                                                                         f"u{i}", "1")))
 
+    def handled() -> bool:
+        """The app has taken the last change: shown, or a refresh is scheduled for it."""
+        return not app.bridge.pending or app._refresh_timer is not None
+
     async def body(pilot: Pilot[int]) -> None:
-        await pilot.pause(1.2)  # the bucket is full again
+        assert await until(pilot, lambda: app._refill() >= _REFRESH_BURST)  # the bucket is full again
         start = app.refresh_count
         store.set_source_state("watch:workloads", SourceState.LIVE, ok=True)
-        await pilot.pause(0.05)
-        assert app.refresh_count == start
+        assert app.bridge.pending  # announced; the app takes it in its own time
+        assert await until(pilot, handled, step=0)
+        assert app.refresh_count == start and app._refresh_timer is None
+        shown = []
         for i in range(3):
             change(i)
-            await pilot.pause(0.05)
-        assert app.refresh_count == start + 2  # the third waits for the rate
-        assert await until(pilot, lambda: app.refresh_count == start + 3, 2.0)
+            assert await until(pilot, handled, step=0)
+            shown.append((app.refresh_count - start, app._refresh_timer is not None))
+        assert shown == [(1, False), (2, False), (2, True)]  # the third waits for the rate
+        assert await until(pilot, lambda: app.refresh_count == start + 3)
         assert await until(pilot, lambda: len(table_cells(app, "workloads")) == 3)
 
     run(app, body)
