@@ -357,6 +357,8 @@ class Store:
             return self._objects.get(kind, {}).get(key)
 
     def raw(self, kind: str, key: Key) -> dict[str, Any] | None:
+        """The wire dict of an object that could not be parsed (parsed objects keep none: the
+        YAML view fetches those from the API server, `sources/object_get.py`)."""
         e = self.entry(kind, key)
         return e.raw if e is not None else None
 
