@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections import deque
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
 K = TypeVar("K", bound=Hashable)
@@ -35,6 +37,50 @@ class Ring(Generic[V]):
 
     def __iter__(self) -> Iterator[tuple[float, V]]:
         return iter(list(self._points))
+
+
+class FloatRing:
+    """The last `size` points of a float series (None kept as NaN), in two flat arrays.
+
+    A point costs 12 bytes here against about 110 as a (float, float) tuple in a deque: the
+    store keeps one ring per GPU, 8,000 of them on a 1,000-node cluster, written at every poll."""
+
+    __slots__ = ("_at", "_size", "_start", "_values")
+
+    def __init__(self, size: int) -> None:
+        self._size = max(1, size)
+        self._at = array("d")
+        self._values = array("f")
+        self._start = 0  # index of the oldest point once the arrays are full
+
+    def append(self, at: float, value: float | None) -> None:
+        v = math.nan if value is None else value
+        if len(self._at) < self._size:
+            self._at.append(at)
+            self._values.append(v)
+            return
+        self._at[self._start] = at
+        self._values[self._start] = v
+        self._start = (self._start + 1) % self._size
+
+    def points(self, since: float | None = None) -> list[tuple[float, float | None]]:
+        order = [*range(self._start, len(self._at)), *range(self._start)]
+        at, values = self._at, self._values
+        pts = [(at[i], None if values[i] != values[i] else values[i]) for i in order]  # NaN: None
+        return pts if since is None else [p for p in pts if p[0] >= since]
+
+    def last(self) -> tuple[float, float | None] | None:
+        if not self._at:
+            return None
+        i = (self._start - 1) % len(self._at)
+        v = self._values[i]
+        return self._at[i], None if v != v else v
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __iter__(self) -> Iterator[tuple[float, float | None]]:
+        return iter(self.points())
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +114,14 @@ def util_buckets(values: Iterable[float | None], buckets: int = UTIL_BUCKETS) ->
 
 
 class Series(Generic[K, V]):
-    """Rings by key, at most `max_keys` of them (GPUs come and go with spot nodes)."""
+    """Rings by key, at most `max_keys` of them (GPUs come and go with spot nodes); `ring`
+    makes one (FloatRing for float series: a tenth of the memory)."""
 
-    def __init__(self, size: int, max_keys: int = 100_000) -> None:
+    def __init__(self, size: int, max_keys: int = 100_000, ring: Callable[[int], Any] = Ring) -> None:
         self.size = size
         self.max_keys = max_keys
-        self._rings: dict[K, Ring[V]] = {}
+        self._ring = ring
+        self._rings: dict[K, Any] = {}
 
     def append(self, key: K, at: float, value: V) -> None:
         ring = self._rings.get(key)
@@ -82,7 +130,7 @@ class Series(Generic[K, V]):
                 # Drop the ring that was updated longest ago.
                 oldest = min(self._rings, key=lambda k: (self._rings[k].last() or (0.0,))[0])
                 del self._rings[oldest]
-            ring = self._rings[key] = Ring(self.size)
+            ring = self._rings[key] = self._ring(self.size)
         ring.append(at, value)
 
     def get(self, key: K) -> list[tuple[float, V]]:
@@ -91,6 +139,9 @@ class Series(Generic[K, V]):
 
     def keys(self) -> list[K]:
         return list(self._rings)
+
+    def __len__(self) -> int:
+        return len(self._rings)
 
     def clear(self) -> None:
         self._rings.clear()
