@@ -43,41 +43,46 @@ class FloatRing:
     """The last `size` points of a float series (None kept as NaN), in two flat arrays.
 
     A point costs 12 bytes here against about 110 as a (float, float) tuple in a deque: the
-    store keeps one ring per GPU, 8,000 of them on a 1,000-node cluster, written at every poll."""
+    store keeps one ring per GPU, 8,000 of them on a 1,000-node cluster, written at every poll.
+    The arrays are allocated whole at once, so memory is flat from the first point rather than
+    creeping up while the rings fill."""
 
-    __slots__ = ("_at", "_size", "_start", "_values")
+    __slots__ = ("_at", "_n", "_next", "_values")
 
     def __init__(self, size: int) -> None:
-        self._size = max(1, size)
-        self._at = array("d")
-        self._values = array("f")
-        self._start = 0  # index of the oldest point once the arrays are full
+        size = max(1, size)
+        self._at = array("d", bytes(8 * size))
+        self._values = array("f", bytes(4 * size))
+        self._n = 0  # points held
+        self._next = 0  # where the next point goes (the oldest point once full)
 
     def append(self, at: float, value: float | None) -> None:
-        v = math.nan if value is None else value
-        if len(self._at) < self._size:
-            self._at.append(at)
-            self._values.append(v)
-            return
-        self._at[self._start] = at
-        self._values[self._start] = v
-        self._start = (self._start + 1) % self._size
+        i = self._next
+        self._at[i] = at
+        self._values[i] = math.nan if value is None else value
+        self._next = (i + 1) % len(self._at)
+        if self._n < len(self._at):
+            self._n += 1
+
+    def _order(self) -> list[int]:
+        size = len(self._at)
+        first = (self._next - self._n) % size
+        return [(first + k) % size for k in range(self._n)]
 
     def points(self, since: float | None = None) -> list[tuple[float, float | None]]:
-        order = [*range(self._start, len(self._at)), *range(self._start)]
         at, values = self._at, self._values
-        pts = [(at[i], None if values[i] != values[i] else values[i]) for i in order]  # NaN: None
+        pts = [(at[i], None if values[i] != values[i] else values[i]) for i in self._order()]  # NaN: None
         return pts if since is None else [p for p in pts if p[0] >= since]
 
     def last(self) -> tuple[float, float | None] | None:
-        if not self._at:
+        if not self._n:
             return None
-        i = (self._start - 1) % len(self._at)
+        i = (self._next - 1) % len(self._at)
         v = self._values[i]
         return self._at[i], None if v != v else v
 
     def __len__(self) -> int:
-        return len(self._at)
+        return self._n
 
     def __iter__(self) -> Iterator[tuple[float, float | None]]:
         return iter(self.points())

@@ -41,7 +41,7 @@ def test_gpu_history_per_gpu_is_bounded_after_many_polls() -> None:
     # A point costs a few bytes, not a tuple of boxed floats.
     ring = store.gpu_history._rings[("n0", "0")]
     assert isinstance(ring, FloatRing)
-    assert ring._at.itemsize * len(ring._at) + ring._values.itemsize * len(ring._values) <= 12 * GPU_HISTORY_POINTS
+    assert ring._at.itemsize * len(ring._at) + ring._values.itemsize * len(ring._values) == 12 * GPU_HISTORY_POINTS
 
 
 def test_queue_and_fleet_histories_are_bounded() -> None:
