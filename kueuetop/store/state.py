@@ -22,7 +22,7 @@ from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
 from kueuetop.store import events as K
 from kueuetop.store.events import Changes, Entry, Key, Op, QueuePosition, StoreEvent
-from kueuetop.store.history import FloatRing, QueueCounts, Ring, Series, UtilFrame, util_buckets
+from kueuetop.store.history import CountsRing, FloatRing, QueueCounts, Ring, Series, UtilFrame, util_buckets
 from kueuetop.store.indexes import Indexes, MultiIndex
 from kueuetop.store.sources import SourceState, SourceStatus
 
@@ -75,7 +75,7 @@ class Store:
         self.on_burst: Callable[[], None] | None = None
         self.burst_size = 100
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
-        self.queue_history: Series[str, QueueCounts] = Series(history_size)
+        self.queue_history: Series[str, QueueCounts] = Series(history_size, ring=CountsRing)
         self.gpu_history: Series[GpuKey, float | None] = Series(gpu_history_size, ring=FloatRing)
         # Fleet-wide, one point per GPU write: GPUs per model, and the utilization distribution
         # (the GPU dashboard's "number and type of GPUs" and "utilization distribution" panels).

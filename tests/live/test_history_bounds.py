@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 from kueuetop.kueue.gpu import GpuSample
-from kueuetop.store import Store
-from kueuetop.store.history import FloatRing, Series
+from kueuetop.kueue.parse import parse_object
+from kueuetop.store import Entry, Store, StoreEvent
+from kueuetop.store.history import CountsRing, FloatRing, QueueCounts, Series
 from kueuetop.store.state import GPU_HISTORY_POINTS
 
 
@@ -61,3 +62,28 @@ def test_series_drops_the_longest_idle_key_beyond_max_keys() -> None:
         series.append(key, float(i), 1.0)
     kept = series.keys()  # a Series, not a dict
     assert len(series) == 3 and "a" not in kept
+
+
+def test_queue_history_keeps_the_newest_counts_per_queue_within_its_size() -> None:
+    store = Store(history_size=10, history_interval=0.0)
+    store.apply(StoreEvent.replace("clusterqueues", "clusterqueues", [_cq("cq-a"), _cq("cq-b")]))
+    for t in range(35):
+        store.record_queue_history(float(t))
+    for cq in ("cq-a", "cq-b"):
+        points = store.queue_history.get(cq)
+        assert len(points) == 10 and [t for t, _ in points] == [float(t) for t in range(25, 35)]
+        assert all(c == QueueCounts(0, 0, 0) for _, c in points)
+        assert store.queue_history.last(cq) == points[-1]
+    assert store.queue_history.last("nobody") is None
+    ring = CountsRing(3)
+    for i in range(5):
+        ring.append(float(i), QueueCounts(i, 2 * i, 3 * i))
+    assert ring.points() == [(2.0, QueueCounts(2, 4, 6)), (3.0, QueueCounts(3, 6, 9)), (4.0, QueueCounts(4, 8, 12))]
+    assert ring.points(since=4.0) == [(4.0, QueueCounts(4, 8, 12))] and len(ring) == 3
+
+
+def _cq(name: str) -> Entry:
+    raw = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+           "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1"},
+           "spec": {"resourceGroups": []}}
+    return Entry(("", name), None, parse_object(raw), f"uid-{name}", "1")
