@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from _served import memory_mb, serve
-from live import changed_status, kubectl, kubectl_env, kubectl_snapshot
+from live import changed_status, kubectl, kubectl_env, kubectl_snapshot, wire_objects
 
 from kueuetop.connection import connect
 from kueuetop.sources.informer import Informer
@@ -172,14 +172,16 @@ async def press_keys(pilot: Any, app: KueuetopApp, frames: Frames) -> dict[str, 
 
 
 # ===================================================================== changes
-def change_events(conn: Any, store: Store, keys: list[tuple[str, str]], admitted: bool, round_: int) -> list[StoreEvent]:
-    """The store events the workloads informer makes from 1,000 MODIFIED watch lines."""
+def change_events(conn: Any, store: Store, keys: list[tuple[str, str]], admitted: bool, round_: int,
+                  wire: dict[Any, dict[str, Any]]) -> list[StoreEvent]:
+    """The store events the workloads informer makes from 1,000 MODIFIED watch lines (`wire`:
+    `live.wire_objects`, the objects as listed; the store keeps parsed objects only)."""
     spec = next(s for s in resource_specs(conn) if s.source == K.WORKLOADS)
     events: list[StoreEvent] = []
     informer = Informer(conn.api, spec, store, events.append)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for i, key in enumerate(keys):
-        wl = changed_status(store.raw(K.WORKLOADS, key) or {}, store, admitted, stamp)
+        wl = changed_status(wire.get((K.WORKLOADS, key)) or {}, wire, admitted, stamp)
         wl["metadata"]["resourceVersion"] = str(2 * 10**9 + round_ * BATCH + i)
         informer._handle(json.loads(json.dumps({"type": "MODIFIED", "object": wl})))
     return events
@@ -191,6 +193,7 @@ async def apply_changes(pilot: Any, app: KueuetopApp, conn: Any, frames: Frames)
     state_col = tv.COLUMNS.index("STATE")
     totals, applies = [], []
     timeouts = 0
+    wire = wire_objects(conn)
     for r in range(CHANGE_ROUNDS):
         admitted = r % 2 == 0
         want = "Admitted" if admitted else "Pending"
@@ -198,7 +201,7 @@ async def apply_changes(pilot: Any, app: KueuetopApp, conn: Any, frames: Frames)
         on_screen = [tv._rows[rid].key for rid in tv._order[top: top + SIZE[1]]]
         rest = [k for k in store.keys(K.WORKLOADS) if k not in set(on_screen)]
         keys = (on_screen + rest[r * BATCH:])[:BATCH]
-        events = change_events(conn, store, keys, admitted, r)
+        events = change_events(conn, store, keys, admitted, r, wire)
         visible = [row_id(k) for k in on_screen[:20]]
 
         def shown(v: list[str] = visible, w: str = want) -> bool:

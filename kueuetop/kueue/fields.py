@@ -7,6 +7,7 @@ deep inside a pod template is reported as e.g.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
@@ -15,6 +16,16 @@ from kueuetop.kueue.errors import KueueParseError, QuantityError
 from kueuetop.kueue.quantity import parse_resource_value
 
 _MISSING = object()
+# Strings read from objects are interned up to this length: flavor, queue, node and resource
+# names, reasons, label keys repeat across thousands of parsed objects, which would otherwise
+# each keep their own copy from their JSON (the console keeps parsed objects for the session).
+SHARED_MAX = 64
+
+
+def shared(text: str) -> str:
+    """One copy of a short string however many objects hold it (`sys.intern`; interned strings
+    are freed once nothing holds them)."""
+    return sys.intern(text) if len(text) <= SHARED_MAX and type(text) is str else text
 
 
 def parse_time(value: str) -> float:
@@ -64,7 +75,8 @@ class Fields:
     def has(self, key: str) -> bool:
         return self._data.get(key) is not None
 
-    def str(self, key: str, default: str = "", required: bool = False) -> str:
+    def str(self, key: str, default: str = "", required: bool = False, unique: bool = False) -> str:
+        """`unique`: a value no other object holds (a name, a UID): not worth interning."""
         v = self._data.get(key)
         if v is None:
             if required:
@@ -74,7 +86,7 @@ class Fields:
             raise self.error(key, f"expected a string, got {type(v).__name__}")
         if required and not v:
             raise self.error(key, "required field is empty")
-        return v
+        return v if unique else shared(v)
 
     def opt_str(self, key: str) -> str | None:
         v = self._data.get(key)
@@ -143,7 +155,7 @@ class Fields:
         for k, val in v.items():
             if not isinstance(k, str) or not isinstance(val, str):
                 raise self.error(f"{key}[{k!r}]", "expected string keys and values")
-            out[k] = val
+            out[shared(k)] = shared(val)
         return out
 
     def resources(self, key: str) -> dict[str, int]:
@@ -156,7 +168,7 @@ class Fields:
         out: dict[str, int] = {}
         for name, q in v.items():
             try:
-                out[str(name)] = parse_resource_value(str(name), q)
+                out[shared(str(name))] = parse_resource_value(str(name), q)
             except QuantityError as exc:
                 raise self.error(f"{key}.{name}", str(exc)) from None
         return out

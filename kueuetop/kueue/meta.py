@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from kueuetop.kueue.fields import Fields
 
@@ -41,6 +42,15 @@ class Meta:
         return None
 
 
+_NOTHING: Mapping[str, str] = MappingProxyType({})  # shared by every object without labels
+
+
+def _or_nothing(values: dict[str, str]) -> Mapping[str, str]:
+    # Label keys and most values are already shared (Fields.str_map); most objects have no
+    # annotations: one empty mapping for all of them.
+    return values or _NOTHING
+
+
 def parse_meta(f: Fields) -> Meta:
     m = f.sub("metadata", required=True)
     owners = tuple(
@@ -51,15 +61,15 @@ def parse_meta(f: Fields) -> Meta:
         for o in m.items("ownerReferences")
     )
     return Meta(
-        name=m.str("name", required=True),
+        name=m.str("name", required=True, unique=True),
         namespace=m.str("namespace"),
-        uid=m.str("uid"),
-        resource_version=m.str("resourceVersion"),
+        uid=m.str("uid", unique=True),
+        resource_version=m.str("resourceVersion", unique=True),
         generation=m.int("generation"),
         creation=m.time("creationTimestamp"),
         deletion=m.time("deletionTimestamp"),
-        labels=m.str_map("labels"),
-        annotations=m.str_map("annotations"),
+        labels=_or_nothing(m.str_map("labels")),
+        annotations=_or_nothing(m.str_map("annotations")),
         owners=owners,
     )
 

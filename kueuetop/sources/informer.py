@@ -8,7 +8,8 @@ bound is dropped and resumed, and the liveness probe (sources/liveness.py) marks
 and drops the streams as soon as the API server stops answering;
 transport errors, 429 and 5xx retry with exponential backoff (Retry-After honoured);
 403/404 mark the source forbidden/unavailable and retry slowly, never affecting other
-sources. Objects that fail to parse are kept as wire dicts with the reason, and logged.
+sources. Objects that fail to parse are kept as wire dicts with the reason, and logged;
+parsed objects are stored without their wire dict (store/events.py `Entry`).
 """
 
 from __future__ import annotations
@@ -357,7 +358,7 @@ class Informer:
         meta = raw["metadata"]
         uid, rv = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
         if self.spec.parse is None:
-            return Entry(key, raw, raw, uid, rv)
+            return Entry(key, None, raw, uid, rv)  # the wire dict is the object
         try:
             obj = self.spec.parse(raw)
         except Exception as e:  # KueueParseError, or a parser bug: the object degrades, we go on
@@ -365,7 +366,7 @@ class Informer:
             _log.warning("%s: skipping malformed %s %s/%s: %s", self.spec.source, self.spec.api_kind,
                          key[0], key[1], e)
             return Entry(key, raw, None, uid, rv, error=str(e) or type(e).__name__)
-        return Entry(key, raw, obj, uid, rv)
+        return Entry(key, None, obj, uid, rv)
 
     def _skip(self, raw: Any, why: str) -> None:
         self.skipped += 1

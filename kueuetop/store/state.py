@@ -22,7 +22,7 @@ from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
 from kueuetop.store import events as K
 from kueuetop.store.events import Changes, Entry, Key, Op, QueuePosition, StoreEvent
-from kueuetop.store.history import QueueCounts, Ring, Series, UtilFrame, util_buckets
+from kueuetop.store.history import CountsRing, FloatRing, QueueCounts, Ring, Series, UtilFrame, util_buckets
 from kueuetop.store.indexes import Indexes, MultiIndex
 from kueuetop.store.sources import SourceState, SourceStatus
 
@@ -31,6 +31,10 @@ _log = logging.getLogger(__name__)
 Subscriber = Callable[[Changes], None]
 GpuKey = tuple[str, str]  # (node, gpu)
 _GONE_NODES_KEPT = 10_000
+# Per-GPU utilization points kept: 10 minutes at the 5 s poll, what the idle rule judges
+# (sources/gpu_join.py, idle_for=600 s) and more than the detail's sparkline shows (32). At the
+# store-wide 720 points (an hour) 8,000 GPUs' rings would grow for an hour to over 600 MB.
+GPU_HISTORY_POINTS = 120
 
 # Which snapshot field each kind fills; keys of cluster-scoped kinds are plain names.
 _SNAPSHOT_FIELDS = {
@@ -43,7 +47,7 @@ _NAMESPACED_SNAPSHOT = {K.LOCAL_QUEUES, K.WORKLOADS}
 
 class Store:
     def __init__(self, *, history_size: int = 720, history_interval: float = 5.0,
-                 clock: Callable[[], float] = time.time) -> None:
+                 gpu_history_size: int = GPU_HISTORY_POINTS, clock: Callable[[], float] = time.time) -> None:
         self._lock = threading.RLock()
         self._clock = clock
         self._objects: dict[str, dict[Key, Entry]] = {}
@@ -71,8 +75,8 @@ class Store:
         self.on_burst: Callable[[], None] | None = None
         self.burst_size = 100
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
-        self.queue_history: Series[str, QueueCounts] = Series(history_size)
-        self.gpu_history: Series[GpuKey, float | None] = Series(history_size)
+        self.queue_history: Series[str, QueueCounts] = Series(history_size, ring=CountsRing)
+        self.gpu_history: Series[GpuKey, float | None] = Series(gpu_history_size, ring=FloatRing)
         # Fleet-wide, one point per GPU write: GPUs per model, and the utilization distribution
         # (the GPU dashboard's "number and type of GPUs" and "utilization distribution" panels).
         self.gpu_model_history: Series[str, int] = Series(history_size, max_keys=64)
@@ -357,8 +361,18 @@ class Store:
             return self._objects.get(kind, {}).get(key)
 
     def raw(self, kind: str, key: Key) -> dict[str, Any] | None:
+        """The wire dict of an object that could not be parsed (parsed objects keep none: the
+        YAML view fetches those from the API server, `sources/object_get.py`)."""
         e = self.entry(kind, key)
         return e.raw if e is not None else None
+
+    def wire(self, kind: str, key: Key) -> dict[str, Any] | None:
+        """The wire dict the store has for an object: a kind kept unparsed (Events), or an object
+        that could not be parsed; None for parsed objects."""
+        e = self.entry(kind, key)
+        if e is None:
+            return None
+        return e.raw if e.raw is not None else e.obj if isinstance(e.obj, dict) else None
 
     def keys(self, kind: str) -> list[Key]:
         with self._lock:

@@ -1,7 +1,8 @@
 """Keyboard actions: preview and RBAC check → confirmation → Executor in a thread → journal.
 
 Nothing is sent without the confirmation modal; the preview is the engine's what-if on the
-store's own objects (no extra API traffic); every action is journaled (intent before the first
+objects listed from the API server when the action is asked for (the store keeps parsed objects
+only, and what-if works on wire dicts); every action is journaled (intent before the first
 PATCH, outcome after, with what landed) and refused when the audit log can't be written. Blocking
 calls (SelfSubjectAccessReview, PATCH, waits) run in thread workers on a client of their own
 (`CancellableClient`); results come back to the UI through `call_from_thread`.
@@ -25,19 +26,11 @@ from kueuetop.actions.audit import AuditRecord
 from kueuetop.actions.cancellable import CancellableClient
 from kueuetop.actions.journal import Journal, JournalError
 from kueuetop.actions.plan import DANGEROUS, Target, plan
-from kueuetop.store import events as K
 from kueuetop.tui.screens import Confirmation, ConfirmScreen
 
 if TYPE_CHECKING:
     from kueuetop.tui.app import KueuetopApp
 
-# Store kind → the kind name what-if expects on each raw object (list items may omit it).
-_PREVIEW_KINDS = {
-    K.CLUSTER_QUEUES: ("kueue.x-k8s.io", "ClusterQueue"), K.LOCAL_QUEUES: ("kueue.x-k8s.io", "LocalQueue"),
-    K.WORKLOADS: ("kueue.x-k8s.io", "Workload"), K.RESOURCE_FLAVORS: ("kueue.x-k8s.io", "ResourceFlavor"),
-    K.COHORTS: ("kueue.x-k8s.io", "Cohort"), K.ADMISSION_CHECKS: ("kueue.x-k8s.io", "AdmissionCheck"),
-    K.NAMESPACES: ("", "Namespace"), K.PRIORITY_CLASSES: ("scheduling.k8s.io", "PriorityClass"),
-}
 MAX_PREVIEWS = 5  # previews are per target; beyond a few the modal lists the rest without one
 
 
@@ -104,18 +97,6 @@ class ActionRunner:
         return Journal(self.identity.cluster, self.identity.context, self.identity.user, host)
 
     # ------------------------------------------------------------ helpers
-    def store_objects(self) -> list[dict[str, Any]]:
-        out = []
-        for kind, (group, kname) in _PREVIEW_KINDS.items():
-            api_version = f"{group}/{self.kueue_version}" if group == "kueue.x-k8s.io" else (
-                f"{group}/v1" if group else "v1")
-            for e in self.app.ctx.store.entries(kind).values():
-                if isinstance(e.raw, dict):
-                    # Shallow copy: the store's dict is shared and must not be modified.
-                    out.append({**e.raw, "apiVersion": e.raw.get("apiVersion") or api_version,
-                                "kind": e.raw.get("kind") or kname})
-        return out
-
     def audit(self, action: str, target: Target, result: str, message: str, *, dry_run: bool = False,
               preview: Sequence[str] = (), error: str = "", steps: int = 0) -> None:
         """A one-entry record: a refusal or a cancel before anything was sent."""
@@ -157,13 +138,12 @@ class ActionRunner:
                             name=f"prepare {action}", exit_on_error=False)
 
     def _prepare(self, action: str, targets: list[Target]) -> None:  # worker thread
-        from kueuetop.actions.preview import preview
+        from kueuetop.actions.preview import fetch_objects, preview
         from kueuetop.actions.rbac import check_access
 
         lines: list[str] = [f"{action} on {len(targets)} target(s), context {self.identity.context or '-'}:"]
         refused: list[str] = []
         allowed: list[Target] = []
-        objects = self.store_objects()
         now = self.app.ctx.now()
         with self.session() as cc:
             checks = []
@@ -171,6 +151,13 @@ class ActionRunner:
                 if self._cancel.is_set():
                     return
                 checks.append(check_access(cc.api, action, t, timeout=self.request_timeout))
+            objects: list[dict[str, Any]] = []
+            if any(c.allowed for c in checks) and not self._cancel.is_set():
+                # Listed once for every target's preview; a list of 20,000 Workloads takes seconds.
+                objects, _, failed = fetch_objects(cc.api, self.kueue_version,
+                                                   timeout=max(30.0, self.request_timeout))
+                if failed:
+                    lines.append(f"  (preview without {', '.join(failed)}: could not list them)")
         for i, (t, access) in enumerate(zip(targets, checks, strict=True)):
             if not access.allowed:
                 refused.append(access.reason)

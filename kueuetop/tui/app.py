@@ -28,11 +28,11 @@ from kueuetop.tui import keymap as KM
 from kueuetop.tui.action_flow import ActionRunner, Identity
 from kueuetop.tui.bridge import StoreBridge, StoreChanged
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.detail import WorkloadDetailScreen, yaml_text
+from kueuetop.tui.detail import WorkloadDetailScreen
 from kueuetop.tui.glyphs import glyphs
 from kueuetop.tui.heap import BurstHold, HeapFreezer, IdleCollector
 from kueuetop.tui.palette import KueuetopCommands
-from kueuetop.tui.screens import HelpScreen, TextScreen
+from kueuetop.tui.screens import HelpScreen
 from kueuetop.tui.statusbar import StatusBar
 from kueuetop.tui.themes import ThemeSet, load_themes, no_color, variable_defaults
 from kueuetop.tui.views.base import TableView, View
@@ -45,6 +45,7 @@ from kueuetop.tui.views.localqueues import LocalQueuesView
 from kueuetop.tui.views.nodes import NodesView
 from kueuetop.tui.views.overview import OverviewView
 from kueuetop.tui.views.workloads import WorkloadsView
+from kueuetop.tui.yaml_view import ObjectYamlScreen
 
 VIEW_CLASSES: tuple[type[View], ...] = (OverviewView, WorkloadsView, ClusterQueuesView, LocalQueuesView,
                                         CohortsView, FlavorsView, NodesView, GpusView, EventsView)
@@ -380,14 +381,15 @@ class KueuetopApp(App[int]):
         self.runner.start(action, targets)
 
     def open_workload(self, key: tuple[str, str]) -> None:
-        self.push_screen(WorkloadDetailScreen(self.ctx, key, api=self.api))
+        self.push_screen(WorkloadDetailScreen(self.ctx, key, api=self.api, kueue_version=self.runner.kueue_version))
 
     def show_yaml(self, kind: str, key: object) -> None:
         if not kind:
             return
         skey = key if isinstance(key, tuple) else ("", str(key))
-        self.push_screen(TextScreen(f"{kind} {'/'.join(k for k in skey if k)}   esc: back",
-                                    yaml_text(self.ctx.store.raw(kind, skey))))
+        # Fetched from the API server in a worker: the store keeps parsed objects only.
+        self.push_screen(ObjectYamlScreen(kind, skey, api=self.api, kueue_version=self.runner.kueue_version,
+                                          last_seen=self.ctx.store.raw(kind, skey)))
 
     # ------------------------------------------------------------ global key actions
     def action_help(self) -> None:

@@ -22,7 +22,6 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar
 
-import yaml
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -34,6 +33,8 @@ from textual.widgets import Footer, Static
 from kueuetop.admission.explain import explain
 from kueuetop.kueue.core import Node, Pod
 from kueuetop.kueue.flavor import ResourceFlavor
+from kueuetop.kueue.meta import Condition
+from kueuetop.kueue.provisioning import ProvisioningRequest
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import derive_state
 from kueuetop.sources.kube_http import ApiError
@@ -45,6 +46,7 @@ from kueuetop.tui.gpu_focus import nodes_of_workloads, report_gpu_focus
 from kueuetop.tui.rows import age
 from kueuetop.tui.sparkline import sparkline
 from kueuetop.tui.views.fleet import pool_of
+from kueuetop.tui.yaml_view import fetch_yaml, yaml_text
 from kueuetop.views import pod_evidence as PE
 from kueuetop.views.explain_text import explain_lines
 from kueuetop.views.safe_text import clean
@@ -63,29 +65,14 @@ def _head(text: Text, title: str) -> None:
     text.append(f"\n{title}\n", style="bold underline")
 
 
-def _prov_requests(ctx: ViewContext, key: Key) -> list[tuple[str, list[Mapping[str, Any]]]]:
+def _prov_requests(ctx: ViewContext, key: Key) -> list[tuple[str, tuple[Condition, ...]]]:
     """ProvisioningRequests Kueue created for this workload (named `<workload>-<check>-<n>`)."""
     out = []
-    for (ns, name), raw in sorted(ctx.store.entries(K.PROVISIONING_REQUESTS).items()):
+    for (ns, name), pr in sorted(ctx.store.objects(K.PROVISIONING_REQUESTS).items()):
         if ns != key[0] or not name.startswith(key[1] + "-"):
             continue
-        conds = ((raw.raw.get("status") or {}).get("conditions") or []) if isinstance(raw.raw, dict) else []
-        out.append((name, [c for c in conds if isinstance(c, Mapping)]))
+        out.append((name, pr.conditions if isinstance(pr, ProvisioningRequest) else ()))
     return out
-
-
-def yaml_text(raw: Mapping[str, Any] | None) -> Text:
-    if raw is None:
-        return Text("(object not in the store)")
-    data = dict(raw)
-    meta = dict(data.get("metadata") or {})
-    meta.pop("managedFields", None)  # noise for a person; the API server has it
-    data["metadata"] = meta
-    try:
-        dumped = yaml.safe_dump(data, sort_keys=False, width=120)
-    except yaml.YAMLError as e:
-        dumped = f"(cannot render YAML: {e})"
-    return Text("\n".join(clean(line) for line in dumped.splitlines()))
 
 
 def events_section(t: Text, now: float, events: Sequence[ObjectEvent] | None, error: str = "") -> None:
@@ -190,7 +177,11 @@ def pods_section(t: Text, ctx: ViewContext, key: Key, wl: Workload,
 
 
 def detail_text(ctx: ViewContext, key: Key, events: Sequence[ObjectEvent] | None = None,
-                events_error: str = "", pod_events: Mapping[str, Sequence[ObjectEvent]] | None = None) -> Text:
+                events_error: str = "", pod_events: Mapping[str, Sequence[ObjectEvent]] | None = None,
+                raw: Mapping[str, Any] | None = None, raw_error: str = "") -> Text:
+    """`pod_events`: the Events of the workload's pods not running, by pod name; `raw`: the
+    workload as last fetched from the API server (the store keeps none), for the YAML section;
+    `raw_error`: why the last fetch failed."""
     store = ctx.store
     wl = store.get(K.WORKLOADS, key)
     t = Text()
@@ -234,15 +225,21 @@ def detail_text(ctx: ViewContext, key: Key, events: Sequence[ObjectEvent] | None
         for name, conds in _prov_requests(ctx, key):
             t.append(f"ProvisioningRequest {clean(name)}\n")
             for c in conds:
-                t.append(f"  {clean(c.get('type'))}={clean(c.get('status'))} {clean(c.get('reason') or '')}"
-                         + (f": {clean(c.get('message'))}" if c.get("message") else "") + "\n")
+                t.append(f"  {clean(c.type)}={clean(c.status)} {clean(c.reason)}"
+                         + (f": {clean(c.message)}" if c.message else "") + "\n")
 
     pods_section(t, ctx, key, wl, pod_events or {})
 
     events_section(t, now, events, events_error)
 
     _head(t, "YAML")
-    t.append_text(yaml_text(store.raw(K.WORKLOADS, key)))
+    if raw_error:
+        t.append(f"YAML unavailable: {clean(raw_error)}" + (" (showing the last one fetched)" if raw else "") + "\n",
+                 style="dim")
+    if raw is not None:
+        t.append_text(yaml_text(raw))
+    elif not raw_error:
+        t.append("loading…\n", style="dim")
     return t
 
 
@@ -268,19 +265,29 @@ class WorkloadDetailScreen(Screen[None]):
             super().__init__()
             self.events, self.error, self.pod_events = events, error, pod_events or {}
 
-    def __init__(self, ctx: ViewContext, key: Key, api: Any = None) -> None:
+    class ObjectFetched(Message):
+        """A worker's answer: the workload as the API server has it, or why not (its YAML)."""
+
+        def __init__(self, obj: dict[str, Any] | None, error: str = "") -> None:
+            super().__init__()
+            self.obj, self.error = obj, error
+
+    def __init__(self, ctx: ViewContext, key: Key, api: Any = None, kueue_version: str = "v1beta2") -> None:
         super().__init__()
         self.ctx = ctx
         self.key = key
         self.api = api
+        self.kueue_version = kueue_version
         self.events: list[ObjectEvent] | None = None
         self.pod_events: dict[str, list[ObjectEvent]] = {}
         self.events_error = "" if api is not None else "no connection to an API server"
+        self.raw: dict[str, Any] | None = None  # the last fetched copy, for the YAML section
+        self.raw_error = "" if api is not None else "no connection to an API server"
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Workload {clean(self.key[0])}/{clean(self.key[1])}   esc: back"), classes="page-title")
         with VerticalScroll():
-            yield Static(detail_text(self.ctx, self.key, self.events, self.events_error, self.pod_events), id="detail-body")
+            yield Static(self._text(), id="detail-body")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -294,6 +301,9 @@ class WorkloadDetailScreen(Screen[None]):
 
     def _fetch_events(self, api: Any) -> None:  # worker thread
         ns, name = self.key
+        # The YAML comes with each poll too: the store keeps no wire dicts (one small GET).
+        obj, error = fetch_yaml(api, "workloads", self.key, self.kueue_version)
+        self.post_message(self.ObjectFetched(obj, error))
         try:
             events = fetch_object_events(api, ns, "Workload", name)
             pods: dict[str, list[ObjectEvent]] = {}
@@ -325,9 +335,18 @@ class WorkloadDetailScreen(Screen[None]):
         self.refresh_view()
         self.set_timer(self.EVENTS_EVERY, self._request_events)
 
+    def on_workload_detail_screen_object_fetched(self, message: ObjectFetched) -> None:
+        if message.obj is not None:
+            self.raw = message.obj
+        self.raw_error = message.error  # the last copy fetched stays shown after an error
+        self.refresh_view()
+
+    def _text(self) -> Text:
+        return detail_text(self.ctx, self.key, self.events, self.events_error, self.pod_events, self.raw,
+                           self.raw_error)
+
     def refresh_view(self) -> None:
-        self.query_one("#detail-body", Static).update(
-            detail_text(self.ctx, self.key, self.events, self.events_error, self.pod_events))
+        self.query_one("#detail-body", Static).update(self._text())
         # The workload's GPUs are on screen: a budgeted scrape reads their nodes first.
         report_gpu_focus(self.ctx, "detail", nodes_of_workloads(self.ctx.store, [self.key]))
 

@@ -49,6 +49,7 @@ from kueuetop.admission.queue_state import QueueState
 from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.core import GPU_RESOURCE, Node, Pod
 from kueuetop.kueue.gpu import GpuSample
+from kueuetop.kueue.meta import Condition, Meta
 from kueuetop.kueue.quantity import format_resource_value
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase
@@ -173,13 +174,26 @@ def _wait_seconds(wl: Workload, now: float) -> float | None:
     return _num(max(0.0, end - created), 0)
 
 
+def _join_dict(meta: Meta, conditions: Iterable[Condition] = ()) -> dict[str, Any]:
+    """The few fields `gpu_join` reads of a pod or Workload (identity, labels, owners, conditions),
+    rebuilt from the parsed object: the store keeps no wire dicts (store/events.py `Entry`)."""
+    return {
+        "metadata": {"namespace": meta.namespace, "name": meta.name, "uid": meta.uid, "labels": meta.labels,
+                     "ownerReferences": [{"apiVersion": o.api_version, "kind": o.kind, "name": o.name, "uid": o.uid,
+                                          "controller": o.controller} for o in meta.owners]},
+        "status": {"conditions": [{"type": c.type, "status": c.status,
+                                   "lastTransitionTime": None if c.last_transition is None
+                                   else _rfc3339(c.last_transition)} for c in conditions]},
+    }
+
+
 def workload_rows(store: Store, snap: ClusterSnapshot, now: float, *,
                   gpu_stale: bool = False) -> list[dict[str, Any]]:
     engine: dict[tuple[str, str], tuple[int, int]] | None = None  # built on first need: when
     # Kueue's visibility API answered for every queue, the engine's index is never built
-    pods = [e.raw for e in store.entries(K.PODS).values() if isinstance(e.raw, dict)]
-    raws = [e.raw for e in store.entries(K.WORKLOADS).values() if isinstance(e.raw, dict)]
-    use = workload_gpu_use(store.gpus().values(), pods, raws, now=now, since_admission=False)
+    pods = [_join_dict(p.meta) for p in store.objects(K.PODS).values() if isinstance(p, Pod)]
+    wls = [_join_dict(w.meta, w.conditions) for w in snap.workloads.values()]
+    use = workload_gpu_use(store.gpus().values(), pods, wls, now=now, since_admission=False)
     rows = []
     for key in sorted(snap.workloads):
         wl = snap.workloads[key]

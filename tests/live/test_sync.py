@@ -76,8 +76,9 @@ def test_v1beta1_informers_see_the_same_objects(served: ServedCluster, conn: Con
 
     old = replace(conn, kueue=replace(conn.kueue, version="v1beta1"))
     lv = live_factory(old)
-    raw = next(iter(lv.store.entries("clusterqueues").values())).raw
-    assert raw["apiVersion"] == f"{KUEUE}/v1beta1"
+    # The store keeps parsed objects only: the informer's path says which version it watched.
+    assert lv.sources.informer("clusterqueues").spec.path == f"/apis/{KUEUE}/v1beta1/clusterqueues"
+    assert lv.sources.informer("clusterqueues").lists >= 1
     assert all(isinstance(w, Workload) for w in lv.store.objects("workloads").values())
     assert_converges(served, lv.store)
 

@@ -168,7 +168,7 @@ def test_hold_from_key_press_to_inactive_row(live: Live) -> None:
             assert await until(pilot, lambda k=key: column(app, "workloads", "NAME") == [k[1]])
             await pilot.press("h")
             assert await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 15), screen_text(app)
-            assert "hold" in screen_text(app)
+            assert await until(pilot, lambda: "hold" in screen_text(app)), screen_text(app)  # drawn, not only pushed
             await pilot.press("y")
             assert await until(pilot, lambda: column(app, "workloads", "STATE") in (["Inactive"], ["Finished"]), 20), \
                 (table_cells(app, "workloads"), app._last_action)

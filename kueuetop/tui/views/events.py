@@ -18,7 +18,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from kueuetop.kueue.fields import parse_time_or_none
+from kueuetop.kueue.meta import Meta, OwnerRef
+from kueuetop.kueue.provisioning import ProvisioningRequest
 from kueuetop.sources.event_retention import safe_event
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
@@ -113,23 +114,19 @@ def _workload_objects(ctx: ViewContext, key: tuple[str, str]) -> set[ObjectRef]:
     out: set[ObjectRef] = {("Workload", ns, name)}
     for pk in store.pods_of_workload(key):
         out.add(("Pod", *pk))
-    raw = store.raw(K.WORKLOADS, key)
-    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
-    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
-    for ref in refs if isinstance(refs, list) else []:
-        if isinstance(ref, Mapping) and ref.get("kind") and ref.get("name"):
-            out.add((str(ref["kind"]), ns, str(ref["name"])))
-    for pr_key, pr in store.entries(K.PROVISIONING_REQUESTS).items():
-        if pr_key[0] == ns and _owned_by(pr.raw, "Workload", name):
+    wl = store.get(K.WORKLOADS, key)
+    for ref in _owners(wl):
+        if ref.kind and ref.name:
+            out.add((ref.kind, ns, ref.name))
+    for pr_key, pr in store.objects(K.PROVISIONING_REQUESTS).items():
+        if pr_key[0] == ns and any(r.kind == "Workload" and r.name == name for r in _owners(pr)):
             out.add((PR_KIND, *pr_key))
     return out
 
 
-def _owned_by(raw: Any, kind: str, name: str) -> bool:
-    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
-    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
-    return isinstance(refs, list) and any(isinstance(r, Mapping) and r.get("kind") == kind and r.get("name") == name
-                                          for r in refs)
+def _owners(obj: Any) -> tuple[OwnerRef, ...]:
+    meta = getattr(obj, "meta", None)
+    return meta.owners if isinstance(meta, Meta) else ()
 
 
 def involved(raw: Mapping[str, Any]) -> ObjectRef:
@@ -146,20 +143,16 @@ def event_row(ctx: ViewContext, key: tuple[str, str], raw: Mapping[str, Any], no
     return _row((EVENT, *key), e.time, e.type, e.reason, kind, ns, name, e.count, e.source, e.message, ctx, now)
 
 
-def condition_rows(ctx: ViewContext, key: tuple[str, str], raw: Mapping[str, Any], now: float) -> Iterable[Row]:
+def condition_rows(ctx: ViewContext, key: tuple[str, str], pr: Any, now: float) -> Iterable[Row]:
     """A ProvisioningRequest's conditions, as the autoscaler wrote them, one row each."""
-    status = raw.get("status") if isinstance(raw, Mapping) else None
-    conds = status.get("conditions") if isinstance(status, Mapping) else None
-    for c in conds if isinstance(conds, list) else []:
-        if not isinstance(c, Mapping) or not c.get("type"):
+    for c in pr.conditions if isinstance(pr, ProvisioningRequest) else ():
+        if not c.type:
             continue
-        ctype, value = str(c["type"]), str(c.get("status") or "")
-        bad = (ctype in ("Failed", "CapacityRevoked", "BookingExpired") and value == "True") or (
-            ctype == "Provisioned" and value == "False")
-        reason = f"{ctype}={value}" + (f" {c['reason']}" if c.get("reason") else "")
-        yield _row((CONDITION, *key, ctype), parse_time_or_none(c.get("lastTransitionTime")),
-                   "Warning" if bad else "Normal", reason, PR_KIND, key[0], key[1], 1, "condition",
-                   str(c.get("message") or ""), ctx, now)
+        bad = (c.type in ("Failed", "CapacityRevoked", "BookingExpired") and c.is_true) or (
+            c.type == "Provisioned" and c.status == "False")
+        reason = f"{c.type}={c.status}" + (f" {c.reason}" if c.reason else "")
+        yield _row((CONDITION, *key, c.type), c.last_transition, "Warning" if bad else "Normal", reason, PR_KIND,
+                   key[0], key[1], 1, "condition", c.message, ctx, now)
 
 
 def _row(rid: tuple[str, ...], when: float | None, type_: str, reason: str, kind: str, ns: str, name: str,
@@ -249,7 +242,7 @@ class EventsView(TableView):
         ns_only = self.ctx.namespace
         rows = []
         for key, entry in self.ctx.store.entries(K.EVENTS).items():
-            raw = entry.raw
+            raw = entry.raw if entry.raw is not None else entry.obj  # Events are kept as wire dicts
             if not isinstance(raw, Mapping):
                 continue
             ref = involved(raw)
@@ -258,17 +251,17 @@ class EventsView(TableView):
             if ns_only and key[0] != ns_only:
                 continue
             rows.append(event_row(self.ctx, key, raw, now))
-        for key, entry in self.ctx.store.entries(K.PROVISIONING_REQUESTS).items():
+        for key, pr in self.ctx.store.objects(K.PROVISIONING_REQUESTS).items():
             if (objects is not None and (PR_KIND, *key) not in objects) or (ns_only and key[0] != ns_only):
                 continue
-            rows.extend(condition_rows(self.ctx, key, entry.raw, now))
+            rows.extend(condition_rows(self.ctx, key, pr, now))
         return rows
 
     def build_row(self, key: Hashable) -> Row | None:
         if not isinstance(key, tuple) or not key or key[0] != EVENT:
             raise NotImplementedError  # conditions: rebuilt with all rows
         skey = (str(key[1]), str(key[2]))
-        raw = self.ctx.store.raw(K.EVENTS, skey)
+        raw = self.ctx.store.wire(K.EVENTS, skey)
         if not isinstance(raw, Mapping):
             return None
         if self._objects is not None and involved(raw) not in self._objects:
@@ -303,7 +296,7 @@ class EventsView(TableView):
     def _object_of(self, row: Row) -> ObjectRef:
         key = row.key
         if isinstance(key, tuple) and key and key[0] == EVENT:
-            raw = self.ctx.store.raw(K.EVENTS, (str(key[1]), str(key[2])))
+            raw = self.ctx.store.wire(K.EVENTS, (str(key[1]), str(key[2])))
             return involved(raw) if isinstance(raw, Mapping) else ("", "", "")
         if isinstance(key, tuple) and len(key) >= 3:
             return (PR_KIND, str(key[1]), str(key[2]))

@@ -102,8 +102,8 @@ class GpusView(View):
             return None
 
         def busy(name: str) -> tuple[int, int, str]:
-            last = store.queue_history.get(name)[-1:]
-            return (-last[0][1].pending, -last[0][1].admitted, name) if last else (0, 0, name)
+            last = store.queue_history.last(name)  # not the whole ring of every queue
+            return (-last[1].pending, -last[1].admitted, name) if last else (0, 0, name)
 
         return min(names, key=busy)
 
