@@ -58,15 +58,15 @@ def reasons(app: KueuetopApp) -> list[str]:
 
 def workload_of_job(live: Live, ns: str, job: str) -> tuple[str, str]:
     for key in live.store.keys(K.WORKLOADS):
-        raw = live.store.raw(K.WORKLOADS, key) or {}
-        if key[0] == ns and any(r.get("name") == job for r in raw["metadata"].get("ownerReferences") or []):
+        wl = live.store.get(K.WORKLOADS, key)
+        if key[0] == ns and wl is not None and any(r.name == job for r in wl.meta.owners):
             return key
     raise AssertionError(f"no workload for {ns}/{job}")
 
 
 def test_every_components_events_newest_first_through_the_command_and_the_key(ev_live: Live) -> None:
     # Four simulated minutes (8 s at speed 30): scale-ups, image pulls, preemption, node faults.
-    assert wait_until(lambda: any((ev_live.store.raw(K.EVENTS, k) or {}).get("reason") == "NodeNotSchedulable"
+    assert wait_until(lambda: any((ev_live.store.wire(K.EVENTS, k) or {}).get("reason") == "NodeNotSchedulable"
                                   for k in ev_live.store.keys(K.EVENTS)), 30)
     app = make_app(ev_live.store, ev_live)
 
@@ -91,7 +91,7 @@ def test_every_components_events_newest_first_through_the_command_and_the_key(ev
 
 
 def test_slash_filters_events(ev_live: Live) -> None:
-    assert wait_until(lambda: any((ev_live.store.raw(K.EVENTS, k) or {}).get("reason") == "NotTriggerScaleUp"
+    assert wait_until(lambda: any((ev_live.store.wire(K.EVENTS, k) or {}).get("reason") == "NotTriggerScaleUp"
                                   for k in ev_live.store.keys(K.EVENTS)), 30)
     app = make_app(ev_live.store, ev_live, initial_view="events")
 
@@ -108,8 +108,8 @@ def test_slash_filters_events(ev_live: Live) -> None:
 
 def test_opened_from_a_workload_row_it_follows_the_workload_its_pods_and_its_job(ev_live: Live) -> None:
     def pulls_failed_twice() -> bool:  # evicted once (2 simulated minutes): a second pod failed too
-        pods = {(ev_live.store.raw(K.EVENTS, k) or {}).get("involvedObject", {}).get("name") for k in ev_live.store.keys(K.EVENTS)
-                if (ev_live.store.raw(K.EVENTS, k) or {}).get("message") == "Error: ImagePullBackOff"}
+        pods = {(ev_live.store.wire(K.EVENTS, k) or {}).get("involvedObject", {}).get("name") for k in ev_live.store.keys(K.EVENTS)
+                if (ev_live.store.wire(K.EVENTS, k) or {}).get("message") == "Error: ImagePullBackOff"}
         return len(pods) >= 2
 
     assert wait_until(pulls_failed_twice, 40)
@@ -141,9 +141,9 @@ def test_opened_from_a_workload_row_it_follows_the_workload_its_pods_and_its_job
 def test_provisioning_request_conditions_show_with_the_workload(ev_live: Live) -> None:
     def failed() -> bool:
         for k in ev_live.store.keys(K.PROVISIONING_REQUESTS):
-            for c in ((ev_live.store.raw(K.PROVISIONING_REQUESTS, k) or {}).get("status") or {}).get("conditions") or []:
-                if c.get("type") == "Failed" and c.get("status") == "True":
-                    return True
+            pr = ev_live.store.get(K.PROVISIONING_REQUESTS, k)
+            if pr is not None and any(c.type == "Failed" and c.is_true for c in pr.conditions):
+                return True
         return False
 
     assert wait_until(failed, 30)

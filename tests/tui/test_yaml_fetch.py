@@ -76,7 +76,7 @@ def test_workload_detail_yaml_is_fetched(live: Live) -> None:
         screen = app.screen
         assert isinstance(screen, WorkloadDetailScreen)
         assert screen.raw is not None and screen.raw["metadata"]["name"] == key[1]
-        text = detail_text(app.ctx, key, screen.events, screen.events_error, screen.raw, screen.raw_error).plain
+        text = detail_text(app.ctx, key, screen.events, screen.events_error, raw=screen.raw, raw_error=screen.raw_error).plain
         yaml_part = text[text.index("\nYAML\n"):]
         assert "kind: Workload" in yaml_part and f"name: {key[1]}" in yaml_part
 
@@ -94,7 +94,7 @@ def test_workload_detail_says_why_its_yaml_is_missing(live: Live) -> None:
         assert await until(pilot, lambda: isinstance(app.screen, WorkloadDetailScreen) and app.screen.raw_error)
         screen = app.screen
         assert isinstance(screen, WorkloadDetailScreen)
-        text = detail_text(app.ctx, key, screen.events, screen.events_error, screen.raw, screen.raw_error).plain
+        text = detail_text(app.ctx, key, screen.events, screen.events_error, raw=screen.raw, raw_error=screen.raw_error).plain
         assert "YAML unavailable:" in text and "kind: Workload" not in text
 
     try:
