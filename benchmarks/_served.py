@@ -53,6 +53,7 @@ class Server:
     kubeconfig: Path
     startup_s: float
     first_items: int = 0  # ClusterQueues in the first answered list
+    ready_s: float | None = None  # `sim serve`: process start → its first instant served
 
 
 def free_port() -> int:
@@ -311,7 +312,16 @@ def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool 
         cmd = [sys.executable, "-m", "kueuetop", "sim", "serve", scenario, "--port", str(port),
                "--kubeconfig", str(kubeconfig)]
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    ready: list[float] = []
+
+    def read_stdout() -> None:  # `sim serve` says when its first instant is served
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if b"first instant served" in line and not ready:
+                ready.append(time.monotonic() - t0)
+
+    threading.Thread(target=read_stdout, name="served-stdout", daemon=True).start()
     try:
         probe = f"{url}/apis/{KUEUE}/{VERSION}/clusterqueues"
         while (first_items := _listed(probe)) is None:
@@ -325,7 +335,11 @@ def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool 
                 if proc.poll() is not None or time.monotonic() - t0 > READY_TIMEOUT * 10:
                     raise RuntimeError(f"sim serve {scenario} did not catch up")
                 time.sleep(0.05)
-        yield Server(proc, url, kubeconfig, time.monotonic() - t0, first_items)
+        startup = time.monotonic() - t0
+        if not paused and not live:
+            while not ready and proc.poll() is None and time.monotonic() - t0 < READY_TIMEOUT * 10:
+                time.sleep(0.01)
+        yield Server(proc, url, kubeconfig, startup, first_items, ready[0] if ready else None)
     finally:
         proc.terminate()
         try:

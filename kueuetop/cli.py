@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 from typing import Any, NoReturn
 
 from kueuetop import __version__
@@ -207,6 +208,15 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
           flush=True)
     print(f"kueuetop: kubeconfig written to {served.kubeconfig}", flush=True)
     print(f"kueuetop: try  kubectl --kubeconfig {served.kubeconfig} get clusterqueues", flush=True)
+
+    def say_when_caught_up() -> None:
+        # The server answers from the start; this says when the first instant (its workloads
+        # included) is settled and served, which is what a start-up time should count to.
+        if served.caught_up.wait() and not done.is_set():
+            n = len(served.parts.cluster.store.list("kueue.x-k8s.io", "workloads", copy=False)[0])
+            print(f"kueuetop: first instant served ({n} workloads)", flush=True)
+
+    threading.Thread(target=say_when_caught_up, name="kueuetop-caught-up", daemon=True).start()
     serve_forever(served, done)
     return EXIT_OK
 

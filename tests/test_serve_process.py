@@ -172,3 +172,25 @@ def _active(cq: dict) -> bool:
     return any(c.get("type") == "Active" and c.get("status") == "True"
                for c in (cq.get("status") or {}).get("conditions") or [])
 
+
+
+def test_says_when_its_first_instant_is_served(tmp_path: Path) -> None:
+    """The line a start-up time counts to: printed once the first instant's workloads are served."""
+    proc, url = start(tmp_path, "refarch")
+    try:
+        assert proc.stdout is not None
+        lines = []
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if "first instant served" in line or not line:
+                break
+        said = [ln for ln in lines if "first instant served" in ln]
+        assert said, lines
+        status, body = http_get(url + f"/apis/{KUEUE}/v1beta2/workloads")
+        served = len(json.loads(body)["items"])
+        count = int(said[0].split("(")[1].split()[0])
+        assert status == 200 and count > 0 and served >= count
+    finally:
+        assert stop(proc, signal.SIGTERM) == 0
