@@ -110,7 +110,7 @@ def line_chart(series: Series, width: int, height: int, *, title: str = "", them
 def _header(head: str, legend: list[Text], width: int) -> tuple[list[Text], list[Text]]:
     """(lines above the plot, lines under it): the caption, wrapped, above; the legend under
     the plot, or beside a one-line caption when both fit on that line."""
-    caption = _wrap(head, width) if head else []
+    caption = wrap_words(head, width) if head else []
     if len(caption) <= 1 and len(legend) == 1 and len(caption[0] if caption else "") + 3 + len(legend[0].plain) <= width:
         line = Text(caption[0] if caption else "", style=Style(bold=True))
         if caption:
@@ -176,7 +176,7 @@ def value_ticks(values: Sequence[float], kind: str, most: int) -> tuple[list[flo
     return [float(t) for t in ticks], [str(t) for t in ticks]
 
 
-def _wrap(text: str, width: int) -> list[str]:
+def wrap_words(text: str, width: int) -> list[str]:
     """Words onto lines of at most `width` cells (a word longer than a line is split, not cut)."""
     if width <= 0:
         return []
@@ -202,7 +202,7 @@ def _legend(names: Sequence[str], width: int, glyphs: Glyphs, colourless: bool) 
         else:
             entry = Text("━━", style=Style(color=Color.from_ansi(_SERIES_COLOURS[i % len(_SERIES_COLOURS)])))
             entry.append(f" {name}")
-        pieces = _wrap(entry.plain, width)
+        pieces = wrap_words(entry.plain, width)
         if len(pieces) > 1:  # a name longer than the line: on lines of its own
             if line.plain:
                 lines.append(line)
@@ -251,7 +251,7 @@ def _placeholder(message: str, width: int, height: int) -> Text:
     if width <= 0 or height <= 0:
         return Text("")
     rows = [""] * height
-    lines = _wrap(message, width)[:height]  # wrapped, not cut (cut only when taller than the region)
+    lines = wrap_words(message, width)[:height]  # wrapped, not cut (cut only when taller than the region)
     top = max(0, (height - len(lines)) // 2)
     for i, line in enumerate(lines):
         rows[top + i] = line.center(width).rstrip()

@@ -23,6 +23,7 @@ from rich.text import Span, Text
 
 from kueuetop.kueue.gpu import GpuSample
 from kueuetop.store.history import util_buckets
+from kueuetop.tui.charts import wrap_words
 from kueuetop.tui.glyphs import UNICODE, Glyphs
 from kueuetop.tui.themes import KueuetopTheme
 from kueuetop.views.safe_text import clean
@@ -553,19 +554,6 @@ def distribution_heatmap(frames: Sequence[tuple[float, Sequence[int]]], width: i
     return Text("\n".join(plain), spans=spans, no_wrap=True, overflow="crop")
 
 
-def _wrap_words(text: str, width: int) -> list[str]:
-    lines: list[str] = []
-    for word in text.split():
-        while len(word) > width > 0:
-            lines.append(word[:width])
-            word = word[width:]
-        if lines and len(lines[-1]) + 1 + len(word) <= width:
-            lines[-1] += " " + word
-        else:
-            lines.append(word)
-    return lines
-
-
 def _distribution_lines(frames: Sequence[tuple[float, Sequence[int]]], nb: int, width: int, plot_lines: int,
                         painter: _Painter, glyphs: Glyphs, label: str) -> tuple[list[str], list[Span], list[str]]:
     """(plot and time axis lines, their spans, caption lines) with `plot_lines` lines of plot."""
@@ -628,7 +616,7 @@ def _distribution_lines(frames: Sequence[tuple[float, Sequence[int]]], nb: int, 
     left = f"-{_age(span_s)}" if span_s > 0 else ""
     axis = " " * axis_w + left + " " * max(1, plot_w - len(left) - 3) + "now"
     plain.append(_fit(axis, width))
-    caption = _wrap_words(f"{label}: colour = GPUs per bucket (max {peak}); {glyphs.stale} = no samples", width)
+    caption = wrap_words(f"{label}: colour = GPUs per bucket (max {peak}); {glyphs.stale} = no samples", width)
     return plain, spans, caption
 
 
