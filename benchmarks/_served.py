@@ -177,8 +177,8 @@ class _Churn:
         self.store = store
         self.rate = 0.0
         self.writes = 0
-        self._keys = [(w["metadata"]["namespace"], w["metadata"]["name"])
-                      for w in store.list(KUEUE, "workloads", copy=False)[0]]
+        self._keys: list[tuple[str, str]] = []
+        self._keys_at = 0.0  # a live cluster's workloads come and go: the keys are re-read every 2 s
         self._rng = random.Random(7)
         self._thread: threading.Thread | None = None
 
@@ -206,6 +206,13 @@ class _Churn:
                 continue
             next_at += 1.0 / self.rate
             time.sleep(max(0.0, next_at - time.monotonic()))
+            if time.monotonic() - self._keys_at > 2.0 or not self._keys:
+                self._keys = [(w["metadata"]["namespace"], w["metadata"]["name"])
+                              for w in self.store.list(KUEUE, "workloads", copy=False)[0]]
+                self._keys_at = time.monotonic()
+                if not self._keys:
+                    time.sleep(0.1)
+                    continue
             ns, name = self._rng.choice(self._keys)
             try:
                 self.store.patch(KUEUE, "workloads", ns, name, self._flip, status=True, copy=False)
