@@ -12,10 +12,12 @@ Everything here is measured end to end, with nothing inside the console's proces
 
 Prints one JSON document:
 
-- first_screen_s: from the console's process start until the status bar first says
-  `kube:live` (every watched kind listed and in the store, drawn), three runs, min/median;
-  against `kubectl get workloads -A -o json` from the same server (warm discovery cache), three
-  runs; `ratio` = console / kubectl; budget ≤ 0.5.
+- first_screen: from the console's process start until the status bar first says `kube:live`
+  (every watched kind listed and in the store, drawn), three runs, min/median; against `kubectl
+  get workloads -A -o json` from the same server (warm discovery cache), three runs; `ratio` =
+  console / kubectl; budget ≤ 0.5. Timed on the scenario with every workload present (served
+  paused: a live scale scenario's workloads arrive over its first hour); the same right after a
+  live start is `first_screen_live_start`.
 - steady: over `--minutes` (default 10) of the open console on the Overview: its RSS (VmRSS of
   the process, sampled every 10 s: after 60 s, max, slope MB/min over the second half) and CPU
   (user + system ticks of the process / wall time, % of one core), and the bytes the server wrote
@@ -366,13 +368,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="kueuetop-e2e-"))
     result: dict[str, Any] = {"scenario": args.scenario, "terminal": f"{args.cols}x{args.rows}", "live": True}
     try:
+        # A live scale scenario starts nearly empty (its workloads arrive over the first hour), so
+        # the first screen is timed where every workload already exists: the same scenario served
+        # with all of them created (paused), from outside the console's process all the same.
+        with serve(args.scenario, work, paused=True) as server:
+            kube = kubectl_lists(server, work, args.runs)
+            firsts = first_screens(server, work, args.cols, args.rows, args.runs)
+            result["first_screen"] = {"cluster": "every workload present (served paused)",
+                                      "console_s": stats(firsts), "kubectl_list_s": stats(kube),
+                                      "ratio_median": round(statistics.median(firsts) / statistics.median(kube), 2),
+                                      "budget": FIRST_SCREEN_BUDGET}
         with serve(args.scenario, work, live=True) as server:
             result["sim_serve_startup_s"] = round(server.startup_s, 1)
             kube = kubectl_lists(server, work, args.runs)
             firsts = first_screens(server, work, args.cols, args.rows, args.runs)
-            result["first_screen"] = {"console_s": stats(firsts), "kubectl_list_s": stats(kube),
-                                      "ratio_median": round(statistics.median(firsts) / statistics.median(kube), 2),
-                                      "budget": FIRST_SCREEN_BUDGET}
+            result["first_screen_live_start"] = {
+                "cluster": "live, just started (its first instant)", "console_s": stats(firsts),
+                "kubectl_list_s": stats(kube)}
             loops = seeds_loops(server, work)
             result["seeds_loops"] = loops
             console = Console(server.kubeconfig, args.cols, args.rows, work / "home-main")
