@@ -26,6 +26,10 @@ No GPU poller runs (the paused cluster runs no pods). Prints one JSON document:
   `apply_batch` (on a worker thread, like the informers' applier) to the end of the first frame
   whose visible rows show the new states. The app's coalescing (≤ 4 refreshes a second) is
   respected: a round starts ≥ 0.3 s after the previous refresh. Budget < 100 ms.
+- overview: the triage board at the same scale: `down`/`up` on its problem list (key to the frame
+  whose highlighted line moved; budget p99 < 50 ms as for keys), and bursts of 1,000 Workloads
+  changing state (from `apply_batch` to the first frame whose summary line shows the new admitted
+  count; budget < 100 ms).
 - memory: this process's VmRSS after the first screen and at the end; budget 400 MB (large),
   2 GB (xl).
 - idle_cpu: CPU seconds (user + system) this process uses over IDLE_SECONDS with the console
@@ -231,6 +235,57 @@ async def apply_changes(pilot: Any, app: KueuetopApp, conn: Any, frames: Frames)
             "ok": bool(totals) and not timeouts and stats(totals)["p99"] < CHANGES_BUDGET_MS}
 
 
+# ===================================================================== the Overview
+async def overview(pilot: Any, app: KueuetopApp, conn: Any, frames: Frames) -> dict[str, Any]:
+    """The triage board at scale: `down`/`up` on its problem list (key to repainted frame, the
+    highlighted line moved), then bursts of 1,000 workloads changing state (from the start of
+    `apply_batch` to the first frame whose summary line shows the new admitted count)."""
+    from kueuetop.tui.views.overview import OverviewView, ProblemList
+
+    await pilot.press("1")
+    ov = app.main.query_one(OverviewView)
+    lst = ov.query_one(ProblemList)
+    await pilot.pause(1.0)
+    keys: list[float] = []
+    for _ in range(KEY_ROUNDS):
+        for key in ["down"] * 10 + ["up"] * 10:
+            frames.expect(lambda: lst.highlighted)
+            t0 = time.perf_counter()
+            await pilot.press(key)
+            final = lst.highlighted
+            done = await frames.first(lambda v, f=final: v == f)
+            keys.append((done - t0) * 1000)
+    store = app.ctx.store
+    wire = wire_objects(conn)
+    everyone = sorted(store.keys(K.WORKLOADS))
+    bursts: list[float] = []
+    timeouts = 0
+    for r in range(CHANGE_ROUNDS):
+        admitted = r % 2 == 0
+        batch = everyone[(r // 2) * BATCH:(r // 2 + 1) * BATCH]
+        events = change_events(conn, store, batch, admitted, 100 + r, wire)
+        want = ov.model.summary()[1] + (len(batch) if admitted else -len(batch))
+
+        def shown(w: int = want) -> bool:
+            return f"{w} admitted" in str(lst.get_option_at_index(lst.option_count - 1).prompt)
+
+        await pilot.pause(0.3)
+        frames.expect(shown)
+        t0 = time.perf_counter()
+        threading.Thread(target=store.apply_batch, args=(events,), name="bench-apply").start()
+        try:
+            done = await frames.first(bool)
+        except TimeoutError:
+            timeouts += 1
+            continue
+        bursts.append((done - t0) * 1000)
+    return {"keys_ms": stats(keys), "keys_budget_p99_ms": KEY_BUDGET_MS,
+            "burst_1000_changes_ms": stats(bursts) if bursts else None, "burst_timeouts": timeouts,
+            "burst_budget_ms": CHANGES_BUDGET_MS,
+            "ok": bool(bursts) and not timeouts and stats(keys)["p99"] < KEY_BUDGET_MS
+            and stats(bursts)["p99"] < CHANGES_BUDGET_MS}
+
+
 # ===================================================================== idle CPU
 async def idle_cpu(pilot: Any) -> dict[str, Any]:
     c0, t0 = os.times(), time.perf_counter()
@@ -269,6 +324,8 @@ async def console(server: Any, scenario: str, result: dict[str, Any], skip: set[
                 result["keys"] = await press_keys(pilot, app, frames)
             if "changes" not in skip:
                 result["changes"] = await apply_changes(pilot, app, conn, frames)
+            if "overview" not in skip:
+                result["overview"] = await overview(pilot, app, conn, frames)
             result["memory"]["end"] = memory_mb("self")
     finally:
         sources.stop()
@@ -298,7 +355,7 @@ def run(scenario: str, skip: set[str]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scenario", default="large", choices=("large", "xl"))
-    p.add_argument("--skip", default="", help="comma-separated parts to skip: idle,keys,changes,kubectl")
+    p.add_argument("--skip", default="", help="comma-separated parts to skip: idle,keys,changes,overview,kubectl")
     args = p.parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     if "kubectl" not in skip and shutil.which("kubectl") is None:
