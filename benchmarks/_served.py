@@ -307,7 +307,7 @@ def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool 
     starting the process to that answer). count_bytes needs paused, or live: the live counting
     child, which yields once the scenario's first instant is settled and served (`startup_s`)."""
     port = free_port()
-    kubeconfig = workdir / f"{scenario}.kubeconfig"
+    kubeconfig = workdir / f"{scenario}-{port}.kubeconfig"  # one per server: kubeconfigs are never overwritten
     url = f"http://127.0.0.1:{port}"
     if live:
         cmd = [sys.executable, __file__, scenario, str(port), str(kubeconfig), "--live"]
