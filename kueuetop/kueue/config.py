@@ -59,6 +59,14 @@ def _duration(f: Fields, key: str, default: float | None) -> float | None:
         raise f.error(key, str(exc)) from None
 
 
+# Where a cluster keeps Kueue's Configuration: Kueue's manifests generate the ConfigMap
+# `kueue-manager-config` (configMapGenerator `manager-config`, name prefix `kueue-`) in
+# `kueue-system`, mounted as the manager's --config from the key below.
+MANAGER_CONFIG_NAMESPACE = "kueue-system"
+MANAGER_CONFIG_NAME = "kueue-manager-config"
+MANAGER_CONFIG_KEY = "controller_manager_config.yaml"
+
+
 def parse_kueue_config(data: Mapping[str, Any] | None) -> KueueConfig:
     """From a Kueue Configuration document (v1beta1 or v1beta2) or a fragment of one."""
     if not data:

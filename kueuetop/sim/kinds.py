@@ -133,6 +133,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("", ("v1",), "Node", "nodes", "node", False, ("no",), status_subresource=True),
     Kind("", ("v1",), "Pod", "pods", "pod", True, ("po",), ("all",), status_subresource=True),
     Kind("", ("v1",), "Event", "events", "event", True, ("ev",)),
+    Kind("", ("v1",), "ConfigMap", "configmaps", "configmap", True, ("cm",)),
     Kind("batch", ("v1",), "Job", "jobs", "job", True, (), ("all",), status_subresource=True,
          default_propagation="Orphan"),
     Kind("scheduling.k8s.io", ("v1",), "PriorityClass", "priorityclasses", "priorityclass", False, ("pc",)),

@@ -30,16 +30,22 @@ class SimParts:
     extra: dict[str, Any]
 
 
-def kueue_config_of(scenario: Scenario) -> KueueConfig:
+def kueue_config_fields(scenario: Scenario) -> dict[str, Any]:
+    """The scenario's Kueue configuration, in Kueue's Configuration field names."""
     cfg = scenario.config or {}
-    return parse_kueue_config(cfg.get("kueue") or {k: v for k, v in cfg.items()
-                                                   if k in ("fairSharing", "waitForPodsReady", "featureGates")})
+    return dict(cfg.get("kueue") or {k: v for k, v in cfg.items()
+                                     if k in ("fairSharing", "waitForPodsReady", "featureGates")})
+
+
+def kueue_config_of(scenario: Scenario) -> KueueConfig:
+    return parse_kueue_config(kueue_config_fields(scenario))
 
 
 def build_cluster(scenario: Scenario, clock: SimClock, *, record_events: bool = True) -> SimParts:
     cluster = SimCluster(scenario, clock)
     store = cluster.store
     kueue = KueueController(store, kueue_config_of(scenario), record_events=record_events)
+    _write_manager_config(store, kueue_config_fields(scenario))
     actions = ScriptedActions(store)
     recorder = EventRecorder(clock.start, clock=clock)
     store.subscribe(recorder.on_event)
@@ -58,6 +64,16 @@ def build_cluster(scenario: Scenario, clock: SimClock, *, record_events: bool = 
 
     cluster.step_handler = handle
     return SimParts(cluster, kueue, actions, recorder, extra)
+
+
+def _write_manager_config(store: Any, fields: dict[str, Any]) -> None:
+    """Kueue's ConfigMap, as its manifests install it (read by the console like a real one's)."""
+    from kueuetop.sim import kueue_configmap as KC
+
+    if store.try_get("", "namespaces", None, KC.NAMESPACE, copy=False) is None:
+        store.create("", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                        "metadata": {"name": KC.NAMESPACE}})
+    store.create("", "configmaps", KC.manager_configmap(fields))
 
 
 def _workload_controllers(scenario: Scenario, store, cluster: SimCluster, extra: dict, handlers: list,

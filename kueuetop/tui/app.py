@@ -228,6 +228,15 @@ class KueuetopApp(App[int]):
         self._focus_view()
         self.refresh_bindings()
 
+    def set_kueue_config(self, config: Any) -> None:
+        """Kueue's configuration (kueuetop.kueue.config.KueueConfig, or None: unknown)."""
+        from kueuetop.tui.views.overview import OverviewView
+
+        self.ctx.extra["kueue_config"] = config
+        for v in self.views():
+            if isinstance(v, OverviewView):
+                v.set_config(config)
+
     def jump_to(self, view: str, filter_text: str) -> None:
         self.action_switch_view(view)
         tv = self.table_view()

@@ -93,6 +93,7 @@ def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], .
     from kueuetop.connection import connect
     from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
     from kueuetop.sources.kube import KubeSources
+    from kueuetop.sources.kueue_config import read_kueue_config
     from kueuetop.store import Store
     from kueuetop.tui.app import KueuetopApp
     from kueuetop.tui.keymap import load_keymap
@@ -121,11 +122,13 @@ def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], .
         # listing depend on timing.
         store.queue_history.clear()
         store.record_queue_history(now)
+        config, _ = read_kueue_config(conn.api)  # as the console reads it at start
         shots = []
         for size in sizes:
             app = KueuetopApp(store, api=None, context=conn.info.context, read_only=False, demo=demo,
                               themes=load_themes(user=Path("/nonexistent")), keymap=load_keymap(), clock=fixed,
                               check_rbac=False, initial_view=views[0][0])
+            app.ctx.extra["kueue_config"] = config
             shots += _capture(app, size, views, svg)  # informers stay live: the frozen cluster sends nothing new
         return shots
     finally:

@@ -20,7 +20,7 @@ def test_readme_screenshot_matches_a_fresh_rendering() -> None:
     # And it is a screenshot of the console, not of an error page.
     # The triage board on the incident scenario: each problem class it stages is on the first screen.
     for text in ("Overview", "Broken", "Admitted but not running", "Waiting too long", "quota is free, but no node",
-                 "ImagePullBackOff", "XID/ECC errors", "CLUSTERQUEUE", "GPU fleet", "DEMO", "kube:live", "? Help"):
+                 "ImagePullBackOff", "XID/ECC errors", "PodsReady timeout in", "CLUSTERQUEUE", "GPU fleet", "DEMO", "kube:live", "? Help"):
         assert text in block, text
 
 

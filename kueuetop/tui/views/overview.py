@@ -185,6 +185,12 @@ class OverviewView(View):
         self._queue_lines = 0
         self._queue_texts: dict[str, tuple[tuple[Any, ...], Text]] = {}
 
+    def set_config(self, config: KueueConfig | None) -> None:
+        """Kueue's configuration arrived (read after start): PodsReady timeouts can be told."""
+        self.model.config = config
+        if self.is_mounted:
+            self.refresh_view()
+
     def compose(self) -> ComposeResult:
         yield Static(self.TITLE, classes="view-title")
         with Container(id="ov-body"):
