@@ -127,6 +127,10 @@ def scheduled_condition(pod: Pod) -> tuple[str, str, str] | None:
     return (c.status, c.reason, c.message) if c is not None else None
 
 
+# Pod Events that tell where a pending pod stands (kube-scheduler's, cluster-autoscaler's).
+SCHEDULING_EVENT_REASONS = frozenset({"FailedScheduling", "TriggeredScaleUp", "NotTriggerScaleUp"})
+
+
 def pod_cause(pod: Pod, fit: PoolFit | None = None, events: Sequence[tuple[str, str]] = ()) -> PodCause:
     """The one cause of where `pod` is. `fit`: its flavor's nodes against its request;
     `events`: its (reason, message) Events, oldest first, when the caller fetched them."""

@@ -43,6 +43,7 @@ from kueuetop.kueue.provisioning import ProvisioningRequest
 from kueuetop.kueue.scheduling_terms import tolerated
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, derive_state
+from kueuetop.sources.event_retention import safe_event
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.views import pod_evidence as PE
@@ -150,6 +151,9 @@ class _Eviction:
     total: int  # evictions Kueue counted (schedulingStats / requeueState)
 
 
+POD_EVENTS_KEPT = 3  # per pod: the newest say what the scheduler and the autoscaler think now
+
+
 class TriageModel:
     """Aggregates of the store kept from change sets; problems read from them."""
 
@@ -193,6 +197,10 @@ class TriageModel:
         self._prs: dict[Key, tuple[str, str, float | None, str]] = {}  # PR → (failed|waiting, msg, since, workload)
         self._queues: dict[tuple[str, Key], tuple[str, float | None]] = {}  # (kind, key) → (status, since)
         self._checks: dict[str, str] = {}  # AdmissionCheck → reason it is not Active
+        # pod → its newest scheduling Events (time, reason, message), oldest first: the
+        # autoscaler's TriggeredScaleUp / NotTriggerScaleUp say more than the pool's node count
+        self._pod_events: dict[Key, list[tuple[float, str, str, Key]]] = {}
+        self._event_pod: dict[Key, Key] = {}  # Event → the pod it is about
 
     # ================================================================= updating
     def update(self, changes: Mapping[str, Iterable[Any]] | None = None, now: float | None = None) -> None:
@@ -222,6 +230,8 @@ class TriageModel:
             self._file_pr(key)
         for key in changes.get(K.ADMISSION_CHECKS, ()):
             self._file_check(key)
+        for key in changes.get(K.EVENTS, ()):
+            self._file_event(key)
         now = now if now is not None else time.time()
         for key in wls:
             self._file_workload(key, now)
@@ -251,8 +261,39 @@ class TriageModel:
             self._file_pr(key)
         for key in store.keys(K.ADMISSION_CHECKS):
             self._file_check(key)
+        for key in store.keys(K.EVENTS):
+            self._file_event(key)
         for key in store.keys(K.WORKLOADS):
             self._file_workload(key, now)
+
+    # ----------------------------------------------------------------- pod Events
+    def _file_event(self, key: Key) -> None:
+        """Keep a pod's scheduling Events (the store holds Events as wire dicts, either shape)."""
+        raw = self.store.wire(K.EVENTS, key)
+        old_pod = self._event_pod.pop(key, None)
+        if old_pod is not None:  # an Event updated in place (its count, its last time): refiled below
+            kept = [e for e in self._pod_events.get(old_pod, []) if e[3] != key]
+            if kept:
+                self._pod_events[old_pod] = kept
+            else:
+                self._pod_events.pop(old_pod, None)
+        if not isinstance(raw, dict):
+            return
+        obj = raw.get("involvedObject") or raw.get("regarding")
+        if not isinstance(obj, dict) or obj.get("kind") != "Pod":
+            return
+        ev = safe_event(raw)
+        if ev.reason not in PE.SCHEDULING_EVENT_REASONS:
+            return
+        pod = (str(obj.get("namespace") or key[0]), str(obj.get("name") or ""))
+        self._event_pod[key] = pod
+        lst = self._pod_events.setdefault(pod, [])
+        lst.append((ev.time or 0.0, ev.reason, ev.message, key))
+        lst.sort(key=lambda e: e[0])
+        del lst[:-POD_EVENTS_KEPT]
+
+    def _events_of(self, pod: Pod) -> list[tuple[str, str]]:
+        return [(reason, message) for _, reason, message, _ in self._pod_events.get((pod.namespace, pod.name), ())]
 
     # ----------------------------------------------------------------- workloads
     def _unfile_workload(self, key: Key) -> None:
@@ -618,7 +659,7 @@ class TriageModel:
                     fit = fits.get(fk)
                     if fit is None:
                         fit = fits[fk] = PE.pool_fit(fl, pod.gpus, nodes, free)
-                c = PE.pod_cause(pod, fit)
+                c = PE.pod_cause(pod, fit, self._events_of(pod))
                 if c.cause not in PE.NOT_RUNNING:
                     continue
                 n += 1

@@ -288,3 +288,36 @@ def test_name_filter_keeps_exactly_those_workload_rows() -> None:
              ("team-b", "x"), ("team-a", "x"), ("team-bb", "x")]}
     assert sorted(k for k, r in rows.items() if f(r)) == [("team-a", "job-2"), ("team-a", "job.1"), ("team-b", "x")]
 
+
+
+def _pod_event(store: Store, name: str, pod: str, reason: str, message: str, at: float, count: int = 1) -> Changes:
+    """A core/v1 Event about a pod, as the store keeps Events (the wire dict), one change set."""
+    from kueuetop.store import Entry, StoreEvent
+
+    raw = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "team-a"},
+           "involvedObject": {"kind": "Pod", "namespace": "team-a", "name": pod},
+           "reason": reason, "message": message, "type": "Normal", "count": count,
+           "lastTimestamp": ts(at), "source": {"component": "cluster-autoscaler"}}
+    store.apply(StoreEvent.upsert(K.EVENTS, "events", Entry(("team-a", name), None, raw, f"uid-{name}", name)))
+    return {K.EVENTS: {("team-a", name)}}
+
+
+def test_the_autoscalers_events_say_whether_a_pending_pod_waits_for_scale_up() -> None:
+    store, model = make(*spot_pool(), admitted("team-a", "huge", "cq-spot", "gpu-l4-spot", 8),
+                        pod("team-a", "huge-0", "huge", 8, scheduled=UNSCHED))
+    assert "unschedulable" in kinds(model.problems(NOW))
+    # The pool is at its maximum: still unschedulable, and the autoscaler's reason is on the line.
+    model.update(_pod_event(store, "e1", "huge-0", "NotTriggerScaleUp",
+                            "pod didn't trigger scale-up: 1 max node group size reached", NOW - 60), NOW)
+    p = only(model.problems(NOW), "unschedulable")
+    assert "autoscaler: pod didn't trigger scale-up: 1 max node group size reached" in p.text
+    # Then the autoscaler finds room (a newer Event): the pod waits for its new node.
+    model.update(_pod_event(store, "e2", "huge-0", "TriggeredScaleUp",
+                            "pod triggered scale-up: [{spot 3->4 (max: 10)}]", NOW - 10), NOW)
+    problems = model.problems(NOW)
+    assert "unschedulable" not in kinds(problems)
+    assert "pod triggered scale-up: [{spot 3->4 (max: 10)}]" in only(problems, "scale-up").text
+    # An Event of another component or another kind of object changes nothing.
+    model.update(_pod_event(store, "e3", "busy-0", "Pulled", "image pulled", NOW - 5), NOW)
+    assert only(model.problems(NOW), "scale-up").count == 1
+    assert model.rebuilds == 1  # every step from the change sets

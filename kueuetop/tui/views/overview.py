@@ -152,7 +152,7 @@ class OverviewView(View):
     VIEW = "overview"
     TITLE = "Overview"
     KINDS = frozenset({K.NODES, K.PODS, K.GPUS, K.WORKLOADS, K.CLUSTER_QUEUES, K.LOCAL_QUEUES, K.SOURCES,
-                       K.RESOURCE_FLAVORS, K.ADMISSION_CHECKS, K.PROVISIONING_REQUESTS})
+                       K.RESOURCE_FLAVORS, K.ADMISSION_CHECKS, K.PROVISIONING_REQUESTS, K.EVENTS})
     DEFAULT_CSS = """
     OverviewView > #ov-body { layout: vertical; height: 1fr; overflow-y: auto; }
     OverviewView > #ov-body > ProblemList { height: auto; max-height: 60%; }
