@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
+from kueuetop.views.ages import age_text
 from kueuetop.views.safe_text import clean
 
 
@@ -77,17 +78,4 @@ def same(a: tuple[Text, ...], b: tuple[Text, ...]) -> bool:
                                     for x, y in zip(a, b, strict=True))
 
 
-def age(seconds: float | None) -> str:
-    """k9s-style compact age: 45s, 12m, 3h4m, 2d5h."""
-    if seconds is None:
-        return "-"
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        h, m = divmod(s // 60, 60)
-        return f"{h}h{m}m" if m else f"{h}h"
-    d, h = divmod(s // 3600, 24)
-    return f"{d}d{h}h" if h else f"{d}d"
+age = age_text  # k9s-style compact age: 45s, 12m, 3h4m, 2d5h

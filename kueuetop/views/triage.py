@@ -47,6 +47,7 @@ from kueuetop.sources.event_retention import safe_event
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.views import pod_evidence as PE
+from kueuetop.views.ages import age_text
 from kueuetop.views.safe_text import clean
 
 Key = tuple[str, str]
@@ -112,21 +113,6 @@ def word_filter(word: str) -> str:
 
 def _lit(name: str) -> str:
     return re.sub(r"[^-a-zA-Z0-9_]", lambda m: f"[{m.group(0)}]" if m.group(0) not in "\\^]" else ".", name)
-
-
-def age_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        h, m = divmod(s // 60, 60)
-        return f"{h}h{m}m" if m else f"{h}h"
-    d, h = divmod(s // 3600, 24)
-    return f"{d}d{h}h" if h else f"{d}d"
 
 
 def _plural(n: int, word: str, words: str | None = None) -> str:
