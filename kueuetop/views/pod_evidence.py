@@ -156,22 +156,27 @@ def pod_cause(pod: Pod, fit: PoolFit | None = None, events: Sequence[tuple[str, 
         return PodCause(STARTING, f"{waiting.name}: {waiting.waiting_reason}" if waiting else "on " + (pod.node_name or "?"))
     message = sched[2] if sched is not None else ""
     # The autoscaler's latest word about this pod, newer than the scheduler's last failure.
+    autoscaler = ""
     for reason, text in reversed(events):
         if reason == "TriggeredScaleUp":
-            return PodCause(SCALE_UP, text)
+            return PodCause(SCALE_UP, text)  # a node is coming: that is what the pod waits for
         if reason == "NotTriggerScaleUp":
-            return PodCause(UNSCHEDULABLE, f"{message}; autoscaler: {text}" if message else text)
+            autoscaler = text
+            break
         if reason == "FailedScheduling":
             message = message or text
             break
     if pod.meta.annotations.get(CONSUME_PROVREQ_ANNOTATION):
         return PodCause(PROVISIONING, f"waiting for the nodes of ProvisioningRequest "
                                       f"{pod.meta.annotations[CONSUME_PROVREQ_ANNOTATION]}")
-    if fit is not None:
-        if fit.fragmented:
-            return PodCause(FRAGMENTED, fragmentation_text(fit))
-        if fit.ready == 0:
-            return PodCause(SCALE_UP, f"no ready node of flavor {fit.flavor} yet" + (f" ({message})" if message else ""))
+    if fit is not None and fit.fragmented:
+        # Named first even when the autoscaler declined: free GPUs scattered over the pool's
+        # nodes are the cause, and no new node is coming to hide it.
+        return PodCause(FRAGMENTED, fragmentation_text(fit) + (f"; autoscaler: {autoscaler}" if autoscaler else ""))
+    if autoscaler:
+        return PodCause(UNSCHEDULABLE, f"{message}; autoscaler: {autoscaler}" if message else autoscaler)
+    if fit is not None and fit.ready == 0:
+        return PodCause(SCALE_UP, f"no ready node of flavor {fit.flavor} yet" + (f" ({message})" if message else ""))
     if sched is None:
         return PodCause(STARTING, "not scheduled yet")
     return PodCause(UNSCHEDULABLE, message or sched[1] or "unschedulable")

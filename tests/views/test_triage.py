@@ -321,3 +321,14 @@ def test_the_autoscalers_events_say_whether_a_pending_pod_waits_for_scale_up() -
     model.update(_pod_event(store, "e3", "busy-0", "Pulled", "image pulled", NOW - 5), NOW)
     assert only(model.problems(NOW), "scale-up").count == 1
     assert model.rebuilds == 1  # every step from the change sets
+
+
+def test_fragmentation_stays_named_when_the_autoscaler_declines() -> None:
+    store, model = make(*spot_pool(), admitted("team-a", "big", "cq-spot", "gpu-l4-spot", 4),
+                        pod("team-a", "big-0", "big", 4, scheduled=UNSCHED))
+    model.update(_pod_event(store, "e1", "big-0", "NotTriggerScaleUp",
+                            "pod didn't trigger scale-up: 1 max node group size reached", NOW - 30), NOW)
+    p = only(model.problems(NOW), "fragmentation")
+    assert "no node in gpu-l4-spot has 4 free GPUs: 3 nodes have 2" in p.text
+    assert "autoscaler: pod didn't trigger scale-up: 1 max node group size reached" in p.text
+    assert "unschedulable" not in kinds(model.problems(NOW))
