@@ -330,5 +330,11 @@ def test_fragmentation_stays_named_when_the_autoscaler_declines() -> None:
                             "pod didn't trigger scale-up: 1 max node group size reached", NOW - 30), NOW)
     p = only(model.problems(NOW), "fragmentation")
     assert "no node in gpu-l4-spot has 4 free GPUs: 3 nodes have 2" in p.text
-    assert "autoscaler: pod didn't trigger scale-up: 1 max node group size reached" in p.text
     assert "unschedulable" not in kinds(model.problems(NOW))
+    # The pod's own cause (the detail screen's line) carries the autoscaler's reason too.
+    from kueuetop.views import pod_evidence as PE
+
+    pod_obj = store.get(K.PODS, ("team-a", "big-0"))
+    fit = PE.PoolFit("gpu-l4-spot", 4, 3, 3, 0, 6, ((2, 3),))  # 3 ready nodes with 2 free each
+    cause = PE.pod_cause(pod_obj, fit, [("NotTriggerScaleUp", "pod didn't trigger scale-up: 1 max node group size reached")])
+    assert cause.cause == PE.FRAGMENTED and "autoscaler: pod didn't trigger scale-up" in cause.message
