@@ -45,6 +45,7 @@ def dirs(scratch: Path) -> tuple[Path, Path]:
 @given(text=theme_files())
 @example(text='name = "x"\nvalue = ' + "9" * 5000)  # once a ValueError from tomllib: not a TOMLDecodeError
 @example(text="name = " + "[" * 3000)
+@example(text='name = "x"\nscale = ["#440154"\r, "#FDE725"]')  # a lone CR: a line break to the loader
 @example(text='name = "x"\n"\\u001b[2J\\n" = 1')  # once a problem line with the raw field name
 def test_theme_files_load_or_are_reported(dirs: tuple[Path, Path], text: str) -> None:
     shipped, user = dirs
@@ -52,5 +53,7 @@ def test_theme_files_load_or_are_reported(dirs: tuple[Path, Path], text: str) ->
     themes = load_themes(user=user, shipped=shipped)
     assert DEFAULT in themes.themes
     assert all(isinstance(p, str) and one_line(p) and "fuzz.toml" in p for p in themes.problems), themes.problems
-    if not themes.problems:  # nothing said: then the theme the file names is there
-        assert tomllib.loads(text)["name"] in themes.themes
+    if not themes.problems:  # nothing said: then the theme the file names is there (the file
+        # read back as the loader reads it: text mode, so a lone CR is a line break)
+        written = (user / "fuzz.toml").read_text(encoding="utf-8", errors="surrogatepass")
+        assert tomllib.loads(written)["name"] in themes.themes
