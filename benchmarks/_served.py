@@ -106,7 +106,9 @@ def paused_store(name: str) -> Any:
     parts.cluster.settle()
     # A fresh store holds the settled objects (status included): nothing subscribes to it,
     # nothing reacts. One bulk insert of private copies.
-    store = ObjectStore()
+    # Created an hour ago, as a busy cluster's backlog is: the triage board then has queues
+    # waiting too long to show (later writes are stamped with the real time).
+    store = ObjectStore(now=lambda: time.time() - 3600)
     src = parts.cluster.store
     items = [(kind.group, kind.plural, clone(obj)) for kind in KINDS if kind.key not in VIRTUAL_PLURALS
              for obj in src.list(kind.group, kind.plural, copy=False)[0]]
@@ -114,6 +116,7 @@ def paused_store(name: str) -> Any:
     refused = [r for r in store.create_many(items) if r is not None]
     if refused:
         raise RuntimeError(f"{len(refused)} objects not stored, first: {refused[0].message}")
+    store.now = time.time
     del parts, scenario, workloads, rest, src, items
     gc.collect()
     return store
