@@ -37,7 +37,7 @@ def safe_event(raw: object) -> ObjectEvent:
 
 def event_time(entry: Entry, default: float) -> float:
     """When the Event last happened (either Event shape), else `default`."""
-    t = safe_event(entry.raw if entry.raw is not None else entry.obj).time  # Events stay wire dicts
+    t = safe_event(entry.wire).time
     return t if t is not None else default
 
 

@@ -158,10 +158,11 @@ class PositionReader:
         self._futures: dict[str, Future[StoreEvent | None]] = {}
 
     def start(self, cqs: list[str]) -> None:
-        if self.started or self.vis is None:
-            self.started = True
+        if self.started:
             return
         self.started = True
+        if self.vis is None:
+            return
         self._pool = ThreadPoolExecutor(max_workers=POSITION_FETCHES, thread_name_prefix="kueuetop-positions")
         for cq in cqs:
             self._futures[cq] = self._pool.submit(self._fetch, cq)

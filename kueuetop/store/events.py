@@ -56,6 +56,12 @@ class Entry:
     resource_version: str = ""
     error: str = ""  # why obj is None
 
+    @property
+    def wire(self) -> dict[str, Any] | None:
+        """The wire dict kept for this object: a kind kept unparsed (Events), or an object that
+        could not be parsed; None for parsed objects."""
+        return self.raw if self.raw is not None else self.obj if isinstance(self.obj, dict) else None
+
 
 @dataclass(frozen=True, slots=True)
 class QueuePosition:

@@ -370,9 +370,7 @@ class Store:
         """The wire dict the store has for an object: a kind kept unparsed (Events), or an object
         that could not be parsed; None for parsed objects."""
         e = self.entry(kind, key)
-        if e is None:
-            return None
-        return e.raw if e.raw is not None else e.obj if isinstance(e.obj, dict) else None
+        return e.wire if e is not None else None
 
     def keys(self, kind: str) -> list[Key]:
         with self._lock:

@@ -167,6 +167,14 @@ class KueuetopApp(App[int]):
             self.run_worker(self._rbac_check, thread=True, group="rbac", exit_on_error=False)
         if self.api is not None:  # actions an earlier kueuetop left unfinished, reported once
             self.run_worker(self.runner.check_unfinished, thread=True, group="journal", exit_on_error=False)
+        if self.api is not None and "kueue_config" not in self.ctx.extra:
+            self.run_worker(self._read_kueue_config, thread=True, group="kueue-config", exit_on_error=False)
+
+    def _read_kueue_config(self) -> None:  # worker thread
+        from kueuetop.sources.kueue_config import read_kueue_config
+
+        config, _why = read_kueue_config(self.api)  # None when unreadable: the board shows the rest
+        self.call_from_thread(self.set_kueue_config, config)
 
     async def action_quit(self) -> None:
         # Actions in flight are cancelled and their requests cut, so the process ends at once

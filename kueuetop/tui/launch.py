@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import shutil
 import signal
 import subprocess
@@ -22,8 +21,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-_log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FAILED = 0, 1
 DEMO_DEFAULT = "refarch"
@@ -88,29 +85,6 @@ class DemoProblem(Exception):
     pass
 
 
-def _hand_over_kueue_config(app: Any, reader: threading.Thread, result: list[Any]) -> None:
-    """Kueue's configuration to the console: at once when read already, else when it arrives."""
-    def give() -> None:
-        config, why = result[0] if result else (None, "not read")
-        if why:
-            _log.debug("%s", why)
-        if app.is_running:
-            app.call_from_thread(app.set_kueue_config, config)
-        else:
-            app.ctx.extra["kueue_config"] = config
-
-    if not reader.is_alive():
-        give()
-        return
-
-    def wait_then_give() -> None:
-        reader.join()
-        with contextlib.suppress(Exception):  # the console may be gone by then
-            give()
-
-    threading.Thread(target=wait_then_give, name="kueuetop-kueue-config-handover", daemon=True).start()
-
-
 def _die_with_parent() -> None:  # runs in the child before exec
     # If the console is killed (ssh drop, SIGKILL), the simulated cluster must not linger.
     with contextlib.suppress(Exception):
@@ -173,7 +147,6 @@ def _say(message: str, hint: str = "") -> None:
 def run_console(args: argparse.Namespace) -> int:
     from kueuetop.connection import ConnectionProblem, connect
     from kueuetop.sources.kube import KubeSources
-    from kueuetop.sources.kueue_config import read_kueue_config
     from kueuetop.store import Store
 
     demo: DemoCluster | None = None
@@ -202,10 +175,6 @@ def run_console(args: argparse.Namespace) -> int:
         sources = KubeSources(conn, store, include_events=True).start()  # the Events view (`:ev`)
         poller = _start_gpu_poller(conn, store, getattr(args, "prometheus", None),
                                    getattr(args, "scrape_budget", None))
-        kueue_config: list[Any] = []  # Kueue's own configuration, read alongside the first lists
-        reader = threading.Thread(target=lambda: kueue_config.append(read_kueue_config(conn.api)),
-                                  name="kueuetop-kueue-config", daemon=True)
-        reader.start()
         deadline = time.monotonic() + 3.0  # a full first screen when the cluster answers quickly
         while not sources.synced() and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -218,7 +187,6 @@ def run_console(args: argparse.Namespace) -> int:
                           demo=args.demo if demo else None, theme_name=getattr(args, "theme", None),
                           ascii_only=bool(getattr(args, "ascii", False)),
                           namespace=getattr(args, "namespace", None))
-        _hand_over_kueue_config(app, reader, kueue_config)
         if poller is not None:  # the nodes on screen are read first by a budgeted GPU scrape
             from kueuetop.tui.gpu_focus import wire_gpu_focus
 

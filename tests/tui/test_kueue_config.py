@@ -15,13 +15,14 @@ import pytest
 from textual.pilot import Pilot
 
 from kueuetop.connection import connect
-from kueuetop.kueue.config import parse_kueue_config
+from kueuetop.kueue.config import KueueConfig, parse_kueue_config
 from kueuetop.sim.runner import kueue_config_of
 from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources.kueue_config import read_kueue_config
 from tests.binaries import require_binary
 from tests.builders import condition
+from tests.tui.conftest import Live
 from tests.tui.test_app import make_app, run, until
 from tests.tui.test_overview import board, incident_store
 from tests.views.cluster import NOW, admitted, pod, put
@@ -91,5 +92,17 @@ def test_the_board_tells_pods_ready_timeouts_once_the_config_arrives() -> None:
         line = next(p for p in board(app).problems if p.kind == "pods-ready")
         # 10 minutes from admission, 5 of them gone; Kueue's default backoff base is 60 s.
         assert "PodsReady timeout in 5m for team-a/slow" in line.text and "then backoff 1m" in line.text
+
+    run(app, body)
+
+
+def test_the_console_reads_it_when_it_starts(live: Live) -> None:
+    """The running console asks the cluster for it (a worker, off the UI thread) and hands it
+    to the board."""
+    app = make_app(live.store, live)
+
+    async def body(pilot: Pilot[int]) -> None:
+        assert await until(pilot, lambda: isinstance(app.ctx.extra.get("kueue_config"), KueueConfig))
+        assert board(app).model.config is app.ctx.extra["kueue_config"]
 
     run(app, body)

@@ -242,7 +242,7 @@ class EventsView(TableView):
         ns_only = self.ctx.namespace
         rows = []
         for key, entry in self.ctx.store.entries(K.EVENTS).items():
-            raw = entry.raw if entry.raw is not None else entry.obj  # Events are kept as wire dicts
+            raw = entry.wire  # Events are kept as wire dicts
             if not isinstance(raw, Mapping):
                 continue
             ref = involved(raw)
