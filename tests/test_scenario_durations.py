@@ -30,11 +30,20 @@ def test_parse(text, seconds):
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "abc", "5x", "m5", "1h 30m", "-5s", "1.2.3s", "s", "30S", "1d", None, True, -1, float("inf")]
+    "bad", ["", "abc", "5x", "m5", "1h 30m", "-5s", "1.2.3s", "s", "30S", "1d", None, True, -1, float("inf"),
+            float("nan"), 10**400, "9" * 400, "3000000h", "1" + "0" * 400 + "s", 2**63]
 )
 def test_parse_rejects(bad):
     with pytest.raises(DurationError):
         parse_duration(bad)
+
+
+def test_longest_go_duration_is_accepted_and_one_past_is_named():
+    # Go's Duration is int64 nanoseconds; 2562047h is within it, 2562048h is past it.
+    assert parse_duration("2562047h") == 2562047 * 3600
+    with pytest.raises(DurationError, match="maximum") as err:
+        parse_duration("2562048h")
+    assert len(str(err.value)) < 120
 
 
 def test_duration_error_is_a_value_error():

@@ -25,6 +25,9 @@ _UNITS: dict[str, float] = {
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
 
+# Go's time.Duration is int64 nanoseconds: ParseDuration answers "invalid duration" past ~292 years.
+MAX_SECONDS = (2**63 - 1) / 1e9
+
 
 class DurationError(ValueError):
     """A value that is not a duration."""
@@ -38,15 +41,19 @@ def parse_duration(value: str | int | float) -> float:
     if isinstance(value, bool):
         raise DurationError(f"invalid duration {value!r}")
     if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise DurationError(f"invalid duration {value!r}")
+        # A huge int is compared as an int: float() of it would overflow.
+        if (isinstance(value, float) and not math.isfinite(value)) or not 0 <= value <= MAX_SECONDS:
+            raise DurationError(f"invalid duration {_short(value)}")
         return float(value)
     if not isinstance(value, str):
         raise DurationError(f"invalid duration {value!r}")
     text = value.strip()
     if _NUMBER.fullmatch(text):
         # A bare number means seconds (Go would only take "0"; being lenient is harmless).
-        return float(text)
+        seconds = float(text)
+        if seconds > MAX_SECONDS:
+            raise DurationError(f"invalid duration {_short(value)}: longer than Go's maximum (about 292 years)")
+        return seconds
     pos = 0
     total = 0.0
     for match in _PART.finditer(text):
@@ -55,8 +62,16 @@ def parse_duration(value: str | int | float) -> float:
         total += float(match.group(1)) * _UNITS[match.group(2)]
         pos = match.end()
     if pos == 0 or pos != len(text):
-        raise DurationError(f'invalid duration "{value}"')
+        raise DurationError(f"invalid duration {_short(value)}")
+    if total > MAX_SECONDS:
+        raise DurationError(f"invalid duration {_short(value)}: longer than Go's maximum (about 292 years)")
     return total
+
+
+def _short(value: object) -> str:
+    """`value` quoted for an error line, cut so a 5,000-digit input does not flood it."""
+    text = repr(value) if not isinstance(value, str) else f'"{value}"'
+    return text if len(text) <= 40 else f"{text[:37]}…"
 
 
 def format_duration(seconds: float) -> str:
