@@ -8,7 +8,7 @@ exporter reads, nodes with samples and the source's status message. Run once wit
 (every exporter on every poll, the scrape before budgets) and once with the default.
 
     python benchmarks/scrape_budget.py --budget 0 --seconds 60
-    python benchmarks/scrape_budget.py --seconds 60          # default budget (10MB/min)
+    python benchmarks/scrape_budget.py --seconds 60          # default budget (auto)
 """
 
 from __future__ import annotations

@@ -61,7 +61,8 @@ def gpu_source_for(conn: Connection, prometheus_url: str | None = None, token: s
 
     The bearer token may come from KUEUETOP_PROMETHEUS_TOKEN, so it never appears in a process
     list (e.g. `gcloud auth print-access-token` for Google Managed Prometheus). `scrape_budget`:
-    bytes a minute the scrape may pull through the API server (0: unlimited); `burst_seconds`:
+    bytes a minute the scrape may pull through the API server (0: unlimited, `AUTO`: derived
+    from the fleet); `burst_seconds`:
     how many seconds of it one poll may spend at once (a one-shot command takes a minute's).
     """
     if prometheus_url:

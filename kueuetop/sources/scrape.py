@@ -9,7 +9,8 @@ namespace), then fetches them with bounded concurrency (`concurrency` requests i
 and a per-pod timeout.
 
 Every byte goes through the control plane, so the scrape is budgeted (`sources/scrape_budget.py`,
-`--scrape-budget`, default 10 MB a minute): each poll reads the exporters the budget allows —
+`--scrape-budget`, by default `auto`: 2 % of what the seeds' loop reading every exporter every 30 s
+costs, at least 2 MB a minute): each poll reads the exporters the budget allows —
 first the nodes the console shows (`set_priority_nodes`), then the rest in turn, oldest first,
 never starved by the first — and the pod list is refreshed only as often
 as a tenth of the budget allows. Samples keep their own time, so a node read minutes ago shows
@@ -39,10 +40,13 @@ from kueuetop.kueue.gpu import GpuSample
 from kueuetop.sources.dcgm import GpuReading, PodRef, SourceStatus, read_exposition
 from kueuetop.sources.kube_http import ApiError, request_bytes
 from kueuetop.sources.scrape_budget import (
+    AUTO,
+    AUTO_FLOOR,
     DEFAULT_BUDGET,
     FIRST_GUESS,
     HTTP_OVERHEAD,
     ByteBudget,
+    auto_budget,
     plan_round,
     refresh_note,
     relist_interval,
@@ -138,7 +142,10 @@ class ScrapeSource:
         self.stale_after = stale_after
         self._clock = clock
         self._mono = monotonic
-        self.budget = ByteBudget(budget, burst_seconds=burst_seconds, clock=monotonic)
+        # `AUTO`: the limit follows the fleet (`auto_budget`), from the floor until the exporters are known.
+        self.budget_is_auto = budget == AUTO
+        self.budget = ByteBudget(AUTO_FLOOR if self.budget_is_auto else budget, burst_seconds=burst_seconds,
+                                 clock=monotonic)
         self._lock = threading.Lock()  # one round at a time
         self._pods: dict[tuple[str, str], _PodState] = {}
         self._listed: list[dict[str, Any]] | None = None  # the exporter pods of the last list
@@ -311,6 +318,9 @@ class ScrapeSource:
     def _read(self, pods: list[dict[str, Any]]) -> list[tuple[tuple[str, str], ExporterScrape, GpuReading | None, int]]:
         by_key = {(str(_meta(p).get("namespace", "")), str(_meta(p).get("name", ""))): p for p in pods}
         estimates = self._estimates(by_key)
+        if self.budget_is_auto:
+            # Estimates carry 5 % of room over the last answers; the budget follows the answers.
+            self.budget.set_per_minute(auto_budget(sum(estimates.values()) / 1.05))
         if self.budget.unlimited:
             chosen = list(by_key)
             for k in chosen:
@@ -391,7 +401,10 @@ class ScrapeSource:
                 msg += f" (+{len(failed) - 1} more)"
         if skipped:
             msg += f"; {skipped} malformed lines skipped"
-        note = refresh_note(self.budget.per_minute, len(alive), sweep_bytes, interval, hot_bytes)
+        if self.budget_is_auto:
+            self.budget.set_per_minute(auto_budget(sweep_bytes))
+        note = refresh_note(self.budget.per_minute, len(alive), sweep_bytes, interval, hot_bytes,
+                            auto=self.budget_is_auto)
         if note:
             msg = f"{note}; {msg}"
         self.exporters = exporters

@@ -31,19 +31,22 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 
-__all__ = ["DEFAULT_BUDGET", "FIRST_GUESS", "FRESH_WITHIN", "HTTP_OVERHEAD", "NOTE_PREFIX", "WINDOW",
-           "ByteBudget", "budget_text", "format_bytes", "format_span", "parse_budget", "plan_round",
+__all__ = ["AUTO", "AUTO_FLOOR", "DEFAULT_BUDGET", "FIRST_GUESS", "FRESH_WITHIN", "HTTP_OVERHEAD", "NOTE_PREFIX", "WINDOW",
+           "ByteBudget", "auto_budget", "budget_text", "format_bytes", "format_span", "parse_budget", "plan_round",
            "refresh_note", "relist_interval", "short_note", "sweep_seconds"]
 
-# The default: 10 MB (decimal) per minute, whatever the fleet. Issue 18's target for the whole
-# console is 2 % of what the seeds' loops cost (`watch kubectl get … -o json` every 2–5 s plus a
-# dcgm scrape loop): ~1.2 GB/min on `large`, so ~25 MB/min for everything. The informers and the
-# visibility poller take ~2 MB/min there; 10 MB/min for GPUs leaves more than half the allowance
-# free, and still paces 0.75 MB per 5 s poll (90 %): every exporter (~70 KB) of a fleet of ~10
-# nodes on every poll, ~200 nodes within two minutes, 1,000 in about 9 minutes (then the status
-# bar says so). A small cluster's seeds' loops cost less, but so does its scrape: ~10 nodes never
-# reach the budget, so the default only bites where the unbudgeted scrape would be a real load.
-DEFAULT_BUDGET = 10_000_000  # bytes per minute; 0 = unlimited
+# The default is derived from the fleet (`auto_budget`). Issue 18's target for the whole console is
+# 2 % of what the seeds' way of watching costs the same cluster: `watch kubectl get … -o json`
+# every 2 s plus a dcgm scrape loop reading every exporter through the API server every 30 s
+# (dcgm-exporter's default collection interval). The scrape alone gets 2 % of that scrape loop:
+# on `large` (1,000 exporters, ~69 MB a round) 2.7 MB a minute; the informers and the visibility
+# poller (~1 MB a minute there) fit in the 2 % of the kubectl loops (~90 MB a minute) that is left.
+# A small fleet gets at least `AUTO_FLOOR`: a load no API server notices, and a fresh small fleet.
+AUTO = -1  # `--scrape-budget auto`: derived from the fleet size and its exporters' answers
+AUTO_SHARE = 0.02
+SEED_ROUNDS_PER_MINUTE = 2.0  # the seeds' scrape loop: every exporter every 30 s
+AUTO_FLOOR = 2_000_000  # bytes per minute: ~30 exporter reads, a 10-node fleet every ~20 s
+DEFAULT_BUDGET = AUTO  # bytes per minute; 0 = unlimited, AUTO = derived from the fleet
 WINDOW = 60.0  # the budget is per minute, held over any 60 s window
 HTTP_OVERHEAD = 1024  # request line + headers (a cloud bearer token is ~1 KB) + response headers
 FIRST_GUESS = 100_000  # an exporter never read: 8 GPUs serve 50–100 KB (the sim 54 KB, issue 18 ~70 KB)
@@ -63,14 +66,16 @@ _BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*(?:/\s*min)?\s*$")
 
 def parse_budget(text: str) -> int:
     """`20MB`, `20MiB`, `500k` or plain bytes, an optional `/min`; `0` or `unlimited`
-    means no budget (every exporter on every poll). Decimal units are powers of 1000 (`MB`), binary
+    means no budget (every exporter on every poll); `auto` is `AUTO` (derived from the fleet). Decimal units are powers of 1000 (`MB`), binary
     ones powers of 1024 (`MiB`). ValueError with a one-line reason otherwise."""
     raw = str(text).strip()
     if raw.lower() in ("unlimited", "none", "off"):
         return 0
+    if raw.lower() == "auto":
+        return AUTO
     m = _BUDGET.match(raw)
     if not m or m.group(2).lower() not in _UNITS:
-        raise ValueError(f"not a byte budget: {raw!r} (use e.g. 10MB, 20MiB, 500k, or 0 for unlimited)")
+        raise ValueError(f"not a byte budget: {raw!r} (use e.g. 10MB, 20MiB, 500k, auto, or 0 for unlimited)")
     value = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if value and value < MIN_BUDGET:
         raise ValueError(f"scrape budget {raw!r} is below {format_bytes(MIN_BUDGET)} a minute: "
@@ -87,8 +92,19 @@ def format_bytes(n: float) -> str:
     return f"{int(n)}B"
 
 
-def budget_text(per_minute: int) -> str:
-    return "unlimited" if per_minute <= 0 else f"{format_bytes(per_minute)}/min"
+def budget_text(per_minute: int, *, auto: bool = False) -> str:
+    if per_minute == AUTO:
+        return "auto"
+    if per_minute <= 0:
+        return "unlimited"
+    return f"{'auto ' if auto else ''}{format_bytes(per_minute)}/min"
+
+
+def auto_budget(sweep_bytes: float) -> int:
+    """The default budget for a fleet whose exporters answer `sweep_bytes` in all: `AUTO_SHARE` of
+    the seeds' scrape loop (every exporter `SEED_ROUNDS_PER_MINUTE` times a minute), at least
+    `AUTO_FLOOR`."""
+    return max(AUTO_FLOOR, int(AUTO_SHARE * SEED_ROUNDS_PER_MINUTE * max(0.0, sweep_bytes)))
 
 
 def format_span(seconds: float) -> str:
@@ -107,8 +123,9 @@ class ByteBudget:
         self.per_minute = max(0, int(per_minute))
         self._clock = clock
         self._lock = threading.Lock()
+        self._burst_seconds = max(1.0, burst_seconds)
         self.rate = PACE * self.per_minute / WINDOW  # bytes per second
-        self.burst = self.per_minute / WINDOW * max(1.0, burst_seconds)
+        self.burst = self.per_minute / WINDOW * self._burst_seconds
         self._tokens = self.burst
         self._at = clock()
         self._settled: deque[tuple[float, int]] = deque()  # (time, bytes) in the last window
@@ -119,6 +136,19 @@ class ByteBudget:
     @property
     def unlimited(self) -> bool:
         return self.per_minute <= 0
+
+    def set_per_minute(self, per_minute: int) -> None:
+        """A new limit (an automatic budget follows the fleet): the pace and the bucket's size change
+        at once, the bytes already settled stay in the window."""
+        with self._lock:
+            if self.unlimited or per_minute <= 0 or int(per_minute) == self.per_minute:
+                return  # unlimited stays unlimited, a limit never becomes unlimited this way
+            self._refill(self._clock())
+            full = self._tokens >= self.burst  # a full bucket stays full, whatever its new size
+            self.per_minute = int(per_minute)
+            self.rate = PACE * self.per_minute / WINDOW
+            self.burst = self.per_minute / WINDOW * self._burst_seconds
+            self._tokens = self.burst if full else min(self._tokens, self.burst)
 
     def _refill(self, now: float) -> None:
         self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
@@ -207,7 +237,7 @@ def sweep_seconds(per_minute: int, sweep_bytes: float, interval: float | None = 
 
 
 def refresh_note(per_minute: int, exporters: int, sweep_bytes: float, interval: float | None = None,
-                 hot_bytes: float = 0.0) -> str | None:
+                 hot_bytes: float = 0.0, *, auto: bool = False) -> str | None:
     """One line when `per_minute` cannot read all `exporters` (`sweep_bytes` in all) within
     `FRESH_WITHIN`; None when it can. The status bar shows the part before the first ";"."""
     if per_minute <= 0 or exporters <= 0:
@@ -216,7 +246,7 @@ def refresh_note(per_minute: int, exporters: int, sweep_bytes: float, interval: 
     if sweep <= FRESH_WITHIN:
         return None
     span = format_span(sweep)
-    return (f"{NOTE_PREFIX}{budget_text(per_minute)}: {exporters} nodes refresh every {span} — use --prometheus; "
+    return (f"{NOTE_PREFIX}{budget_text(per_minute, auto=auto)}: {exporters} nodes refresh every {span} — use --prometheus; "
             f"reading all {exporters} dcgm-exporters through the API server takes {format_bytes(sweep_bytes)}, "
             f"so within the budget each node off screen is read about every {span} (nodes on screen and "
             f"those of the selected workload first); raise --scrape-budget or read GPU metrics from "

@@ -28,7 +28,7 @@ DEMO_START_TIMEOUT = 60.0
 
 
 def scrape_budget_arg(text: str) -> int:
-    """argparse type of `--scrape-budget`: bytes a minute (10MB, 20MiB, 500k; 0 = unlimited)."""
+    """argparse type of `--scrape-budget`: bytes a minute (10MB, 20MiB, 500k; auto; 0 = unlimited)."""
     from kueuetop.sources.scrape_budget import parse_budget
 
     try:
@@ -42,7 +42,8 @@ def add_scrape_budget_option(p: Any) -> None:
 
     p.add_argument("--scrape-budget", type=scrape_budget_arg, default=DEFAULT_BUDGET, metavar="BYTES",
                    help="without --prometheus: bytes a minute the dcgm-exporter scrape may pull through "
-                        f"the API server, e.g. 10MB, 20MiB, 0 = unlimited (default {budget_text(DEFAULT_BUDGET)}; "
+                        f"the API server, e.g. 10MB, 20MiB, 0 = unlimited (default {budget_text(DEFAULT_BUDGET)}: "
+                        "2%% of reading every exporter every 30 s, at least 2MB; "
                         "nodes on screen are read first, the rest in turn)")
 
 

@@ -3,7 +3,7 @@
 Informer sources are summarised as one `kube` entry (worst state wins, oldest data age); polling
 sources (visibility, GPU metrics) show their data age too: every entry says how old its data is.
 A budgeted GPU scrape that cannot keep the whole fleet fresh shows that instead, in short
-("budget 10MB/min: 1000 nodes refresh every 6m — use --prometheus"); the source's message in
+("budget auto 2.7MB/min: 1000 nodes refresh every 25m — use --prometheus"); the source's message in
 the store has the full sentence.
 """
 

@@ -14,11 +14,16 @@ from kubernetes import client, config
 from kueuetop.sim.apiserver import write_kubeconfig
 from kueuetop.sim.scenario_generators import ScaleSpec, scale_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
+from kueuetop.sources import scrape_budget
 from kueuetop.sources.gpu_poller import SCRAPE_SOURCE, GpuPoller
 from kueuetop.sources.scrape import ScrapeSource
 from kueuetop.sources.scrape_budget import (
+    AUTO,
+    AUTO_FLOOR,
     DEFAULT_BUDGET,
     ByteBudget,
+    auto_budget,
+    budget_text,
     parse_budget,
     refresh_note,
     short_note,
@@ -214,6 +219,59 @@ def test_parse_budget_units_and_errors() -> None:
     for bad in ("", "ten", "10XB", "-5MB", "100"):
         with pytest.raises(ValueError):
             parse_budget(bad)
+
+
+def test_auto_budget_is_two_percent_of_the_seeds_scrape_loop_with_a_floor() -> None:
+    assert DEFAULT_BUDGET == AUTO and parse_budget("auto") == AUTO and parse_budget(" Auto ") == AUTO
+    assert budget_text(AUTO) == "auto" and budget_text(2_750_000, auto=True) == "auto 2.8MB/min"
+    # `large`: 1,000 exporters, 68.7 MB a round; the seeds read every one every 30 s (137 MB a
+    # minute), 2 % of which is 2.75 MB a minute.
+    assert auto_budget(68_736_189) == 2_749_447
+    assert auto_budget(5 * 68_736_189) == 5 * 2_749_447 + 2  # `xl`: five times the fleet
+    assert auto_budget(10 * 70_000) == AUTO_FLOOR  # ten nodes: the floor
+    assert auto_budget(0) == AUTO_FLOOR
+
+
+def test_budget_limit_can_follow_the_fleet() -> None:
+    t = [0.0]
+    b = ByteBudget(600_000, clock=lambda: t[0])
+    assert b.try_reserve(50_000)
+    b.settle(50_000, 50_000)
+    b.set_per_minute(100_000)  # smaller: the minute's window now holds at 100 kB
+    t[0] += 30.0
+    assert not b.try_reserve(60_000), "the bytes already settled count against the new limit"
+    assert b.try_reserve(40_000)
+    # A full bucket stays full when the limit moves by a byte (estimates change each poll).
+    b = ByteBudget(600_000, clock=lambda: t[0])
+    b.set_per_minute(600_001)
+    assert b.try_reserve(60_000), "a full bucket lets a request bigger than itself go"
+    unlimited = ByteBudget(0)
+    unlimited.set_per_minute(100_000)
+    assert unlimited.unlimited, "an unlimited budget is not limited by the fleet"
+
+
+def test_auto_budget_follows_the_exporters_answers(fleet: ServedCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the floor out of the way (and a share that lets 30 exporters be read in minutes), the
+    source's limit is the share of the seeds' loop over the exporters it has read: their answers'
+    sizes, not a guess; the status note says "auto"."""
+    monkeypatch.setattr(scrape_budget, "AUTO_FLOOR", 1)
+    monkeypatch.setattr(scrape_budget, "AUTO_SHARE", 0.1)
+    api = config.new_client_from_config(str(fleet.kubeconfig))
+    clock = FakeTime()
+    src = ScrapeSource(api, budget=AUTO, clock=clock.wall, monotonic=clock.mono)
+    try:
+        for _ in range(200):  # every exporter read at least once (~5 simulated minutes)
+            clock.t += 5.0
+            src.gpus()
+            if len(src.exporters) == NODES:
+                break
+        assert len(src.exporters) == NODES, src.status.message
+        sizes = sum(st.size for st in src._pods.values() if st.size is not None)
+        assert src.budget.per_minute == pytest.approx(auto_budget(sizes), rel=1e-3)
+        assert auto_budget(sizes) == int(0.2 * sizes)
+        assert src.status.message.startswith("scrape budget auto "), src.status.message
+    finally:
+        api.close()
 
 
 def test_window_holds_whatever_the_pace() -> None:

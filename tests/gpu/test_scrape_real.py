@@ -15,7 +15,7 @@ from .conftest import EXPORTER_NS, ensure_exporter_pods, running_gpu_pods, wait_
 
 def test_scrape_all_exporters_through_pod_proxy(api: client.ApiClient) -> None:
     nodes = ensure_exporter_pods(api)
-    src = ScrapeSource(api, concurrency=4, timeout=5.0)
+    src = ScrapeSource(api, concurrency=4, timeout=5.0, budget=0)  # every exporter every round
 
     def complete():
         reading = src.gpus()
@@ -34,7 +34,7 @@ def test_scrape_all_exporters_through_pod_proxy(api: client.ApiClient) -> None:
 
 def test_one_bad_exporter_does_not_break_the_round(api: client.ApiClient) -> None:
     ensure_exporter_pods(api)
-    src = ScrapeSource(api)
+    src = ScrapeSource(api, budget=0)  # every exporter every round: the bad one is in it
     first = wait_for("a first round", lambda: (r := src.gpus()) and r.samples and r, timeout=10)
     victim = src.exporters[0]
     real = src.fetch_text
@@ -64,7 +64,7 @@ def test_api_server_down_keeps_last_data(api: client.ApiClient, served: ServedCl
     cfg.host = api.configuration.host
     cfg.retries = False
     own = client.ApiClient(cfg)
-    src = ScrapeSource(own, timeout=2.0)
+    src = ScrapeSource(own, timeout=2.0, budget=0)
     before = wait_for("a first round", lambda: (r := src.gpus()) and r.samples and r, timeout=10)
     own.configuration.host = "http://127.0.0.1:9"  # nothing listens on the discard port
     own.rest_client.pool_manager.clear()
