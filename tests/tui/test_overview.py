@@ -176,3 +176,39 @@ def test_an_empty_cluster_says_so() -> None:
 
 def test_kinds_the_board_follows() -> None:
     assert {K.PODS, K.NODES, K.GPUS, K.PROVISIONING_REQUESTS, K.ADMISSION_CHECKS} <= OverviewView.KINDS
+
+
+def test_moving_the_cursor_repaints_the_line_it_leaves_and_the_line_it_reaches() -> None:
+    """The list repaints only the two lines a cursor move concerns: the line left behind loses
+    the highlight on screen, the line reached gains it, and no other line is painted so."""
+    from textual.geometry import Region
+
+    app = make_app(incident_store(), clock=lambda: NOW)
+
+    def painted(lst: ProblemList) -> set[int]:
+        """Options whose lines carry the highlight's background in what the screen would paint
+        (the widget's line cache: lines not marked dirty come from there)."""
+        bg = lst.get_visual_style("option-list--option", "option-list--option-highlighted").rich_style.bgcolor
+        strips = lst.render_lines(Region(0, 0, lst.size.width, lst.size.height))
+        lines = lst._lines
+        out = set()
+        for y, strip in enumerate(strips):
+            line = lst.scroll_offset.y + y
+            if line < len(lines) and any(seg.style is not None and seg.style.bgcolor == bg for seg in strip):
+                out.add(lines[line][0])
+        return out
+
+    async def body(pilot: Pilot[int]) -> None:
+        assert await until(pilot, lambda: board(app).problems)
+        lst = app.main.query_one(ProblemList)
+        lst.focus()
+        await pilot.pause()
+        assert lst.highlighted is not None and painted(lst) == {lst.highlighted}
+        for key in ("down", "down", "up", "down", "down"):
+            before = lst.highlighted
+            await pilot.press(key)
+            await pilot.pause()
+            assert lst.highlighted != before, key
+            assert painted(lst) == {lst.highlighted}, (key, before, lst.highlighted)
+
+    run(app, body)

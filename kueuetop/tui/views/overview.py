@@ -20,7 +20,9 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical
+from textual.geometry import Region
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -146,6 +148,24 @@ class ProblemList(OptionList):
     ProblemList { border: none; padding: 0; background: $surface; }
     ProblemList:focus { border: none; }
     """
+
+    # A cursor move repaints the two lines it concerns, not the whole board: OptionList repaints
+    # the widget (and so every line of the screen region under it) on each change of `highlighted`,
+    # which on a tall terminal cost a key more than a 60 Hz frame.
+    highlighted: reactive[int | None] = reactive(None, repaint=False)
+
+    def watch_highlighted(self, old: int | None, new: int | None) -> None:
+        scroll_y = self.scroll_offset.y
+        super().watch_highlighted(new)  # scrolls to it (a scroll repaints everything) and posts the event
+        if self.scroll_offset.y != scroll_y:
+            return
+        try:
+            first_line, heights = self._index_to_line, self._heights  # OptionList's line layout
+            regions = [Region(0, first_line[i] - scroll_y, self.size.width, heights[i])
+                       for i in (old, new) if i is not None and i in first_line]
+        except (AttributeError, KeyError):  # another Textual's internals: repaint it all
+            regions = []
+        self.refresh(*regions) if regions else self.refresh()
 
 
 class OverviewView(View):
