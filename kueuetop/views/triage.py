@@ -173,6 +173,9 @@ class TriageModel:
         self._pod_used: dict[Key, tuple[str, int]] = {}  # pod → (node, GPUs held)
         self._used: dict[str, int] = {}  # node → GPUs held by pods
         self._nodes: dict[str, Node] = {}
+        # Flavor name → its nodes (nodeLabels match): kept until a node or a flavor changes, so a
+        # refresh does not match every node's labels against every flavor again.
+        self._flavor_nodes: dict[str, list[Node]] = {}
         self._node_bad: dict[str, tuple[str, float | None]] = {}  # GPU node → (NotReady/cordoned, since)
         self._unusable: dict[str, str] = {}  # GPU node → why no flavor can use it
         self._gpu_flavors: tuple[ResourceFlavor, ...] | None = None  # flavors some CQ offers GPUs in
@@ -198,6 +201,8 @@ class TriageModel:
         for pkey in changes.get(K.PODS, ()):
             wls |= self._file_pod(pkey)
         flavors_changed = bool(changes.get(K.RESOURCE_FLAVORS))
+        if flavors_changed or changes.get(K.NODES):
+            self._flavor_nodes.clear()
         if changes.get(K.CLUSTER_QUEUES) or flavors_changed:
             for name in changes.get(K.CLUSTER_QUEUES, ()):
                 self._file_queue(K.CLUSTER_QUEUES, name if isinstance(name, tuple) else ("", name))
@@ -623,7 +628,6 @@ class TriageModel:
         if not self._not_running and not (self.config and self.config.wait_for_pods_ready):
             return []
         free = self.free_gpus()
-        nodes = list(self._nodes.values())
         flavors = {f.name: f for f in self.store.objects(K.RESOURCE_FLAVORS).values() if isinstance(f, ResourceFlavor)}
         fits: dict[tuple[str, int], PE.PoolFit] = {}
         # cause → {workload: (pods, message, since)}
@@ -644,7 +648,7 @@ class TriageModel:
                     fk = (fl_name, pod.gpus)
                     fit = fits.get(fk)
                     if fit is None:
-                        fit = fits[fk] = PE.pool_fit(fl, pod.gpus, nodes, free)
+                        fit = fits[fk] = PE.pool_fit(fl, pod.gpus, self._nodes_of(fl), free)
                 c = PE.pod_cause(pod, fit, self._events_of(pod))
                 if c.cause not in PE.NOT_RUNNING:
                     continue
@@ -680,6 +684,13 @@ class TriageModel:
                                max(ages) if ages else None, _target(wls)))
         out += self._pods_ready(now)
         return out
+
+    def _nodes_of(self, flavor: ResourceFlavor) -> list[Node]:
+        nodes = self._flavor_nodes.get(flavor.name)
+        if nodes is None:
+            nodes = self._flavor_nodes[flavor.name] = [n for n in self._nodes.values()
+                                                       if PE.flavor_matches_node(flavor, n)]
+        return nodes
 
     def _pods_ready(self, now: float) -> list[Problem]:
         """Kueue's waitForPodsReady: an admitted workload whose pods are not ready `timeout` after

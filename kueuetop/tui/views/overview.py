@@ -204,6 +204,7 @@ class OverviewView(View):
         self._heatmap_size = (0, 0)
         self._queue_lines = 0
         self._queue_texts: dict[str, tuple[tuple[Any, ...], Text]] = {}
+        self._queue_shown: tuple[Any, ...] = ()  # what the queue panel shows (text and styles)
 
     def set_config(self, config: KueueConfig | None) -> None:
         """Kueue's configuration arrived (read after start): PodsReady timeouts can be told."""
@@ -319,6 +320,7 @@ class OverviewView(View):
         lines = self.model.queue_lines(now)
         if not lines:
             body.update(Text("no ClusterQueues seen", style="dim"))
+            self._queue_shown, self._queue_lines = (), 1
             return
         # Wide: as many as the side's height leaves above a heatmap of at least 8 lines.
         room = max(3, (self.size.height - 12) if wide else max(len(lines), 3))
@@ -339,8 +341,14 @@ class OverviewView(View):
         self._queue_texts = kept
         if len(lines) > room:
             out.append(Text(f"{self.ctx.glyphs.ellipsis} {len(lines) - room} more ClusterQueues (3: all)", style="dim"))
+        shown = tuple((t.plain, tuple(t.spans), t.style) for t in out)
+        if shown == self._queue_shown:
+            return  # nothing on the panel moved
+        # The same number of lines keeps the panel's height: no layout, only a repaint.
+        same_height = len(out) == self._queue_lines
         self._queue_lines = len(out)
-        body.update(Text("\n", no_wrap=True, overflow="ellipsis").join(out))
+        self._queue_shown = shown
+        body.update(Text("\n", no_wrap=True, overflow="ellipsis").join(out), layout=not same_height)
 
     def _show_heatmap(self, wide: bool) -> None:
         body = self.query_one("#ov-heatmap", Static)
