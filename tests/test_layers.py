@@ -31,7 +31,6 @@ KNOWN_CROSSINGS: list[tuple[str, str, int]] = [
     ("kueuetop.tui.screenshot", "kueuetop.sim.runner", 20),
     ("kueuetop.tui.screenshot", "kueuetop.sim.scenario", 20),
     ("kueuetop.tui.screenshot", "kueuetop.sim.serve", 20),
-    ("kueuetop.tui.launch", "kueuetop.sim.apiserver.kubeconfig", 20),
     ("kueuetop.views.snapshot", "kueuetop.sources.gpu_join", 20),
     ("kueuetop.views.triage", "kueuetop.sources.event_retention", 20),
 ]

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kueuetop.sim.apiserver.kubeconfig import UnsafePath, private_dir, write_kubeconfig
+from kueuetop.sim.apiserver.kubeconfig import write_kubeconfig
+from kueuetop.xdg import UnsafePath, private_dir
 from tests.waiting import wait_until
 
 
