@@ -32,7 +32,6 @@ KNOWN_CROSSINGS: list[tuple[str, str, int]] = [
     ("kueuetop.tui.screenshot", "kueuetop.sim.scenario", 20),
     ("kueuetop.tui.screenshot", "kueuetop.sim.serve", 20),
     ("kueuetop.views.snapshot", "kueuetop.sources.gpu_join", 20),
-    ("kueuetop.views.triage", "kueuetop.sources.event_retention", 20),
 ]
 
 STDLIB_ONLY = "anything outside the standard library"
