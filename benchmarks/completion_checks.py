@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from tests.test_sim_scale_scenarios import KUEUE, run_to_completion
+from tests.sim.test_sim_scale_scenarios import KUEUE, run_to_completion
 
 SAMPLE_EVERY = 2_000  # steps between quota-invariant checks (each walks 100,000 workloads on xl)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kueuetop.sim.apiserver.kubeconfig import write_kubeconfig
-from tests.test_serve_process import free_port
+from tests.sim.test_serve_process import free_port
 
 
 def kueuetop(*args: str, home: Path) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ import pytest
 from kueuetop.actions.audit import AuditRecord, write_audit
 from kueuetop.redact import RedactingFilter, one_line, redact
 from kueuetop.sim.apiserver.kubeconfig import write_kubeconfig
-from tests.test_serve_process import free_port
+from tests.sim.test_serve_process import free_port
 
 
 @pytest.mark.parametrize(("text", "secret"), [

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kueuetop.sim.apiserver.kubeconfig import UnsafePath, private_dir, write_kubeconfig
+from kueuetop.sim.apiserver.kubeconfig import write_kubeconfig
+from kueuetop.xdg import UnsafePath, private_dir
 from tests.waiting import wait_until
 
 
@@ -161,7 +162,7 @@ def test_a_stale_kubeconfig_in_the_private_dir_is_replaced(tmp_path: Path, monke
     it (the private directory is ours alone), rather than refusing to start."""
     from kueuetop.sim.scenario import load_scenario
     from kueuetop.sim.serve import start_served
-    from tests.test_serve_process import free_port
+    from tests.sim.test_serve_process import free_port
 
     (tmp_path / "run").mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))

@@ -88,14 +88,6 @@ class Fields:
             raise self.error(key, "required field is empty")
         return v if unique else shared(v)
 
-    def opt_str(self, key: str) -> str | None:
-        v = self._data.get(key)
-        if v is None:
-            return None
-        if not isinstance(v, str):
-            raise self.error(key, f"expected a string, got {type(v).__name__}")
-        return v
-
     def int(self, key: str, default: int = 0, minimum: int | None = None) -> int:
         v = self._data.get(key)
         if v is None:

@@ -79,7 +79,3 @@ def parse_pod_shape(spec: Fields) -> PodShape:
         tolerations=parse_tolerations(spec),
         priority_class_name=spec.str("priorityClassName"),
     )
-
-
-def scale(requests: Mapping[str, int], count: int) -> dict[str, int]:
-    return {k: v * count for k, v in requests.items()}

@@ -52,10 +52,6 @@ class LabelSelector:
                 return False
         return all(r.matches(labels) for r in self.expressions)
 
-    @property
-    def is_empty(self) -> bool:
-        return not self.match_labels and not self.expressions
-
 
 def parse_label_selector(f: Fields) -> LabelSelector:
     exprs = tuple(

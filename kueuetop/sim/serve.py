@@ -28,12 +28,12 @@ from typing import Any, Protocol
 from kueuetop.sim.apiserver import ApiServer, ServerHooks, write_kubeconfig
 from kueuetop.sim.apiserver.auth import load_tokens
 from kueuetop.sim.apiserver.defaults import prepare_for_create
-from kueuetop.sim.apiserver.kubeconfig import private_dir
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cluster import SimCluster
 from kueuetop.sim.objectstore import ObjectStore
 from kueuetop.sim.runner import SimParts, build_cluster
 from kueuetop.sim.scenario import Scenario, ScenarioStep, split_first_instant
+from kueuetop.xdg import private_dir
 
 _log = logging.getLogger(__name__)
 

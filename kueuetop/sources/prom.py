@@ -162,10 +162,6 @@ class FleetReading:
     gpus: GpuReading | None = None
     nodes: NodeReading | None = None
 
-    @property
-    def aggregated(self) -> bool:
-        return self.nodes is not None
-
 
 @dataclass(slots=True)
 class HistoryReading:

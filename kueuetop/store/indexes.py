@@ -107,7 +107,6 @@ class Indexes:
     def __init__(self) -> None:
         self.wl_by_cq = MultiIndex()
         self.wl_by_lq = MultiIndex()
-        self.wl_by_ns = MultiIndex()
         self.wl_by_phase = MultiIndex()
         self.wl_by_owner_uid = MultiIndex()  # owner UIDs + job-uid label → workload
         self.wl_state: dict[Key, WorkloadState] = {}
@@ -127,7 +126,6 @@ class Indexes:
             return
         self._workloads[key] = wl
         self.wl_by_lq.set_one(key, (wl.namespace, wl.queue_name) if wl.queue_name else None)
-        self.wl_by_ns.set_one(key, wl.namespace)
         self.wl_by_cq.set_one(key, self._cq_of(wl))
         state = derive_state(wl, now)
         self.wl_state[key] = state
@@ -140,7 +138,7 @@ class Indexes:
     def remove_workload(self, key: Key) -> None:
         self._workloads.pop(key, None)
         self.wl_state.pop(key, None)
-        for ix in (self.wl_by_lq, self.wl_by_ns, self.wl_by_cq, self.wl_by_phase, self.wl_by_owner_uid):
+        for ix in (self.wl_by_lq, self.wl_by_cq, self.wl_by_phase, self.wl_by_owner_uid):
             ix.remove(key)
         self._count(key)
 

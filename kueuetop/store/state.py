@@ -408,10 +408,6 @@ class Store:
         with self._lock:
             return set(self._ix.wl_by_lq.get((namespace, lq)))
 
-    def workloads_in_namespace(self, namespace: str) -> set[Key]:
-        with self._lock:
-            return set(self._ix.wl_by_ns.get(namespace))
-
     def workloads_in_phase(self, phase: Phase) -> set[Key]:
         with self._lock:
             return set(self._ix.wl_by_phase.get(phase))

@@ -95,7 +95,7 @@ def _die_with_parent() -> None:  # runs in the child before exec
 
 
 def start_demo(scenario: str, speed: float = 1.0, timeout: float = DEMO_START_TIMEOUT) -> DemoCluster:
-    from kueuetop.sim.apiserver.kubeconfig import private_dir
+    from kueuetop.xdg import private_dir
 
     # mkdtemp creates it 0700 with a name nobody could have pre-created, inside the per-user
     # private directory; the child writes its kubeconfig (admin token) there exclusively.

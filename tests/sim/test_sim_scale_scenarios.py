@@ -11,7 +11,7 @@ import pytest
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
 from kueuetop.sim.scenario import load_scenario
-from tests.test_sim_scenarios import check_invariants
+from tests.sim.test_sim_scenarios import check_invariants
 
 KUEUE = "kueue.x-k8s.io"
 SAMPLE_EVERY = 50  # steps between invariant checks

@@ -21,7 +21,7 @@ from kueuetop.admission.status_updates import (
     release_quota,
 )
 from kueuetop.kueue.workload import PodSetAssignment
-from tests.admission_ctl.helpers import (
+from tests.admission.helpers import (
     NS,
     T0,
     admitted,

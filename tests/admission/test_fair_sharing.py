@@ -3,6 +3,7 @@
 from kueuetop.admission.fair_sharing import MAX_INT64, dominant_resource_share
 from kueuetop.admission.quota_tree import QuotaStructure, QuotaTree
 from kueuetop.kueue.config import FairSharing, KueueConfig
+from tests.admission.common import admitted, preempted, run
 from tests.builders import (
     T0,
     admit,
@@ -15,7 +16,6 @@ from tests.builders import (
     snapshot,
     workload,
 )
-from tests.engine.common import admitted, preempted, run
 
 FS = KueueConfig(fair_sharing=FairSharing())
 BASE = [namespace("ns"), flavor("f"), local_queue("ns", "lqa", "a"), local_queue("ns", "lqb", "b")]

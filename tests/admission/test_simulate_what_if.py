@@ -17,7 +17,7 @@ from kueuetop.admission.status_updates import is_queued
 from kueuetop.admission.what_if import CQ_DRAIN, CQ_RESUME, PREEMPT, REQUEUE, Action, what_if
 from kueuetop.kueue.config import KueueConfig, WaitForPodsReady
 from kueuetop.kueue.workload import PodSetAssignment
-from tests.admission_ctl.helpers import (
+from tests.admission.helpers import (
     NS,
     T0,
     admitted,

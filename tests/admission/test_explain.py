@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kueuetop.admission.explain import explain
-from tests.admission_ctl.helpers import check, condition, with_conditions, with_status
+from tests.admission.helpers import check, condition, with_conditions, with_status
 from tests.builders import (
     T0,
     admit,

@@ -3,6 +3,7 @@
 from kueuetop.admission.cq_status import cluster_queue_active, local_queue_active
 from kueuetop.admission.cycle import schedule
 from kueuetop.kueue.config import KueueConfig, WaitForPodsReady
+from tests.admission.common import admits, admitted, pending, run
 from tests.builders import (
     T0,
     admission_check,
@@ -17,7 +18,6 @@ from tests.builders import (
     snapshot,
     workload,
 )
-from tests.engine.common import admits, admitted, pending, run
 
 BASE = [namespace("ns"), flavor("f"), local_queue("ns", "lqa", "a"), local_queue("ns", "lqb", "b")]
 

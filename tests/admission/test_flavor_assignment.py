@@ -3,8 +3,8 @@
 import pytest
 
 from kueuetop.admission.queue_state import QueueState
+from tests.admission.common import admitted, pending, run
 from tests.builders import cluster_queue, flavor, fq, group, local_queue, namespace, pod_set, workload
-from tests.engine.common import admitted, pending, run
 
 BASE = [namespace("ns"), local_queue("ns", "lq", "a"), flavor("f1", {"pool": "one"}), flavor("f2", {"pool": "two"})]
 

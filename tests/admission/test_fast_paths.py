@@ -29,8 +29,8 @@ from kueuetop.admission import cycle, preemption
 from kueuetop.admission import decisions as d
 from kueuetop.admission.cycle import schedule
 from kueuetop.admission.quota_tree import QuotaTree
+from tests.admission.test_properties import TOL, build, cq_spec
 from tests.builders import T0, admit, snapshot, workload
-from tests.engine.test_properties import TOL, build, cq_spec
 
 wl_spec = st.fixed_dictionaries({
     "cq": st.integers(0, 2), "cpu": st.integers(1, 4), "priority": st.integers(0, 4),

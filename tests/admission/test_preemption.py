@@ -1,6 +1,7 @@
 """§6.5 classical preemption: policies, candidate ordering, fill-back minimality, reasons, messages."""
 
 from kueuetop.admission import decisions as d
+from tests.admission.common import admitted, pending, preempted, run
 from tests.builders import (
     T0,
     admit,
@@ -13,7 +14,6 @@ from tests.builders import (
     namespace,
     workload,
 )
-from tests.engine.common import admitted, pending, preempted, run
 
 BASE = [namespace("ns"), flavor("f"), local_queue("ns", "lqa", "a"), local_queue("ns", "lqb", "b")]
 

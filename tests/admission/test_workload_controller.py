@@ -21,7 +21,7 @@ from kueuetop.admission.decisions import (
 )
 from kueuetop.admission.workload_controller import next_event_at, reconcile, reconcile_keys, requeue_backoff
 from kueuetop.kueue.config import KueueConfig, WaitForPodsReady
-from tests.admission_ctl.helpers import (
+from tests.admission.helpers import (
     NS,
     T0,
     admitted,
