@@ -137,15 +137,30 @@ def _category(path: str) -> str:
     return "list_get"
 
 
+def _resource(path: str) -> str:
+    """The resource a request reads: `/api/v1/namespaces/x/pods?…` → `pods`; `…/pods/p/proxy/…` → `pods/proxy`."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    if "proxy" in parts:
+        return "pods/proxy"
+    # /api/v1/… or /apis/<group>/<version>/…, then namespaces/<ns>/ for a namespaced resource.
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:] if parts[:1] == ["apis"] else parts
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        rest = rest[2:]
+    return rest[0] if rest else (parts[-1] if parts else "")
+
+
 class _Counter:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.bytes: dict[str, int] = defaultdict(int)
         self.requests: dict[str, int] = defaultdict(int)
+        self.by_resource: dict[str, int] = defaultdict(int)  # "watch pods", "list_get workloads", …
 
-    def add(self, category: str, n: int) -> None:
+    def add(self, category: str, n: int, resource: str = "") -> None:
         with self.lock:
             self.bytes[category] += n
+            if resource:
+                self.by_resource[f"{category} {resource}"] += n
 
     def request(self, category: str) -> None:
         with self.lock:
@@ -153,7 +168,8 @@ class _Counter:
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
-            return {"bytes": dict(self.bytes), "requests": dict(self.requests)}
+            return {"bytes": dict(self.bytes), "requests": dict(self.requests),
+                    "by_resource": dict(self.by_resource)}
 
 
 class _CountingWriter:
@@ -165,7 +181,8 @@ class _CountingWriter:
 
     def write(self, data: bytes) -> int:
         n = self._raw.write(data)
-        self._counter.add(_category(getattr(self._h, "path", "") or ""), len(data))
+        path = getattr(self._h, "path", "") or ""
+        self._counter.add(_category(path), len(data), _resource(path))
         return n
 
     def __getattr__(self, name: str) -> Any:
