@@ -43,12 +43,12 @@ from kueuetop.store import events as K
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.gpu_focus import nodes_of_workloads, report_gpu_focus
-from kueuetop.tui.rows import age
 from kueuetop.tui.sparkline import sparkline
 from kueuetop.tui.views.fleet import pool_of
 from kueuetop.tui.yaml_view import fetch_yaml, yaml_text
 from kueuetop.views import pod_evidence as PE
 from kueuetop.views.explain_text import explain_lines
+from kueuetop.views.rows import age
 from kueuetop.views.safe_text import clean
 
 Key = tuple[str, str]

@@ -16,10 +16,10 @@ from textual.pilot import Pilot
 from kueuetop.store import Changes, Store
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.glyphs import ASCII
-from kueuetop.tui.rows import Row, cell
 from kueuetop.tui.themes import load_themes
 from kueuetop.tui.views.base import TableView
 from kueuetop.tui.virtual_table import VirtualTable, fit
+from kueuetop.views.rows import Row, cell
 from tests.tui.screen_text import screen_text
 
 Cells = dict[str, tuple[Text, ...]]
@@ -595,8 +595,8 @@ def test_a_one_word_filter_follows_rows_whose_text_changes_in_place() -> None:
 
 
 def test_orders_ahead_wait_while_a_change_is_on_its_way_to_the_screen(monkeypatch: Any) -> None:
-    from kueuetop.tui.filtering import sort_ids
     from kueuetop.tui.views import base
+    from kueuetop.views.filtering import sort_ids
 
     Things.data.clear()
     Things.data.update({f"e{i:03d}": i % 9 for i in range(200)})

@@ -32,11 +32,11 @@ from textual.timer import Timer
 from kueuetop.store import Changes
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.filtering import Move, RowFilter, SortCache, narrows, parse_filter, sort_orders, widens
 from kueuetop.tui.gpu_focus import report_gpu_focus
 from kueuetop.tui.oneline import OneLine
-from kueuetop.tui.rows import Row, same
 from kueuetop.tui.virtual_table import VirtualTable
+from kueuetop.views.filtering import Move, RowFilter, SortCache, narrows, parse_filter, sort_orders, widens
+from kueuetop.views.rows import Row, same
 
 if TYPE_CHECKING:
     from kueuetop.tui.app import KueuetopApp

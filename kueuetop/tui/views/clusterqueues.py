@@ -19,7 +19,6 @@ from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.store import events as K
 from kueuetop.tui.charts import queue_workloads
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.rows import Row, cell
 from kueuetop.tui.views.base import TableView, scope_bindings
 from kueuetop.tui.views.queues_common import (
     compact_bars,
@@ -29,6 +28,7 @@ from kueuetop.tui.views.queues_common import (
     status_cell,
 )
 from kueuetop.tui.virtual_table import VirtualTable
+from kueuetop.views.rows import Row, cell
 
 
 def cluster_queue_rows(ctx: ViewContext) -> list[Row]:

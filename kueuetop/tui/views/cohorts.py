@@ -21,11 +21,11 @@ from kueuetop.kueue.core import GPU_RESOURCE
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.quota_bar import quota_bar
-from kueuetop.tui.rows import Row, cell
 from kueuetop.tui.views.base import TableView
 from kueuetop.tui.views.queues_common import _fmt, _scale
 from kueuetop.tui.virtual_table import VirtualTable
 from kueuetop.views.cohort_pool import CohortPool, Loan, QuotaLine, cohort_pools, queue_lines, total_of
+from kueuetop.views.rows import Row, cell
 from kueuetop.views.safe_text import clean
 
 

@@ -23,9 +23,9 @@ from kueuetop.kueue.provisioning import ProvisioningRequest
 from kueuetop.sources.event_retention import safe_event
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.rows import Row, age, cell
 from kueuetop.tui.views.base import TableView
 from kueuetop.tui.virtual_table import VirtualTable
+from kueuetop.views.rows import Row, age, cell
 
 ObjectRef = tuple[str, str, str]  # (kind, namespace or "", name)
 EVENT = "ev"

@@ -8,9 +8,9 @@ from kueuetop.actions.plan import Target
 from kueuetop.kueue.local_queue import LocalQueue
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.rows import Row, cell
 from kueuetop.tui.views.base import TableView, scope_bindings
 from kueuetop.tui.views.queues_common import queue_status, status_cell
+from kueuetop.views.rows import Row, cell
 
 
 def local_queue_rows(ctx: ViewContext) -> list[Row]:

@@ -32,10 +32,10 @@ from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.heatmap import fleet_heatmap
 from kueuetop.tui.quota_bar import quota_bar
-from kueuetop.tui.rows import age
 from kueuetop.tui.sparkline import sparkline
 from kueuetop.tui.views.base import View
 from kueuetop.tui.views.fleet import pools_map
+from kueuetop.views.rows import age
 from kueuetop.views.safe_text import clean
 from kueuetop.views.triage import Problem, QueueLine, Target, TriageModel
 

@@ -12,8 +12,8 @@ from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.gpu_focus import nodes_of_workloads
-from kueuetop.tui.rows import Row, age, cell
 from kueuetop.tui.views.base import TableView, scope_bindings
+from kueuetop.views.rows import Row, age, cell
 
 # Workload phase → the theme's state colour.
 PHASE_COLOUR = {

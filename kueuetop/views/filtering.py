@@ -17,7 +17,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from kueuetop.tui.rows import Row
+from kueuetop.views.rows import Row
 
 Predicate = Callable[[Row], bool]
 
