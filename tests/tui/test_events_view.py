@@ -76,7 +76,7 @@ def test_every_components_events_newest_first_through_the_command_and_the_key(ev
         want = {"QuotaReserved", "Admitted", "Pending", "Preempted", "TriggeredScaleUp", "NotTriggerScaleUp",
                 "FailedScheduling", "Scheduled", "BackOff", "Failed", "NodeNotReady", "NodeNotSchedulable"}
         assert await until(pilot, lambda: want <= set(reasons(app))), sorted(want - set(reasons(app)))
-        rows = events_view(app).visible_rows()
+        rows = events_view(app).model.visible_rows()
         ages = [r.sort["age"] for r in rows]
         assert ages == sorted(ages)  # newest first
         assert "Events (" in screen_text(app)
@@ -118,7 +118,7 @@ def test_opened_from_a_workload_row_it_follows_the_workload_its_pods_and_its_job
 
     async def body(pilot: Pilot[int]) -> None:
         await pilot.press("slash", *key[1], "enter")
-        assert await until(pilot, lambda: [r.key for r in app.table_view().visible_rows()] == [key])
+        assert await until(pilot, lambda: [r.key for r in app.table_view().model.visible_rows()] == [key])
         await pilot.press("9")
         view = events_view(app)
         assert await until(pilot, lambda: app.switcher.current == "events" and view.following is not None)
@@ -152,10 +152,10 @@ def test_provisioning_request_conditions_show_with_the_workload(ev_live: Live) -
 
     async def body(pilot: Pilot[int]) -> None:
         await pilot.press("slash", *key[1], "enter")
-        assert await until(pilot, lambda: [r.key for r in app.table_view().visible_rows()] == [key])
+        assert await until(pilot, lambda: [r.key for r in app.table_view().model.visible_rows()] == [key])
         await pilot.press("9")
         assert await until(pilot, lambda: "Failed=True CapacityIsNotFound" in reasons(app)), reasons(app)
-        row = next(r for r in events_view(app).visible_rows() if "Failed=True" in r.cells[2].plain)
+        row = next(r for r in events_view(app).model.visible_rows() if "Failed=True" in r.cells[2].plain)
         assert row.cells[1].plain == "Warning" and row.cells[5].plain == "condition"
         assert row.cells[6].plain == "CA could not find requested capacity"
         assert "ProvisioningRequestCreated" in reasons(app)  # Kueue's own Event about the request

@@ -19,6 +19,7 @@ from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.store import events as K
 from kueuetop.tui.charts import queue_workloads
 from kueuetop.tui.context import ViewContext
+from kueuetop.tui.messages import JumpTo, RunAction
 from kueuetop.tui.views.base import TableView, scope_bindings
 from kueuetop.tui.views.queues_common import (
     compact_bars,
@@ -108,8 +109,8 @@ class ClusterQueuesView(TableView):
         self.after_refresh()
 
     def drill(self, row: Row) -> None:
-        self.kapp.jump_to("workloads", f"^{row.key}$|{row.key}")
+        self.post_message(JumpTo("workloads", f"^{row.key}$|{row.key}"))
 
     def action_queue_action(self, action: str) -> None:
         targets = [Target("clusterqueue", str(r.key)) for r in self.selected()]
-        self.kapp.start_actions(action, targets)
+        self.post_message(RunAction(action, targets))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
+from kueuetop.actions.plan import WORKLOAD, Target
 from kueuetop.kueue.local_queue import LocalQueue
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
@@ -12,6 +13,7 @@ from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.gpu_focus import nodes_of_workloads
+from kueuetop.tui.messages import OpenWorkload, RunAction
 from kueuetop.tui.views.base import TableView, scope_bindings
 from kueuetop.views.rows import Row, age, cell
 
@@ -146,8 +148,9 @@ class WorkloadsView(TableView):
         height = max(1, table.size.height)
         start = max(0, int(table.scroll_y) - height)
         cqs = set()
-        for rid in self._order[start: start + 3 * height]:
-            row = self._rows.get(rid)
+        rows = self.model.rows
+        for rid in self.model.order[start: start + 3 * height]:
+            row = rows.get(rid)
             if row is not None and row.sort.get("cq"):
                 cqs.add(row.sort["cq"])
         return cqs
@@ -162,12 +165,12 @@ class WorkloadsView(TableView):
         return K.WORKLOADS
 
     def drill(self, row: Row) -> None:
-        self.kapp.open_workload(row.key)  # type: ignore[arg-type]
+        self.post_message(OpenWorkload(row.key))  # type: ignore[arg-type]
 
     def action_workload_explain(self) -> None:
         row = self.cursor_row()
         if row is not None:
-            self.kapp.open_workload(row.key)  # type: ignore[arg-type]
+            self.post_message(OpenWorkload(row.key))  # type: ignore[arg-type]
 
     def action_sort_position(self) -> None:
         self.sort_by("position")
@@ -176,5 +179,5 @@ class WorkloadsView(TableView):
         self.sort_by("priority")
 
     def action_workload_action(self, action: str) -> None:
-        keys = [r.key for r in self.selected()]
-        self.kapp.start_workload_action(action, keys)  # type: ignore[arg-type]
+        targets = [Target(WORKLOAD, r.key[1], r.key[0]) for r in self.selected()]  # type: ignore[index]
+        self.post_message(RunAction(action, targets))
