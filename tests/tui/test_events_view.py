@@ -205,11 +205,11 @@ def test_events_view_svg_snapshots_match_fresh_renderings(tmp_path: Path) -> Non
     stale = []
     for name, svg in fresh.items():
         assert svg.startswith("<svg"), name
-        stored = screenshot.SNAPSHOTS / name
+        stored = Path(__file__).resolve().parent / "snapshots" / name
         if not stored.exists() or stored.read_text(encoding="utf-8") != svg:
             (tmp_path / name).write_text(svg, encoding="utf-8")
             stale.append(name)
-    assert not stale, f"Events SVG snapshots differ: {stale} (fresh ones in {tmp_path}): python -m kueuetop.tui.screenshot --svg"
+    assert not stale, f"Events SVG snapshots differ: {stale} (fresh ones in {tmp_path}): python -m kueuetop.tui.screenshot --svg tests/tui/snapshots"
     for name, svg in fresh.items():
         text = html.unescape(svg).replace("\xa0", " ")
         for w in ("Events (", "REASON", "FailedScheduling", "0/17 nodes are available"):
