@@ -63,7 +63,7 @@ from typing import Any
 from _served import memory_mb, serve
 from live import changed_status, kubectl, kubectl_env, kubectl_snapshot, wire_objects
 
-from kueuetop.connection import connect
+from kueuetop.sources.connection import connect
 from kueuetop.sources.informer import Informer
 from kueuetop.sources.kube import KubeSources, resource_specs
 from kueuetop.store import Store, StoreEvent

@@ -66,7 +66,7 @@ def _hard_deadline(seconds: float, what: str) -> threading.Timer:
 
 def _open(args: argparse.Namespace, alongside: Callable[[LiveSession], object] | None = None,
           ) -> tuple[LiveSession | None, int]:
-    from kueuetop.connection import ConnectionProblem
+    from kueuetop.sources.connection import ConnectionProblem
     from kueuetop.sources.session import KubeconfigProblem, SyncTimeout, open_session
 
     _quiet_logs()

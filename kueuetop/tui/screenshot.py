@@ -80,7 +80,7 @@ def _render(scenario: str, at: float, sizes: tuple[tuple[int, int], ...], views:
 def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], ...],
                    views: tuple[tuple[str, str], ...], svg: bool, demo: str = "refarch",
                    include_events: bool = False) -> list[str]:
-    from kueuetop.connection import connect
+    from kueuetop.sources.connection import connect
     from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
     from kueuetop.sources.kube import KubeSources
     from kueuetop.sources.kueue_config import read_kueue_config

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from kueuetop.connection import connect
 from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
+from kueuetop.sources.connection import connect
 from kueuetop.sources.event_retention import EventRetention
 from kueuetop.sources.kube import KubeSources
 from kueuetop.store import Entry, Store, StoreEvent
