@@ -440,7 +440,3 @@ class SortCache:
             return None
         return _by_value(base, {rid: row.sort.get(name) for rid, row in rows.items()}, reverse)
 
-
-def labels_of(obj: object) -> Mapping[str, str]:
-    meta = getattr(obj, "meta", None)
-    return getattr(meta, "labels", None) or {}
