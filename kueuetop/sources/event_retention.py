@@ -15,24 +15,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from kueuetop.sources.object_events import ObjectEvent, parse_event
+from kueuetop.kueue.event import safe_event
 from kueuetop.store import Entry, StoreEvent
 from kueuetop.store.events import Key, Op
 
 MAX_EVENTS = 5_000
 MAX_AGE = 3_600.0  # the API server's default event TTL
 _PRUNE_EVERY = 10.0  # seconds between scans for Events past the age bound
-
-
-def safe_event(raw: object) -> ObjectEvent:
-    """`parse_event` that never raises: a malformed Event (fields of the wrong type) reads as
-    an Event without time, type or text rather than stopping the informer or the view."""
-    if isinstance(raw, dict):
-        try:
-            return parse_event(raw)
-        except (AttributeError, TypeError, ValueError):
-            pass
-    return ObjectEvent(None, "", "", "", 1, "")
 
 
 def event_time(entry: Entry, default: float) -> float:

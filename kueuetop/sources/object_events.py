@@ -2,49 +2,18 @@
 
 Watching every Event of a cluster with 20,000 Workloads would cost more memory than the rest of
 the console; a detail screen asks for its object's Events with a field selector on
-`involvedObject` and polls again while it is open. Both Event shapes the core/v1 API returns are
-read: `lastTimestamp`/`count` (legacy recorders) and `eventTime`/`series` (events.k8s.io
-recorders, which Kueue's controller-runtime uses).
+`involvedObject` and polls again while it is open (kueue/event.py reads each).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from kueuetop.kueue.fields import parse_time_or_none
+from kueuetop.kueue.event import ObjectEvent, parse_event
 from kueuetop.sources.kube_http import request
 
 MAX_EVENTS = 200  # per object; a workload stuck pending for days collects many "Pending" events
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectEvent:
-    time: float | None  # the last time it happened
-    type: str  # Normal / Warning
-    reason: str
-    message: str
-    count: int
-    source: str  # reporting component
-
-
-def _int(raw: Any, default: int) -> int:
-    try:
-        return int(raw)
-    except (TypeError, ValueError):
-        return default
-
-
-def parse_event(item: Mapping[str, Any]) -> ObjectEvent:
-    series = item.get("series") if isinstance(item.get("series"), Mapping) else {}
-    when = (parse_time_or_none(series.get("lastObservedTime")) or parse_time_or_none(item.get("lastTimestamp"))
-            or parse_time_or_none(item.get("eventTime")) or parse_time_or_none(item.get("firstTimestamp"))
-            or parse_time_or_none((item.get("metadata") or {}).get("creationTimestamp")))
-    count = _int(series.get("count"), 0) or _int(item.get("count"), 1) or 1
-    source = item.get("reportingComponent") or (item.get("source") or {}).get("component") or ""
-    return ObjectEvent(when, str(item.get("type") or ""), str(item.get("reason") or ""),
-                       str(item.get("message") or ""), count, str(source))
 
 
 def parse_events(items: Iterable[Any]) -> list[ObjectEvent]:

@@ -33,13 +33,14 @@ from textual.widgets import Footer, Static
 from kueuetop.actions.plan import WORKLOAD, Target
 from kueuetop.admission.explain import explain
 from kueuetop.kueue.core import Node, Pod
+from kueuetop.kueue.event import ObjectEvent
 from kueuetop.kueue.flavor import ResourceFlavor
 from kueuetop.kueue.meta import Condition
 from kueuetop.kueue.provisioning import ProvisioningRequest
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import derive_state
 from kueuetop.sources.kube_http import ApiError
-from kueuetop.sources.object_events import ObjectEvent, fetch_object_events
+from kueuetop.sources.object_events import fetch_object_events
 from kueuetop.store import events as K
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext

@@ -36,6 +36,7 @@ from kueuetop.kueue.admission_check import AdmissionCheck
 from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.core import GPU_RESOURCE, Node, Pod
+from kueuetop.kueue.event import safe_event
 from kueuetop.kueue.flavor import ResourceFlavor
 from kueuetop.kueue.local_queue import LocalQueue
 from kueuetop.kueue.meta import find_condition
@@ -43,7 +44,6 @@ from kueuetop.kueue.provisioning import ProvisioningRequest
 from kueuetop.kueue.scheduling_terms import tolerated
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, derive_state
-from kueuetop.sources.event_retention import safe_event
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.views import pod_evidence as PE
