@@ -65,7 +65,7 @@ from typing import Any
 
 from _served import Server, memory_mb, sent, serve, set_churn
 
-from kueuetop.connection import connect
+from kueuetop.sources.connection import connect
 from kueuetop.sources.informer import Informer, object_key
 from kueuetop.sources.kube import MANAGED_LABEL, PODSET_LABEL, KubeSources, resource_specs
 from kueuetop.sources.kube_http import request

@@ -66,7 +66,7 @@ from typing import Any
 from _served import memory_mb, serve
 from live import changed_status, kubectl, kubectl_env, kubectl_snapshot, wire_objects
 
-from kueuetop.connection import connect
+from kueuetop.sources.connection import connect
 from kueuetop.sources.informer import Informer
 from kueuetop.sources.kube import KubeSources, resource_specs
 from kueuetop.store import Store, StoreEvent
@@ -74,7 +74,8 @@ from kueuetop.store import events as K
 from kueuetop.tui.app import KueuetopApp
 from kueuetop.tui.keymap import load_keymap
 from kueuetop.tui.themes import load_themes
-from kueuetop.tui.views.base import TableView, row_id
+from kueuetop.tui.views.base import TableView
+from kueuetop.views.table_model import row_id
 
 SIZE = (200, 60)
 # ARCHITECTURE §5 (its budgets are for the console measured from outside, benchmarks/e2e.py;
@@ -155,13 +156,13 @@ def key_plan(tv: TableView) -> list[tuple[str, str, Callable[[], object]]]:
     for key in ["down"] * 20 + ["up"] * 10 + ["pagedown"] * 5 + ["pageup"] * 3 + ["end", "home"]:
         plan.append(("cursor", key, lambda: (t.cursor_row, int(t.scroll_y))))
     for key in ("N", "N", "A", "S", "R", "P", "Q", "N"):
-        plan.append(("sort", key, lambda: (tv.sort_name, tv.sort_reverse, tuple(tv._order[:3]))))
-    first = tv._rows[tv._order[0]].sort.get("name", "x")
+        plan.append(("sort", key, lambda: (tv.model.sort_name, tv.model.sort_reverse, tuple(tv.model.order[:3]))))
+    first = tv.model.rows[tv.model.order[0]].sort.get("name", "x")
     typed = str(first)[:6]
     plan.append(("filter", "slash", lambda: None))
-    plan += [("filter", ch, lambda: (tv.filter.text, len(tv._order))) for ch in typed]
-    plan += [("filter", "backspace", lambda: (tv.filter.text, len(tv._order)))] * 2
-    plan += [("filter", "escape", lambda: None), ("filter", "escape", lambda: (tv.filter.text, len(tv._order)))]
+    plan += [("filter", ch, lambda: (tv.model.filter.text, len(tv.model.order))) for ch in typed]
+    plan += [("filter", "backspace", lambda: (tv.model.filter.text, len(tv.model.order)))] * 2
+    plan += [("filter", "escape", lambda: None), ("filter", "escape", lambda: (tv.model.filter.text, len(tv.model.order)))]
     return plan
 
 
@@ -217,14 +218,14 @@ async def apply_changes(pilot: Any, app: KueuetopApp, conn: Any, frames: Frames)
         admitted = r % 2 == 0
         want = "Admitted" if admitted else "Pending"
         top = int(tv.table.scroll_y)
-        on_screen = [tv._rows[rid].key for rid in tv._order[top: top + SIZE[1]]]
+        on_screen = [tv.model.rows[rid].key for rid in tv.model.order[top: top + SIZE[1]]]
         rest = [k for k in store.keys(K.WORKLOADS) if k not in set(on_screen)]
         keys = (on_screen + rest[r * BATCH:])[:BATCH]
         events = change_events(conn, store, keys, admitted, r, wire)
         visible = [row_id(k) for k in on_screen[:20]]
 
         def shown(v: list[str] = visible, w: str = want) -> bool:
-            rows = tv._rows
+            rows = tv.model.rows
             return all(rid in rows and rows[rid].cells[state_col].plain == w for rid in v)
 
         await pilot.pause(0.3)  # past the app's refresh coalescing window
@@ -336,10 +337,10 @@ async def console(server: Any, scenario: str, result: dict[str, Any], skip: set[
             tv = workloads_view(app)
             # Every source synced and the view holds every Workload, its first page handed to the table.
             frames.expect(lambda: sources.synced() and tv.table.row_count > 0
-                          and tv.total == store.count(K.WORKLOADS))
+                          and tv.model.total == store.count(K.WORKLOADS))
             done = await frames.first(bool, timeout=600.0 if scenario == "xl" else 180.0)
             result["first_screen"] = {"seconds": round(done - t0, 3), "workloads": store.count(K.WORKLOADS),
-                                      "rows": tv.total}
+                                      "rows": tv.model.total}
             result["memory"] = {"after_first_screen": memory_mb("self")}
             await pilot.pause(3.0)  # start-up work settles: position polls of the screen's queues
             if "idle" not in skip:

@@ -403,8 +403,8 @@ def _run_action(args: argparse.Namespace) -> int:
     """An action command, after checking that the credentials work and the server is a Kubernetes
     API server (an HTML login page or a failing exec plugin is one line, not a traceback from deep
     in the client); anything the action lets escape is one line too."""
-    from kueuetop.connection import ConnectionProblem, check_api_server
     from kueuetop.redact import one_line
+    from kueuetop.sources.connection import ConnectionProblem, check_api_server
 
     try:
         check_api_server(args.kubeconfig, args.context)

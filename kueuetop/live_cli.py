@@ -16,13 +16,16 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kueuetop.admission.snapshot import ClusterSnapshot
+    from kueuetop.sources.gpu_join import WorkloadGpuUse
     from kueuetop.sources.gpu_poller import GpuPoller
     from kueuetop.sources.session import LiveSession
+    from kueuetop.store import Store
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -63,7 +66,7 @@ def _hard_deadline(seconds: float, what: str) -> threading.Timer:
 
 def _open(args: argparse.Namespace, alongside: Callable[[LiveSession], object] | None = None,
           ) -> tuple[LiveSession | None, int]:
-    from kueuetop.connection import ConnectionProblem
+    from kueuetop.sources.connection import ConnectionProblem
     from kueuetop.sources.session import KubeconfigProblem, SyncTimeout, open_session
 
     _quiet_logs()
@@ -87,6 +90,36 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         guard.cancel()
 
 
+def _gpu_use(store: Store) -> Callable[[ClusterSnapshot, float], Mapping[tuple[str, str], WorkloadGpuUse]]:
+    """Each admitted workload's GPU use at the cluster's `now` (sources/gpu_join.py), from the
+    store's pods, workloads and GPU samples."""
+    from kueuetop.kueue.core import Pod
+    from kueuetop.kueue.meta import Condition, Meta
+    from kueuetop.sources.gpu_join import workload_gpu_use
+    from kueuetop.store import events as K
+
+    def rfc3339(t: float) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+    def join_dict(meta: Meta, conditions: Iterable[Condition] = ()) -> dict[str, Any]:
+        # The few fields `gpu_join` reads of a pod or Workload (identity, labels, owners,
+        # conditions), rebuilt from the parsed object: the store keeps no wire dicts.
+        return {
+            "metadata": {"namespace": meta.namespace, "name": meta.name, "uid": meta.uid, "labels": meta.labels,
+                         "ownerReferences": [{"apiVersion": o.api_version, "kind": o.kind, "name": o.name,
+                                              "uid": o.uid, "controller": o.controller} for o in meta.owners]},
+            "status": {"conditions": [{"type": c.type, "status": c.status,
+                                       "lastTransitionTime": None if c.last_transition is None
+                                       else rfc3339(c.last_transition)} for c in conditions]},
+        }
+
+    def use(snap: ClusterSnapshot, now: float) -> Mapping[tuple[str, str], WorkloadGpuUse]:
+        pods = [join_dict(p.meta) for p in store.objects(K.PODS).values() if isinstance(p, Pod)]
+        wls = [join_dict(w.meta, w.conditions) for w in snap.workloads.values()]
+        return workload_gpu_use(store.gpus().values(), pods, wls, now=now, since_admission=False)
+    return use
+
+
 def _snapshot(args: argparse.Namespace, guard: threading.Timer) -> int:
     from kueuetop.views.snapshot import build_snapshot, render_text
 
@@ -102,7 +135,8 @@ def _snapshot(args: argparse.Namespace, guard: threading.Timer) -> int:
                                                            scrape_budget=budget)
         doc = build_snapshot(session.store, now=time.time(), context=session.conn.info.context,
                              server=session.conn.info.server, kueue_api=session.conn.kueue.version,
-                             positions=session.positions_from, gpu_source=poller.name)
+                             positions=session.positions_from, gpu_source=poller.name,
+                             gpu_use=_gpu_use(session.store))
     except KeyboardInterrupt:
         return _fail("interrupted")
     finally:

@@ -24,14 +24,6 @@ PKG = "kueuetop"
 KNOWN_CROSSINGS: list[tuple[str, str, int]] = [
     ("kueuetop.store.state", "kueuetop.admission.snapshot", 20),
     ("kueuetop.sim.scripted_actions", "kueuetop.actions.plan", 20),
-    ("kueuetop.connection", "kueuetop.sources.kube_http", 20),
-    ("kueuetop.connection", "kueuetop.sources.retry", 20),
-    ("kueuetop.tui.screenshot", "kueuetop.sim.apiserver", 20),
-    ("kueuetop.tui.screenshot", "kueuetop.sim.clock", 20),
-    ("kueuetop.tui.screenshot", "kueuetop.sim.runner", 20),
-    ("kueuetop.tui.screenshot", "kueuetop.sim.scenario", 20),
-    ("kueuetop.tui.screenshot", "kueuetop.sim.serve", 20),
-    ("kueuetop.views.snapshot", "kueuetop.sources.gpu_join", 20),
 ]
 
 STDLIB_ONLY = "anything outside the standard library"

@@ -1,6 +1,8 @@
-"""A Kubernetes Event (core/v1), read in both shapes the API returns: `lastTimestamp`/`count`
-(legacy recorders) and `eventTime`/`series` (events.k8s.io recorders, which Kueue's
-controller-runtime uses)."""
+"""A core/v1 Event, parsed: what happened to an object, when, how often, and who said so.
+
+Both Event shapes the core/v1 API returns are read: `lastTimestamp`/`count` (legacy recorders)
+and `eventTime`/`series` (events.k8s.io recorders, which Kueue's controller-runtime uses).
+"""
 
 from __future__ import annotations
 

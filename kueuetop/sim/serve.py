@@ -192,6 +192,37 @@ def start_served(scenario: Scenario, *, port: int = 0, speed: float = 1.0, token
     return ServedCluster(parts, server, path, thread, caught_up, admin or switch_token, ca_pem)
 
 
+@dataclass
+class FrozenCluster:
+    """A scenario run in virtual time to a moment, then served with no simulation thread: every
+    answer is the same until `stop()` (screenshots, snapshot tests)."""
+
+    server: ApiServer
+    kubeconfig: Path
+    now: float  # the cluster's clock, stopped
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def serve_frozen(scenario: Scenario, *, at: float, epoch: float, kubeconfig: Path,
+                 kueue_api: str = "v1beta2") -> FrozenCluster:
+    """Run `scenario` from `epoch` for `at` seconds of virtual time and serve it frozen on a
+    loopback port; the kubeconfig is written to `kubeconfig`."""
+    clock = SimClock(epoch, speed=None)
+    parts = build_cluster(scenario, clock)
+    parts.cluster.settle()
+    parts.cluster.run_for(at)
+    server = ApiServer(parts.cluster.store, port=0, hooks=_hooks(parts),
+                       kueue_versions=KUEUE_API_VERSIONS[kueue_api]).start()
+    try:
+        path = write_kubeconfig(kubeconfig, server.url)
+    except OSError:
+        server.stop()
+        raise
+    return FrozenCluster(server, path, clock.now())
+
+
 def load_first_instant(parts: SimParts) -> None:
     """Every object due at t=0 into the store, and the Nodes of the scenario's NodePools, with
     no other controller run: what must be served from the first answer. The namespaces a

@@ -1,1 +1,2 @@
-"""I/O adapters that feed the store: Kubernetes informers, Prometheus queries, direct scrapes."""
+"""I/O adapters that feed the store: the connection (kubeconfig, client), Kubernetes informers,
+Prometheus queries, direct scrapes."""

@@ -29,8 +29,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from kueuetop.connection import Connection
 from kueuetop.kueue.gpu import GpuSample
+from kueuetop.sources.connection import Connection
 from kueuetop.sources.dcgm import GpuReading
 from kueuetop.sources.prom import PromConfig, PrometheusSource
 from kueuetop.sources.scrape import ScrapeSource

@@ -28,9 +28,9 @@ from typing import Any
 
 import urllib3
 
-from kueuetop.connection import AUTOSCALING_GROUP, KUEUE_GROUP, VISIBILITY_GROUP, Connection
 from kueuetop.kueue.core import GPU_RESOURCE
 from kueuetop.kueue.workload import PODSET_LABEL
+from kueuetop.sources.connection import AUTOSCALING_GROUP, KUEUE_GROUP, VISIBILITY_GROUP, Connection
 from kueuetop.sources.event_retention import MAX_EVENTS, EventRetention
 from kueuetop.sources.informer import Backoff, Informer, InformerConfig, ResourceSpec
 from kueuetop.sources.kube_http import ApiError, request

@@ -2,9 +2,7 @@
 
 Watching every Event of a cluster with 20,000 Workloads would cost more memory than the rest of
 the console; a detail screen asks for its object's Events with a field selector on
-`involvedObject` and polls again while it is open. Both Event shapes the core/v1 API returns are
-read: `lastTimestamp`/`count` (legacy recorders) and `eventTime`/`series` (events.k8s.io
-recorders, which Kueue's controller-runtime uses): see `kueuetop.kueue.event`.
+`involvedObject` and polls again while it is open (kueue/event.py reads each).
 """
 
 from __future__ import annotations

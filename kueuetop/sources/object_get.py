@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kueuetop.connection import AUTOSCALING_GROUP, KUEUE_GROUP
+from kueuetop.sources.connection import AUTOSCALING_GROUP, KUEUE_GROUP
 from kueuetop.sources.kube_http import request
 from kueuetop.store import events as K
 

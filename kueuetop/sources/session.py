@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import urllib3
 
-from kueuetop.connection import Connection, ConnectionProblem, discover, load_client
+from kueuetop.sources.connection import Connection, ConnectionProblem, discover, load_client
 from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
 from kueuetop.sources.informer import InformerConfig
 from kueuetop.sources.kube import KubeSources

@@ -20,18 +20,34 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kueuetop.actions.audit import AuditRecord
 from kueuetop.actions.cancellable import CancellableClient
 from kueuetop.actions.journal import Journal, JournalError
 from kueuetop.actions.plan import DANGEROUS, Target, plan
+from kueuetop.tui.context import ViewContext
 from kueuetop.tui.screens import Confirmation, ConfirmScreen
 
-if TYPE_CHECKING:
-    from kueuetop.tui.app import KueuetopApp
-
 MAX_PREVIEWS = 5  # previews are per target; beyond a few the modal lists the rest without one
+
+
+class ActionHost(Protocol):
+    """What the runner needs of the app (the app is one; this module does not import it)."""
+
+    read_only: bool
+    ctx: ViewContext
+    _thread_id: int
+
+    def notify(self, message: str, *, title: str = ..., severity: Any = ..., timeout: float | None = ...) -> None: ...
+
+    def set_last_action(self, text: str, ok: bool | None) -> None: ...
+
+    def call_from_thread(self, callback: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+    def run_worker(self, work: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+    def push_screen(self, screen: Any, callback: Any = ..., *args: Any, **kwargs: Any) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -42,7 +58,7 @@ class Identity:
 
 
 class ActionRunner:
-    def __init__(self, app: KueuetopApp, api: Any, *, kueue_version: str = "v1beta2",
+    def __init__(self, app: ActionHost, api: Any, *, kueue_version: str = "v1beta2",
                  identity: Identity = Identity(), wait_timeout: float = 300.0, request_timeout: float = 10.0,
                  quit_readback: float = 0.5) -> None:
         self.app = app

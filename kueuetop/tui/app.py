@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from textual import events
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -31,6 +31,7 @@ from kueuetop.tui.context import ViewContext
 from kueuetop.tui.detail import WorkloadDetailScreen
 from kueuetop.tui.glyphs import glyphs
 from kueuetop.tui.heap import BurstHold, HeapFreezer, IdleCollector
+from kueuetop.tui.messages import JumpTo, OpenWorkload, RunAction, ShowYaml
 from kueuetop.tui.palette import KueuetopCommands
 from kueuetop.tui.screens import HelpScreen
 from kueuetop.tui.statusbar import StatusBar
@@ -104,7 +105,8 @@ class KueuetopApp(App[int]):
         for t in self._themes.themes.values():
             self.register_theme(t.textual)
         self.theme = theme.textual.name
-        self.ctx = ViewContext(store, theme, glyphs(ascii_only), clock, namespace, busy=self._change_in_flight)
+        self.ctx = ViewContext(store, theme, glyphs(ascii_only), clock, namespace, busy=self._change_in_flight,
+                               check_binding=self.check_binding, key_label=self.key_label)
         self.bridge = StoreBridge(store, self.post_message)
         self.runner = ActionRunner(self, api, kueue_version=kueue_version, identity=Identity(context, server, user))
         self.api = api
@@ -400,6 +402,23 @@ class KueuetopApp(App[int]):
     def open_workload(self, key: tuple[str, str]) -> None:
         self.push_screen(WorkloadDetailScreen(self.ctx, key, api=self.api, kueue_version=self.runner.kueue_version))
 
+    # ------------------------------------------------------------ what views ask for (messages up)
+    @on(OpenWorkload)
+    def _on_open_workload(self, message: OpenWorkload) -> None:
+        self.open_workload(message.key)
+
+    @on(JumpTo)
+    def _on_jump_to(self, message: JumpTo) -> None:
+        self.jump_to(message.view, message.filter_text)
+
+    @on(ShowYaml)
+    def _on_show_yaml(self, message: ShowYaml) -> None:
+        self.show_yaml(message.kind, message.key)
+
+    @on(RunAction)
+    def _on_run_action(self, message: RunAction) -> None:
+        self.start_actions(message.action, message.targets)
+
     def show_yaml(self, kind: str, key: object) -> None:
         if not kind:
             return
@@ -439,7 +458,7 @@ class KueuetopApp(App[int]):
         if tv is None:
             self.notify("this view has no filter", severity="information")
             return
-        self._prompt("filter", tv.filter.text)
+        self._prompt("filter", tv.model.filter.text)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":
@@ -477,8 +496,8 @@ class KueuetopApp(App[int]):
             self.pop_screen()
         else:
             tv = self.table_view()
-            if tv is not None and (tv.filter.text or tv.marks):
-                tv.marks.clear()
+            if tv is not None and (tv.model.filter.text or tv.model.marks):
+                tv.model.marks.clear()
                 tv.set_filter("")
             elif isinstance(tv, EventsView):
                 tv.unfollow()
@@ -500,19 +519,8 @@ class KueuetopApp(App[int]):
             tv.toggle_mark()
 
     def action_mark_range(self) -> None:
-        tv = self.table_view()
-        if tv is None or not tv.MARKS:
-            return
-        # k9s: mark everything between the last mark and the cursor.
-        order = tv._order
-        cur = tv.cursor_id()
-        marked = [i for i, r in enumerate(order) if r in tv.marks]
-        if cur is None or not marked:
-            return tv.toggle_mark()
-        i = order.index(cur)
-        lo, hi = sorted((marked[-1], i))
-        tv.marks.update(order[lo:hi + 1])
-        tv.refresh_view()
+        if (tv := self.table_view()) is not None:
+            tv.mark_range()
 
     def action_mark_clear(self) -> None:
         if (tv := self.table_view()) is not None:

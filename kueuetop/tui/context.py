@@ -23,6 +23,10 @@ class ViewContext:
     # A store change is on its way to the screen: background work (orders computed ahead) waits,
     # so as not to take the interpreter from it. Called from worker threads.
     busy: Callable[[], bool] = lambda: False
+    # Set by the app (attributes down): whether a key's action is enabled now (read-only mode,
+    # RBAC), and an action's first key as the footer shows it.
+    check_binding: Callable[[str, tuple[object, ...]], bool | None] = lambda action, parameters: True
+    key_label: Callable[[str], str] = lambda action_id: action_id
 
     def now(self) -> float:
         return self.clock()

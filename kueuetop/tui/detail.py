@@ -30,6 +30,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from kueuetop.actions.plan import WORKLOAD, Target
 from kueuetop.admission.explain import explain
 from kueuetop.kueue.core import Node, Pod
 from kueuetop.kueue.event import ObjectEvent
@@ -44,12 +45,13 @@ from kueuetop.store import events as K
 from kueuetop.tui import keymap as KM
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.gpu_focus import nodes_of_workloads, report_gpu_focus
-from kueuetop.tui.rows import age
+from kueuetop.tui.messages import RunAction
 from kueuetop.tui.sparkline import sparkline
 from kueuetop.tui.views.fleet import pool_of
 from kueuetop.tui.yaml_view import fetch_yaml, yaml_text
 from kueuetop.views import pod_evidence as PE
 from kueuetop.views.explain_text import explain_lines
+from kueuetop.views.rows import age
 from kueuetop.views.safe_text import clean
 
 Key = tuple[str, str]
@@ -359,9 +361,9 @@ class WorkloadDetailScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Read-only hides the keys, RBAC greys them: the app decides, as for the views.
-        return self.app.check_binding(action, parameters)  # type: ignore[attr-defined,no-any-return]
+        return self.ctx.check_binding(action, parameters)
 
     def action_workload_action(self, action: str) -> None:
         """hold / resume / requeue / preempt on the workload shown: the same preview, confirmation
         and dry-run flow as from the Workloads view."""
-        self.app.start_workload_action(action, [self.key])  # type: ignore[attr-defined]
+        self.post_message(RunAction(action, [Target(WORKLOAD, self.key[1], self.key[0])]))

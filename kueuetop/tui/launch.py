@@ -146,7 +146,7 @@ def _say(message: str, hint: str = "") -> None:
 
 
 def run_console(args: argparse.Namespace) -> int:
-    from kueuetop.connection import ConnectionProblem, connect
+    from kueuetop.sources.connection import ConnectionProblem, connect
     from kueuetop.sources.kube import KubeSources
     from kueuetop.store import Store
 

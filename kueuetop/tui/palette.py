@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
@@ -23,11 +23,33 @@ from kueuetop.tui import keymap as KM
 
 if TYPE_CHECKING:
     from textual.screen import Screen
+    from textual.widgets import ContentSwitcher
 
-    from kueuetop.tui.app import KueuetopApp
+    from kueuetop.tui.views.base import TableView
 
 # Queue action id → the plan verb the runner takes.
 _QUEUE_VERBS = {"stop": "stop", "drain": "drain", "resume": "resume-queue"}
+
+
+class PaletteHost(Protocol):
+    """What the palette needs of the app (the app is one; this module does not import it)."""
+
+    read_only: bool
+    denied: dict[str, str]
+    keymap: KM.Keymap
+    main: Screen[Any]
+    switcher: ContentSwitcher
+    screen_stack: list[Screen[Any]]
+
+    def table_view(self) -> TableView | None: ...
+
+    def notify(self, message: str, *, title: str = ..., severity: Any = ..., timeout: float | None = ...) -> None: ...
+
+    def start_actions(self, action: str, targets: list[Target]) -> None: ...
+
+    def pop_screen(self) -> Any: ...
+
+    def action_switch_view(self, name: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -49,7 +71,7 @@ def _describe(targets: list[Target]) -> str:
     return f"{len(targets)} marked"
 
 
-def workload_targets(app: KueuetopApp, screen: Screen[Any]) -> list[Target]:
+def workload_targets(app: PaletteHost, screen: Screen[Any]) -> list[Target]:
     """The workloads a palette action acts on: the detail screen's, else the view's selection."""
     from kueuetop.tui.detail import WorkloadDetailScreen
 
@@ -61,7 +83,7 @@ def workload_targets(app: KueuetopApp, screen: Screen[Any]) -> list[Target]:
     return [Target(WORKLOAD, r.key[1], r.key[0]) for r in tv.selected()] if tv else []  # type: ignore[index]
 
 
-def queue_targets(app: KueuetopApp, screen: Screen[Any], scope: str) -> list[Target]:
+def queue_targets(app: PaletteHost, screen: Screen[Any], scope: str) -> list[Target]:
     if screen is not app.main or app.switcher.current != scope:
         return []
     tv = app.table_view()
@@ -72,7 +94,7 @@ def queue_targets(app: KueuetopApp, screen: Screen[Any], scope: str) -> list[Tar
     return [Target(LOCAL_QUEUE, r.key[1], r.key[0]) for r in tv.selected()]  # type: ignore[index]
 
 
-def entries(app: KueuetopApp, screen: Screen[Any]) -> Iterator[Entry]:
+def entries(app: PaletteHost, screen: Screen[Any]) -> Iterator[Entry]:
     """What the palette offers on `screen` now (actions first, then view switches)."""
     groups = (("workloads", workload_targets(app, screen)),
               ("clusterqueues", queue_targets(app, screen, "clusterqueues")),
@@ -99,7 +121,7 @@ def entries(app: KueuetopApp, screen: Screen[Any]) -> Iterator[Entry]:
                     partial(_switch, app, v.name))
 
 
-def _switch(app: KueuetopApp, name: str) -> None:
+def _switch(app: PaletteHost, name: str) -> None:
     while len(app.screen_stack) > 1:  # from a detail screen: back to the views first
         app.pop_screen()
     app.action_switch_view(name)

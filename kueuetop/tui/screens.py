@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Static
 
 from kueuetop.views.safe_text import clean
@@ -114,26 +114,3 @@ class ConfirmScreen(ModalScreen[Confirmation]):
     def action_toggle_dry_run(self) -> None:
         cb = self.query_one("#dry-run", Checkbox)
         cb.value = not cb.value
-
-
-class TextScreen(Screen[None]):
-    """A read-only page of text (YAML, describe); `esc` goes back."""
-
-    BINDINGS: ClassVar = [Binding("escape,q", "back", "Back")]
-    DEFAULT_CSS = """
-    TextScreen > .page-title { height: 1; background: $panel; padding: 0 1; }
-    TextScreen > VerticalScroll { padding: 0 1; }
-    """
-
-    def __init__(self, title: str, text: Text) -> None:
-        super().__init__()
-        self._title = title
-        self._text = text
-
-    def compose(self) -> ComposeResult:
-        yield Static(Text(self._title), classes="page-title")
-        with VerticalScroll():
-            yield Static(self._text, id="page-body")
-
-    def action_back(self) -> None:
-        self.app.pop_screen()

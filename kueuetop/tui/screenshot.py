@@ -6,9 +6,10 @@ the same on every run. The console reaches it through the real path (kubeconfig,
 scrape), runs headless with its clock pinned to that moment and the default themes and keys (no
 user config), and the screen is exported as plain text.
 
-`--check` exits 1 when README.md's block differs from a fresh rendering (tests run it too);
-`--write` replaces the block between the README markers; `--svg` writes the main views at
-80×24 and 160×48 as SVG to tests/tui/snapshots, which a test compares with fresh renderings.
+`--check README.md` exits 1 when the README's block differs from a fresh rendering (tests run
+it too); `--write README.md` replaces the block between the README's markers; `--svg DIR` writes
+the main views at 80×24 and 160×48 as SVG into DIR (tests/tui/snapshots, which a test compares
+with fresh renderings). The caller names every file written.
 """
 
 from __future__ import annotations
@@ -18,18 +19,14 @@ import sys
 import time
 from pathlib import Path
 
-from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
-from kueuetop.sim.clock import SimClock
-from kueuetop.sim.runner import build_cluster
 from kueuetop.sim.scenario import load_scenario
-from kueuetop.sim.serve import KUEUE_API_VERSIONS, _hooks
+from kueuetop.sim.serve import serve_frozen
 
 EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: object timestamps never depend on today
 AT = 17 * 60.0  # after the high-priority and compact-placement waves: queues, preemptions, idle GPUs
 SIZE = (120, 32)
 README_VIEWS = (("overview", ""),)  # (view, filter)
-BEGIN, END = "<!-- screenshot:begin (python -m kueuetop.tui.screenshot --write) -->", "<!-- screenshot:end -->"
-README = Path(__file__).resolve().parents[2] / "README.md"
+BEGIN, END = "<!-- screenshot:begin (python -m kueuetop.tui.screenshot --write README.md) -->", "<!-- screenshot:end -->"
 
 
 # The README shows the triage board where it has most to say: the incident scenario, every
@@ -43,11 +40,10 @@ def render(scenario: str = README_SCENARIO, at: float = README_AT, size: tuple[i
     return "\n\n".join(_render(scenario, at, (size,), views, svg=False))
 
 
-# The main views as SVG (tests/tui/snapshots): what layout changes do to them shows in review.
+# The main views as SVG: what layout changes do to them shows in review.
 SNAPSHOT_VIEWS = (("overview", ""), ("workloads", ""), ("clusterqueues", ""), ("cohorts", ""), ("nodes", ""),
                   ("gpus", ""))
 SNAPSHOT_SIZES = ((80, 24), (160, 48))
-SNAPSHOTS = Path(__file__).resolve().parents[2] / "tests" / "tui" / "snapshots"
 
 
 def render_svgs(sizes: tuple[tuple[int, int], ...] = SNAPSHOT_SIZES,
@@ -72,25 +68,19 @@ def _render(scenario: str, at: float, sizes: tuple[tuple[int, int], ...], views:
             svg: bool, include_events: bool = False) -> list[str]:
     import tempfile
 
-    clock = SimClock(EPOCH, speed=None)
-    parts = build_cluster(load_scenario(scenario), clock)
-    parts.cluster.settle()
-    parts.cluster.run_for(at)
-    server = ApiServer(parts.cluster.store, port=0, hooks=_hooks(parts),
-                       kueue_versions=KUEUE_API_VERSIONS["v1beta2"]).start()
-    try:
-        with tempfile.TemporaryDirectory(prefix="kueuetop-shot-") as d:
-            kubeconfig = write_kubeconfig(Path(d) / "kubeconfig", server.url)
-            return _console_shots(kubeconfig, clock.now(), sizes, views, svg, demo=scenario,
+    with tempfile.TemporaryDirectory(prefix="kueuetop-shot-") as d:
+        frozen = serve_frozen(load_scenario(scenario), at=at, epoch=EPOCH, kubeconfig=Path(d) / "kubeconfig")
+        try:
+            return _console_shots(frozen.kubeconfig, frozen.now, sizes, views, svg, demo=scenario,
                                   include_events=include_events)
-    finally:
-        server.stop()
+        finally:
+            frozen.stop()
 
 
 def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], ...],
                    views: tuple[tuple[str, str], ...], svg: bool, demo: str = "refarch",
                    include_events: bool = False) -> list[str]:
-    from kueuetop.connection import connect
+    from kueuetop.sources.connection import connect
     from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
     from kueuetop.sources.kube import KubeSources
     from kueuetop.sources.kueue_config import read_kueue_config
@@ -200,30 +190,36 @@ def current_block(readme: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kueuetop.tui.screenshot", description=__doc__.splitlines()[0])
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--write", action="store_true", help="replace the README block")
-    g.add_argument("--check", action="store_true", help="exit 1 if the README block is stale")
-    g.add_argument("--svg", action="store_true", help=f"write the main views' SVG snapshots to {SNAPSHOTS}")
+    g.add_argument("--write", metavar="README", type=Path, help="replace the screenshot block of this file")
+    g.add_argument("--check", metavar="README", type=Path, help="exit 1 if this file's screenshot block is stale")
+    g.add_argument("--svg", metavar="DIR", type=Path, help="write the main views' SVG snapshots into DIR")
     args = p.parse_args(argv)
     if args.svg:
-        SNAPSHOTS.mkdir(parents=True, exist_ok=True)
+        args.svg.mkdir(parents=True, exist_ok=True)
         for name, svg in {**render_svgs(), **render_event_svgs()}.items():
-            (SNAPSHOTS / name).write_text(svg, encoding="utf-8")
+            (args.svg / name).write_text(svg, encoding="utf-8")
         return 0
-    block = readme_block(render())
-    if not (args.write or args.check):
-        print(block)
+    readme_path = args.write or args.check
+    if readme_path is None:
+        print(readme_block(render()))
         return 0
-    readme = README.read_text(encoding="utf-8")
+    try:
+        readme = readme_path.read_text(encoding="utf-8")
+    except OSError as e:
+        print(f"{readme_path}: {e.strerror or e}", file=sys.stderr)
+        return 1
     old = current_block(readme)
     if old is None:
-        print(f"{README}: no screenshot markers ({BEGIN!r} … {END!r})", file=sys.stderr)
+        print(f"{readme_path}: no screenshot markers ({BEGIN!r} … {END!r})", file=sys.stderr)
         return 1
+    block = readme_block(render())
     if args.check:
         if old != block:
-            print("README screenshot is stale: run python -m kueuetop.tui.screenshot --write", file=sys.stderr)
+            print(f"{readme_path}: screenshot is stale: run python -m kueuetop.tui.screenshot --write {readme_path}",
+                  file=sys.stderr)
             return 1
         return 0
-    README.write_text(readme.replace(old, block), encoding="utf-8")
+    readme_path.write_text(readme.replace(old, block), encoding="utf-8")
     return 0
 
 

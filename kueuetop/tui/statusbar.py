@@ -16,7 +16,7 @@ from rich.text import Text
 from kueuetop.sources.scrape_budget import short_note
 from kueuetop.store import SourceState, SourceStatus
 from kueuetop.tui.oneline import OneLine
-from kueuetop.tui.rows import age
+from kueuetop.views.rows import age
 from kueuetop.views.safe_text import clean
 
 _SEVERITY = {SourceState.LIVE: 0, SourceState.CONNECTING: 1, SourceState.RELISTING: 2, SourceState.UNAVAILABLE: 0,

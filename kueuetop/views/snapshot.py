@@ -25,7 +25,8 @@ version, new keys may be added; lists are sorted as noted; absent values are `nu
                       state: Pending | Backoff | Blocked | OnHold | Gated | Inactive |
                       QuotaReserved | Admitted | Evicting | Finished; position / localPosition are
                       1-based (null when not queued); waitSeconds: creation → quota
-                      reservation (or now), null when finished;
+                      reservation (or now while queued), null when a finished workload
+                      never had quota;
                       gpuUtil: mean % over the workload's fresh GPUs (null without telemetry);
                       gpuUse: busy | low | idle | stale | unknown (null when not admitted)
     nodes             [{name, pool, flavors, gpuModel, gpusAllocated, gpus, gpuUtil, gpuStale, ready}]
@@ -40,8 +41,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from kueuetop.admission import cq_status
 from kueuetop.admission.queue_order import pending_workloads
@@ -49,21 +50,23 @@ from kueuetop.admission.queue_state import QueueState
 from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.core import GPU_RESOURCE, Node, Pod
 from kueuetop.kueue.gpu import GpuSample
-from kueuetop.kueue.meta import Condition, Meta
 from kueuetop.kueue.quantity import format_resource_value
-from kueuetop.kueue.workload import Workload
-from kueuetop.kueue.workload_state import Phase
-from kueuetop.sources.gpu_join import workload_gpu_use
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.views.safe_text import clean
+from kueuetop.views.workload_rows import Key, store_position, workload_row
 
 SCHEMA = 1
 POOL_LABELS = ("cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool",
                "kubernetes.azure.com/agentpool", "node.kubernetes.io/pool")
 POOL_ANNOTATION = "kueuetop.io/node-pool"
 MODEL_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator")
-_QUEUED = (Phase.PENDING, Phase.BACKOFF, Phase.BLOCKED)
+
+
+class GpuUse(Protocol):
+    """What a row reads of a workload's GPU use (sources/gpu_join.py `WorkloadGpuUse`)."""
+
+    state: str
 
 
 def _rfc3339(t: float) -> str:
@@ -156,75 +159,42 @@ def _engine_positions(snap: ClusterSnapshot) -> dict[tuple[str, str], tuple[int,
     return out
 
 
-def _flavors(wl: Workload) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if wl.admission is not None:
-        for psa in wl.admission.pod_set_assignments:
-            for res, flavor in psa.flavors.items():
-                out.setdefault(clean(res), clean(flavor))
-    return dict(sorted(out.items()))
+def workload_rows(store: Store, snap: ClusterSnapshot, now: float, *, gpu_stale: bool = False,
+                  gpu_use: Mapping[Key, GpuUse] | None = None) -> list[dict[str, Any]]:
+    """The shared workload rows (views/workload_rows.py) as JSON fields; `gpu_use`: each
+    admitted workload's GPU use (busy / low / idle / stale / unknown), when the caller joined it."""
+    engine: dict[Key, tuple[int, int]] | None = None  # built on first need: when Kueue's
+    # visibility API answered for every queue, the engine's index is never built
+    from_store = store_position(store)
 
+    def position_of(key: Key) -> tuple[int, int] | None:
+        nonlocal engine
+        got = from_store(key)
+        if got is None:
+            if engine is None:
+                engine = _engine_positions(snap)
+            got = engine.get(key)
+        return got
 
-def _wait_seconds(wl: Workload, now: float) -> float | None:
-    created = wl.meta.creation
-    if created is None or wl.is_finished:
-        return None
-    cond = wl.condition("QuotaReserved") if wl.has_quota_reservation else None
-    end = cond.last_transition if cond is not None and cond.last_transition is not None else now
-    return _num(max(0.0, end - created), 0)
-
-
-def _join_dict(meta: Meta, conditions: Iterable[Condition] = ()) -> dict[str, Any]:
-    """The few fields `gpu_join` reads of a pod or Workload (identity, labels, owners, conditions),
-    rebuilt from the parsed object: the store keeps no wire dicts (store/events.py `Entry`)."""
-    return {
-        "metadata": {"namespace": meta.namespace, "name": meta.name, "uid": meta.uid, "labels": meta.labels,
-                     "ownerReferences": [{"apiVersion": o.api_version, "kind": o.kind, "name": o.name, "uid": o.uid,
-                                          "controller": o.controller} for o in meta.owners]},
-        "status": {"conditions": [{"type": c.type, "status": c.status,
-                                   "lastTransitionTime": None if c.last_transition is None
-                                   else _rfc3339(c.last_transition)} for c in conditions]},
-    }
-
-
-def workload_rows(store: Store, snap: ClusterSnapshot, now: float, *,
-                  gpu_stale: bool = False) -> list[dict[str, Any]]:
-    engine: dict[tuple[str, str], tuple[int, int]] | None = None  # built on first need: when
-    # Kueue's visibility API answered for every queue, the engine's index is never built
-    pods = [_join_dict(p.meta) for p in store.objects(K.PODS).values() if isinstance(p, Pod)]
-    wls = [_join_dict(w.meta, w.conditions) for w in snap.workloads.values()]
-    use = workload_gpu_use(store.gpus().values(), pods, wls, now=now, since_admission=False)
+    use = gpu_use or {}
     rows = []
     for key in sorted(snap.workloads):
         wl = snap.workloads[key]
-        st = store.workload_state(key, now)
-        queued = st is not None and st.phase in _QUEUED
-        pos = lpos = None
-        if queued:
-            vis = store.position(key)
-            if vis is not None and vis.in_cluster_queue >= 0:
-                pos, lpos = vis.in_cluster_queue, vis.in_local_queue
-            else:
-                if engine is None:
-                    engine = _engine_positions(snap)
-                if key in engine:
-                    pos, lpos = engine[key]
-        lq = snap.local_queues.get((wl.namespace, wl.queue_name))
-        cq = wl.admission.cluster_queue if wl.admission is not None else (lq.cluster_queue if lq else "")
-        u = use.get(key)
+        r = workload_row(store, key, wl, now, position_of)
+        st, u = r.state, use.get(key)
         rows.append({
             "namespace": clean(wl.namespace), "name": clean(wl.name), "queue": clean(wl.queue_name),
-            "clusterQueue": clean(cq) or None, "priority": wl.effective_priority,
-            "state": st.phase.value if st else "Unknown",
-            "reason": clean(st.reason) if st and st.reason else None,
-            "message": clean(st.message) if st and st.message else None,
-            "position": None if pos is None else pos + 1,
-            "localPosition": None if lpos is None or lpos < 0 else lpos + 1,
-            "flavors": _flavors(wl), "waitSeconds": _wait_seconds(wl, now),
+            "clusterQueue": clean(r.cluster_queue) or None, "priority": wl.effective_priority,
+            "state": st.phase.value,
+            "reason": clean(st.reason) if st.reason else None,
+            "message": clean(st.message) if st.message else None,
+            "position": r.position, "localPosition": r.local_position,
+            "flavors": {clean(res): clean(f) for res, f in r.flavors_by_resource.items()},
+            "waitSeconds": _num(r.wait, 0),
             "gpus": sum(ps.total().get(GPU_RESOURCE, 0) for ps in wl.pod_sets),
-            "gpuUtil": _num(u.util_mean) if u else None,
+            "gpuUtil": _num(r.gpu_util),
             "gpuUse": ("stale" if gpu_stale and u.state != "unknown" else u.state) if u else None,
-            "evictions": sum(e.count for e in wl.evictions),
+            "evictions": r.evictions,
         })
     return rows
 
@@ -287,8 +257,10 @@ def _gpu_sort(gpu: str) -> tuple[int, str]:
 
 
 def build_snapshot(store: Store, *, now: float, context: str = "", server: str = "", kueue_api: str = "",
-                   positions: str = "engine", gpu_source: str | None = None) -> dict[str, Any]:
-    """The whole JSON document (see the module docstring)."""
+                   positions: str = "engine", gpu_source: str | None = None,
+                   gpu_use: Callable[[ClusterSnapshot, float], Mapping[Key, GpuUse]] | None = None) -> dict[str, Any]:
+    """The whole JSON document (see the module docstring). `gpu_use(snapshot, now)`: each admitted
+    workload's GPU use, joined by the caller (sources/gpu_join.py); without it `gpuUse` is null."""
     snap = store.snapshot()
     # Source ages are on our clock; workload waits on the cluster's (see observed_now).
     cluster_now = observed_now(snap, now)
@@ -304,7 +276,8 @@ def build_snapshot(store: Store, *, now: float, context: str = "", server: str =
                     "positions": positions},
         "sources": source_rows(store, now),
         "clusterQueues": cluster_queue_rows(store, snap),
-        "workloads": workload_rows(store, snap, cluster_now, gpu_stale=gpu_stale),
+        "workloads": workload_rows(store, snap, cluster_now, gpu_stale=gpu_stale,
+                                   gpu_use=gpu_use(snap, cluster_now) if gpu_use is not None else None),
         "nodes": node_rows(store, snap, by_node, gpu_stale=gpu_stale),
         "gpus": gpu_rows(samples, gpu_stale=gpu_stale),
     }

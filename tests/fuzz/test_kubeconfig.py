@@ -1,4 +1,4 @@
-"""Kubeconfig files (kueuetop.connection.load_client, what every live command and the console
+"""Kubeconfig files (kueuetop.sources.connection.load_client, what every live command and the console
 load first): kubeconfigs as `sim serve` and cloud providers write them, as YAML text with
 characters inserted, cut or repeated, as documents with mutated fields, and as bytes that are
 not UTF-8. Each loads or raises ConnectionProblem with a one-line message, never a traceback."""
@@ -13,9 +13,9 @@ import yaml
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from kueuetop.connection import ConnectionProblem, load_client
 from kueuetop.kueue.json_copy import clone
 from kueuetop.sim.apiserver.kubeconfig import kubeconfig_dict
+from kueuetop.sources.connection import ConnectionProblem, load_client
 
 from .strategies import FUZZ, as_json, mutate_text, mutate_tree, one_line, pick
 

@@ -1,5 +1,5 @@
 """What reaches the screen: every cluster string goes through kueuetop.views.safe_text.clean, and
-a Workload row (kueuetop.tui.views.workloads.workload_row, cells from kueuetop.tui.rows.cell) is
+a Workload row (kueuetop.tui.views.workloads.workload_row, cells from kueuetop.views.rows.cell) is
 drawn from whatever a Workload holds. Neither ever carries a C0 or C1 control character, hence
 no escape sequence (each needs ESC or a C1 introducer)."""
 

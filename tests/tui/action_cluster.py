@@ -15,9 +15,9 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from kueuetop.connection import Connection, connect
 from kueuetop.sim.apiserver import write_kubeconfig
 from kueuetop.sim.serve import ServedCluster
+from kueuetop.sources.connection import Connection, connect
 from kueuetop.sources.kube import KubeSources
 from kueuetop.store import Store
 from tests.waiting import FAST, wait_until

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from kueuetop.connection import Connection, connect
 from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
+from kueuetop.sources.connection import Connection, connect
 from kueuetop.sources.kube import KubeSources
 from kueuetop.store import Store
 from tests.tui.action_cluster import Queues, Watch, watch, write_tokens

@@ -333,7 +333,7 @@ def test_a_burst_of_changes_holds_garbage_collections_until_it_is_on_screen() ->
         store.apply_batch([StoreEvent.upsert(K.WORKLOADS, "workloads", wl(i)) for i in range(store.burst_size)])
         assert not gc.isenabled()  # between the write and the frame that shows it
         assert await until(pilot, gc.isenabled, timeout=5.0)
-        assert app.main.query_one("#workloads", TableView).total == store.burst_size
+        assert app.main.query_one("#workloads", TableView).model.total == store.burst_size
 
     run(app, body)
     assert gc.isenabled() and store.on_burst is None

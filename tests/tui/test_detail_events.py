@@ -34,9 +34,13 @@ def test_detail_shows_the_events_kueue_recorded_for_the_workload(live: Live) -> 
 
     async def body(pilot: Pilot[int]) -> None:
         app.open_workload(key)
-        assert await until(pilot, lambda: "QuotaReserved" in screen_text(app) and "Events" in screen_text(app))
-        line = next(x for x in screen_text(app).splitlines() if "QuotaReserved" in x and "Normal" in x)
-        assert "kueue-admission" in line and "Quota reserved in ClusterQueue" in line
+
+        def event_line() -> str | None:  # the conditions section says QuotaReserved before the Events come
+            return next((x for x in screen_text(app).splitlines() if "QuotaReserved" in x and "Normal" in x), None)
+
+        assert await until(pilot, lambda: event_line() is not None and "Events" in screen_text(app))
+        line = event_line()
+        assert line is not None and "kueue-admission" in line and "Quota reserved in ClusterQueue" in line
 
     run(app, body)
 

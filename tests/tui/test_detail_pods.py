@@ -9,12 +9,12 @@ from collections.abc import Iterator
 import pytest
 from textual.pilot import Pilot
 
-from kueuetop.connection import connect
 from kueuetop.kueue.core import Pod
 from kueuetop.kueue.event import ObjectEvent
 from kueuetop.kueue.workload import Workload
 from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import start_served
+from kueuetop.sources.connection import connect
 from kueuetop.sources.kube import KubeSources
 from kueuetop.sources.object_events import fetch_object_events
 from kueuetop.store import Store

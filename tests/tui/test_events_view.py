@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from kueuetop.connection import connect
 from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
+from kueuetop.sources.connection import connect
 from kueuetop.sources.event_retention import EventRetention
 from kueuetop.sources.kube import KubeSources
 from kueuetop.store import Entry, Store, StoreEvent
@@ -76,7 +76,7 @@ def test_every_components_events_newest_first_through_the_command_and_the_key(ev
         want = {"QuotaReserved", "Admitted", "Pending", "Preempted", "TriggeredScaleUp", "NotTriggerScaleUp",
                 "FailedScheduling", "Scheduled", "BackOff", "Failed", "NodeNotReady", "NodeNotSchedulable"}
         assert await until(pilot, lambda: want <= set(reasons(app))), sorted(want - set(reasons(app)))
-        rows = events_view(app).visible_rows()
+        rows = events_view(app).model.visible_rows()
         ages = [r.sort["age"] for r in rows]
         assert ages == sorted(ages)  # newest first
         assert "Events (" in screen_text(app)
@@ -118,7 +118,7 @@ def test_opened_from_a_workload_row_it_follows_the_workload_its_pods_and_its_job
 
     async def body(pilot: Pilot[int]) -> None:
         await pilot.press("slash", *key[1], "enter")
-        assert await until(pilot, lambda: [r.key for r in app.table_view().visible_rows()] == [key])
+        assert await until(pilot, lambda: [r.key for r in app.table_view().model.visible_rows()] == [key])
         await pilot.press("9")
         view = events_view(app)
         assert await until(pilot, lambda: app.switcher.current == "events" and view.following is not None)
@@ -152,10 +152,10 @@ def test_provisioning_request_conditions_show_with_the_workload(ev_live: Live) -
 
     async def body(pilot: Pilot[int]) -> None:
         await pilot.press("slash", *key[1], "enter")
-        assert await until(pilot, lambda: [r.key for r in app.table_view().visible_rows()] == [key])
+        assert await until(pilot, lambda: [r.key for r in app.table_view().model.visible_rows()] == [key])
         await pilot.press("9")
         assert await until(pilot, lambda: "Failed=True CapacityIsNotFound" in reasons(app)), reasons(app)
-        row = next(r for r in events_view(app).visible_rows() if "Failed=True" in r.cells[2].plain)
+        row = next(r for r in events_view(app).model.visible_rows() if "Failed=True" in r.cells[2].plain)
         assert row.cells[1].plain == "Warning" and row.cells[5].plain == "condition"
         assert row.cells[6].plain == "CA could not find requested capacity"
         assert "ProvisioningRequestCreated" in reasons(app)  # Kueue's own Event about the request
@@ -205,11 +205,11 @@ def test_events_view_svg_snapshots_match_fresh_renderings(tmp_path: Path) -> Non
     stale = []
     for name, svg in fresh.items():
         assert svg.startswith("<svg"), name
-        stored = screenshot.SNAPSHOTS / name
+        stored = Path(__file__).resolve().parent / "snapshots" / name
         if not stored.exists() or stored.read_text(encoding="utf-8") != svg:
             (tmp_path / name).write_text(svg, encoding="utf-8")
             stale.append(name)
-    assert not stale, f"Events SVG snapshots differ: {stale} (fresh ones in {tmp_path}): python -m kueuetop.tui.screenshot --svg"
+    assert not stale, f"Events SVG snapshots differ: {stale} (fresh ones in {tmp_path}): python -m kueuetop.tui.screenshot --svg tests/tui/snapshots"
     for name, svg in fresh.items():
         text = html.unescape(svg).replace("\xa0", " ")
         for w in ("Events (", "REASON", "FailedScheduling", "0/17 nodes are available"):

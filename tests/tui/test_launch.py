@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kueuetop.connection import connect
+from kueuetop.sources.connection import connect
 from kueuetop.store import Store, StoreEvent
 from kueuetop.tui.bridge import StoreBridge
 from kueuetop.tui.launch import add_console_options, run_console, start_demo

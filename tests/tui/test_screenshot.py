@@ -3,20 +3,25 @@
 The generator freezes a scenario (incident for the README) at a fixed virtual moment from a fixed epoch, serves
 it without a simulation thread and pins the console's clock, so the text is fully deterministic:
 the README block must equal a fresh rendering exactly. When the console's look changes on
-purpose, `python -m kueuetop.tui.screenshot --write` updates the README.
+purpose, `python -m kueuetop.tui.screenshot --write README.md` updates the README.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kueuetop.tui import screenshot
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 
 
 def test_readme_screenshot_matches_a_fresh_rendering() -> None:
-    readme = screenshot.README.read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
     block = screenshot.current_block(readme)
     assert block is not None, "README has no screenshot markers"
     fresh = screenshot.readme_block(screenshot.render())
-    assert block == fresh, "README screenshot is stale: run python -m kueuetop.tui.screenshot --write"
+    assert block == fresh, "README screenshot is stale: run python -m kueuetop.tui.screenshot --write README.md"
     # And it is a screenshot of the console, not of an error page.
     # The triage board on the incident scenario: each problem class it stages is on the first screen.
     for text in ("Overview", "Broken", "Admitted but not running", "Waiting too long", "quota is free, but no node",
@@ -32,12 +37,12 @@ def test_svg_snapshots_of_the_main_views_match_fresh_renderings(tmp_path) -> Non
     stale = []
     for name, svg in fresh.items():
         assert svg.startswith("<svg"), name
-        stored = screenshot.SNAPSHOTS / name
+        stored = SNAPSHOTS / name
         if not stored.exists() or stored.read_text(encoding="utf-8") != svg:
             (tmp_path / name).write_text(svg, encoding="utf-8")
             stale.append(name)
     assert not stale, (f"SVG snapshots differ: {stale} (fresh ones in {tmp_path}); if the change is intended, "
-                       "run python -m kueuetop.tui.screenshot --svg")
+                       "run python -m kueuetop.tui.screenshot --svg tests/tui/snapshots")
     # Each is the view it is named after, drawn from the scenario's objects.
     for name, words in {"overview-80x24.svg": ("Overview", "Waiting", "cq-team-c-hp"),
                         "overview-160x48.svg": ("not", "running", "GPU", "fleet", "spot-np"), "workloads-160x48.svg": ("STATE", "team-a"),

@@ -16,10 +16,10 @@ from textual.pilot import Pilot
 from kueuetop.store import Changes, Store
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.glyphs import ASCII
-from kueuetop.tui.rows import Row, cell
 from kueuetop.tui.themes import load_themes
 from kueuetop.tui.views.base import TableView
 from kueuetop.tui.virtual_table import VirtualTable, fit
+from kueuetop.views.rows import Row, cell
 from tests.tui.screen_text import screen_text
 
 Cells = dict[str, tuple[Text, ...]]
@@ -191,7 +191,7 @@ class ViewApp(App[None]):
 
 
 def names(view: TableView) -> list[str]:
-    return [r.sort["name"] for r in view.visible_rows()]
+    return [r.sort["name"] for r in view.model.visible_rows()]
 
 
 def test_view_updates_by_key_sorts_filters_and_keeps_the_cursor() -> None:
@@ -204,7 +204,7 @@ def test_view_updates_by_key_sorts_filters_and_keeps_the_cursor() -> None:
     async def body(pilot: Pilot[Any]) -> None:
         v = app.query_one(Things)
         v.refresh_view()
-        assert Things.built.count("*") == 1 and names(v)[:2] == ["t000", "t001"] and v.total == 300
+        assert Things.built.count("*") == 1 and names(v)[:2] == ["t000", "t001"] and v.model.total == 300
         v.table.move_cursor(5)
         assert v.cursor_id() == "t005"
         # One object changes: only it (and the rows on screen) are rebuilt; the cursor stays.
@@ -221,13 +221,13 @@ def test_view_updates_by_key_sorts_filters_and_keeps_the_cursor() -> None:
         Things.data["t999"] = -1
         v._on_store_changes(Changes({"things": frozenset({"t000", "t999"})}))
         v.refresh_view()
-        assert names(v)[0] == "t999" and "t000" not in names(v) and v.total == 300
+        assert names(v)[0] == "t999" and "t000" not in names(v) and v.model.total == 300
         # Filter and marks.
         v.set_filter("t00[1-3]")
         assert names(v) == ["t001", "t002", "t003"]
         v.table.move_cursor(1)
         v.toggle_mark()
-        assert v.marks == {"t002"} and [r.sort["name"] for r in v.selected()] == ["t002"]
+        assert v.model.marks == {"t002"} and [r.sort["name"] for r in v.selected()] == ["t002"]
         v.set_filter("nothing-matches")
         assert names(v) == [] and v.cursor_id() is None
         await pilot.pause()
@@ -276,7 +276,7 @@ def test_keyed_updates_keep_sort_and_filter_equal_to_a_full_recompute() -> None:
                 before = v.cursor_id()
                 v._on_store_changes(Changes({"things": frozenset(keys)}))
                 v.refresh_view()
-                if before is not None and before in v._order:
+                if before is not None and before in v.model.order:
                     assert v.cursor_id() == before, step
             elif what < 0.65:
                 before = v.cursor_id()
@@ -289,10 +289,10 @@ def test_keyed_updates_keep_sort_and_filter_equal_to_a_full_recompute() -> None:
                     word += rnd.choice("w0123 ")[0].strip() or "1"
                 v.set_filter(word)
             else:
-                v.table.move_cursor(rnd.randrange(max(1, len(v._order))))
-            want = _expected(Things.data, v.sort_name or "name", v.sort_reverse, word)
-            assert names(v) == want, (step, v.sort_name, v.sort_reverse, word)
-            assert v.total == len(Things.data)
+                v.table.move_cursor(rnd.randrange(max(1, len(v.model.order))))
+            want = _expected(Things.data, v.model.sort_name or "name", v.model.sort_reverse, word)
+            assert names(v) == want, (step, v.model.sort_name, v.model.sort_reverse, word)
+            assert v.model.total == len(Things.data)
         await pilot.pause()
 
     run(app, body, size=(60, 20))
@@ -416,7 +416,9 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
     """More changed rows than a refresh builds at once: the rows on screen are rebuilt for the
     next frame, the others right after it; then every row, the order and the filter are as a
     full recompute says, and the cursor kept its row."""
-    from kueuetop.tui.views.base import _CATCH_UP_STEP, _CATCH_UP_STEPS, _LATER_OVER
+    from kueuetop.views.table_model import CATCH_UP_STEP as _CATCH_UP_STEP
+    from kueuetop.views.table_model import CATCH_UP_STEPS as _CATCH_UP_STEPS
+    from kueuetop.views.table_model import LATER_OVER as _LATER_OVER
 
     rnd = random.Random(3)
     Things.data.clear()
@@ -437,7 +439,7 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
             Things.data[name] = rnd.randrange(50)
         Things.built.clear()
         top = int(v.table.scroll_y)
-        shown = {v._rows[rid].key for rid in v._order[top:top + v.table.size.height]}
+        shown = {v.model.rows[rid].key for rid in v.model.order[top:top + v.table.size.height]}
         painted: list[int] = []  # rows built when each frame drew the table
         render_lines = v.table.render_lines
 
@@ -449,8 +451,8 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
         v._on_store_changes(Changes({"things": frozenset(changed)}))
         v.refresh_view()
         assert len(Things.built) <= v.table.size.height + 1  # only what is on screen, so far
-        assert all(v._rows[str(k)].sort["size"] == Things.data[str(k)] for k in shown)
-        assert v._later
+        assert all(v.model.rows[str(k)].sort["size"] == Things.data[str(k)] for k in shown)
+        assert v.model.later
         steps: list[int] = []  # rows built by each catch-up step
         catch_up = v._catch_up
 
@@ -462,11 +464,11 @@ def test_a_burst_of_changes_shows_the_rows_on_screen_first_then_all_of_them() ->
         v._catch_up = step  # type: ignore[method-assign]
         for _ in range(20):
             await pilot.pause()
-            if not v._later:
+            if not v.model.later:
                 break
         # The first frame came before the others were built (not held back by them).
         assert painted and painted[0] <= v.table.size.height + 1
-        assert set(changed) <= set(Things.built) and not v._later
+        assert set(changed) <= set(Things.built) and not v.model.later
         # A step at a time (the first one is not in `steps`), and no more steps than allowed.
         assert 1 < len([n for n in steps if n]) < _CATCH_UP_STEPS
         assert _CATCH_UP_STEP < max(steps) <= -(-len(changed) // _CATCH_UP_STEPS)
@@ -513,7 +515,7 @@ def test_one_line_labels_repaint_without_a_layout_pass_and_only_when_their_text_
 def test_rows_built_in_numbers_get_their_filter_text_ahead_and_unchanged_rows_keep_theirs() -> None:
     """Many rows rebuilt without moving any order (a queue's positions, ages): the worker joins
     their filter text, so the first `/` does not; a row rebuilt the same is the row it was."""
-    from kueuetop.tui.views.base import _TEXT_AHEAD
+    from kueuetop.views.table_model import TEXT_AHEAD as _TEXT_AHEAD
 
     class Labels(Things):
         def _row(self, name: str) -> Row:  # SIZE shown, not sorted on: a change moves no order
@@ -531,25 +533,25 @@ def test_rows_built_in_numbers_get_their_filter_text_ahead_and_unchanged_rows_ke
         v = app.query_one(Labels)
         v.refresh_view()
         for _ in range(100):  # the orders ahead (and every row's text) at start
-            if not v._sorts.missing(v.SORT_KEYS) and not v._ahead_running:
+            if not v.model.sorts.missing(v.model.sort_keys) and not v._ahead_running:
                 break
             await asyncio.sleep(0.05)
-        assert all(r._lower is not None for r in v._rows.values())
-        before = dict(v._rows)
+        assert all(r._lower is not None for r in v.model.rows.values())
+        before = dict(v.model.rows)
         changed = sorted(Things.data)[: 2 * _TEXT_AHEAD]
         for name in changed:
             Things.data[name] += 1
         v._on_store_changes(Changes({"things": frozenset([*changed, "c0700"])}))
         v.refresh_view()
         await pilot.pause()
-        assert v._rows["c0700"] is before["c0700"]  # built again, the same: kept
-        assert not v._sorts.missing(v.SORT_KEYS) and v._rows[changed[0]]._lower is None
+        assert v.model.rows["c0700"] is before["c0700"]  # built again, the same: kept
+        assert not v.model.sorts.missing(v.model.sort_keys) and v.model.rows[changed[0]]._lower is None
         for _ in range(100):
-            if all(v._rows[n]._lower is not None for n in changed):
+            if all(v.model.rows[n]._lower is not None for n in changed):
                 break
             await asyncio.sleep(0.05)
-        assert all(v._rows[n]._lower is not None for n in changed)
-        assert v._rows[changed[0]].lower == f"{changed[0]} {Things.data[changed[0]]}"
+        assert all(v.model.rows[n]._lower is not None for n in changed)
+        assert v.model.rows[changed[0]].lower == f"{changed[0]} {Things.data[changed[0]]}"
 
     run(app, body)
 
@@ -577,7 +579,7 @@ def test_a_one_word_filter_follows_rows_whose_text_changes_in_place() -> None:
         v = app.query_one(Labels)
         v.refresh_view()
         v.set_filter("7")
-        assert v.filter.literal == "7" and names(v) == expected("7")
+        assert v.model.filter.literal == "7" and names(v) == expected("7")
         v.set_filter("77")
         assert names(v) == expected("77")
         Things.data["d001"] = 770
@@ -595,8 +597,8 @@ def test_a_one_word_filter_follows_rows_whose_text_changes_in_place() -> None:
 
 
 def test_orders_ahead_wait_while_a_change_is_on_its_way_to_the_screen(monkeypatch: Any) -> None:
-    from kueuetop.tui.filtering import sort_ids
     from kueuetop.tui.views import base
+    from kueuetop.views.filtering import sort_ids
 
     Things.data.clear()
     Things.data.update({f"e{i:03d}": i % 9 for i in range(200)})
@@ -621,13 +623,13 @@ def test_orders_ahead_wait_while_a_change_is_on_its_way_to_the_screen(monkeypatc
 
         monkeypatch.setattr(v, "post_message", capture)
         wanted = [("size", False), ("size", True)]
-        v._compute_ahead(dict(v._rows), v._sorts.generation, wanted)
+        v._compute_ahead(dict(v.model.rows), v.model.sorts.generation, wanted)
         # Waited out the busy spell, then looked again before the texts and before each order.
         assert calls == [True, True, True, False, False, False]
-        assert got[0].orders == {w: sort_ids(v._rows, *w) for w in wanted}
+        assert got[0].orders == {w: sort_ids(v.model.rows, *w) for w in wanted}
         ctx.busy = lambda: True  # always busy: the run still ends, after its longest wait
         monkeypatch.setattr(base, "_AHEAD_YIELD_MAX", 0.05)
-        v._compute_ahead(dict(v._rows), v._sorts.generation, wanted)
+        v._compute_ahead(dict(v.model.rows), v.model.sorts.generation, wanted)
         assert got[1].orders == got[0].orders
 
     run(app, body)

@@ -279,8 +279,8 @@ def test_incremental_updates_equal_a_rebuild_and_never_rebuild() -> None:
 
 
 def test_name_filter_keeps_exactly_those_workload_rows() -> None:
-    from kueuetop.tui.filtering import parse_filter
-    from kueuetop.tui.rows import Row, cell
+    from kueuetop.views.filtering import parse_filter
+    from kueuetop.views.rows import Row, cell
 
     f = parse_filter(name_filter([("team-a", "job.1"), ("team-a", "job-2"), ("team-b", "x")]))
     rows = {(ns, n): Row((ns, n), (cell(ns), cell(n), cell("lq"))) for ns, n in

@@ -19,7 +19,7 @@ from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.store import events as K
 from kueuetop.tui.charts import queue_workloads
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.rows import Row, cell
+from kueuetop.tui.messages import JumpTo, RunAction
 from kueuetop.tui.views.base import TableView, scope_bindings
 from kueuetop.tui.views.queues_common import (
     compact_bars,
@@ -29,6 +29,7 @@ from kueuetop.tui.views.queues_common import (
     status_cell,
 )
 from kueuetop.tui.virtual_table import VirtualTable
+from kueuetop.views.rows import Row, cell
 
 
 def cluster_queue_rows(ctx: ViewContext) -> list[Row]:
@@ -108,8 +109,8 @@ class ClusterQueuesView(TableView):
         self.after_refresh()
 
     def drill(self, row: Row) -> None:
-        self.kapp.jump_to("workloads", f"^{row.key}$|{row.key}")
+        self.post_message(JumpTo("workloads", f"^{row.key}$|{row.key}"))
 
     def action_queue_action(self, action: str) -> None:
         targets = [Target("clusterqueue", str(r.key)) for r in self.selected()]
-        self.kapp.start_actions(action, targets)
+        self.post_message(RunAction(action, targets))

@@ -20,12 +20,13 @@ from kueuetop.kueue.cohort import Cohort
 from kueuetop.kueue.core import GPU_RESOURCE
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
+from kueuetop.tui.messages import JumpTo
 from kueuetop.tui.quota_bar import quota_bar
-from kueuetop.tui.rows import Row, cell
 from kueuetop.tui.views.base import TableView
 from kueuetop.tui.views.queues_common import _fmt, _scale
 from kueuetop.tui.virtual_table import VirtualTable
 from kueuetop.views.cohort_pool import CohortPool, Loan, QuotaLine, cohort_pools, queue_lines, total_of
+from kueuetop.views.rows import Row, cell
 from kueuetop.views.safe_text import clean
 
 
@@ -151,9 +152,9 @@ class CohortsView(TableView):
     def drill(self, row: Row) -> None:
         kind, name = row.key  # type: ignore[misc]
         if kind == "cq":
-            self.kapp.jump_to("workloads", f"^{name}$|{name}")
+            self.post_message(JumpTo("workloads", f"^{name}$|{name}"))
         else:
-            self.kapp.jump_to("clusterqueues", str(name))
+            self.post_message(JumpTo("clusterqueues", str(name)))
 
     def title_extra(self) -> list[str]:
         return [f"quota: {self._resource}"]

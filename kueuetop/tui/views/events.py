@@ -23,9 +23,10 @@ from kueuetop.kueue.meta import Meta, OwnerRef
 from kueuetop.kueue.provisioning import ProvisioningRequest
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.rows import Row, age, cell
+from kueuetop.tui.messages import OpenWorkload
 from kueuetop.tui.views.base import TableView
 from kueuetop.tui.virtual_table import VirtualTable
+from kueuetop.views.rows import Row, age, cell
 
 ObjectRef = tuple[str, str, str]  # (kind, namespace or "", name)
 EVENT = "ev"
@@ -211,8 +212,7 @@ class EventsView(TableView):
         if target == self.following:
             return
         self.following = target
-        with self._lock:
-            self._full, self._dirty = True, {}
+        self.model.rebuild_all_next()
         if self.is_mounted:
             self.table.reset_widths()
             if self.display:
@@ -228,7 +228,7 @@ class EventsView(TableView):
     def title_extra(self) -> list[str]:
         if self.following is None:
             return []
-        return [f"of {self.following.label} ({self.kapp.key_label('back')}: all)"]
+        return [f"of {self.following.label} ({self.ctx.key_label('back')}: all)"]
 
     # ------------------------------------------------------------ rows
     def _wanted(self) -> Followed | None:
@@ -284,12 +284,12 @@ class EventsView(TableView):
         """`enter`: a workload's detail screen for its Events (and its pods'), else the Event's YAML."""
         kind, ns, name = self._object_of(row)
         if kind == "Workload":
-            self.kapp.open_workload((ns, name))
+            self.post_message(OpenWorkload((ns, name)))
             return
         if kind == "Pod":
             wl = self.ctx.store.workload_of_pod((ns, name))
             if wl is not None:
-                self.kapp.open_workload(wl)
+                self.post_message(OpenWorkload(wl))
                 return
         super().drill(row)
 

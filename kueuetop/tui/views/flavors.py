@@ -6,8 +6,8 @@ from kueuetop.kueue.core import Node
 from kueuetop.kueue.flavor import ResourceFlavor
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.rows import Row, cell
 from kueuetop.tui.views.base import TableView
+from kueuetop.views.rows import Row, cell
 
 
 def flavor_rows(ctx: ViewContext) -> list[Row]:

@@ -8,9 +8,10 @@ from kueuetop.actions.plan import Target
 from kueuetop.kueue.local_queue import LocalQueue
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.rows import Row, cell
+from kueuetop.tui.messages import JumpTo, RunAction
 from kueuetop.tui.views.base import TableView, scope_bindings
 from kueuetop.tui.views.queues_common import queue_status, status_cell
+from kueuetop.views.rows import Row, cell
 
 
 def local_queue_rows(ctx: ViewContext) -> list[Row]:
@@ -44,8 +45,8 @@ class LocalQueuesView(TableView):
 
     def drill(self, row: Row) -> None:
         ns, name = row.key  # type: ignore[misc]
-        self.kapp.jump_to("workloads", f"{ns} {name}")
+        self.post_message(JumpTo("workloads", f"{ns} {name}"))
 
     def action_queue_action(self, action: str) -> None:
         targets = [Target("localqueue", r.key[1], r.key[0]) for r in self.selected()]  # type: ignore[index]
-        self.kapp.start_actions(action, targets)
+        self.post_message(RunAction(action, targets))

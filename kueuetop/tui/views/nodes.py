@@ -5,9 +5,9 @@ from __future__ import annotations
 from kueuetop.kueue.flavor import ResourceFlavor
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
-from kueuetop.tui.rows import Row, age, cell
 from kueuetop.tui.views.base import TableView
 from kueuetop.tui.views.fleet import capacity_type, model_of, node_flavors, node_gpus, pool_of
+from kueuetop.views.rows import Row, age, cell
 
 
 def node_rows(ctx: ViewContext) -> list[Row]:

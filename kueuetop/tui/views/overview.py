@@ -33,11 +33,12 @@ from kueuetop.store import Changes
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.heatmap import fleet_heatmap
+from kueuetop.tui.messages import JumpTo, OpenWorkload, ShowYaml
 from kueuetop.tui.quota_bar import quota_bar
-from kueuetop.tui.rows import age
 from kueuetop.tui.sparkline import sparkline
 from kueuetop.tui.views.base import View
 from kueuetop.tui.views.fleet import pools_map
+from kueuetop.views.rows import age
 from kueuetop.views.safe_text import clean
 from kueuetop.views.triage import Problem, QueueLine, Target, TriageModel
 
@@ -408,10 +409,9 @@ class OverviewView(View):
             self.open_target(target)
 
     def open_target(self, target: Target) -> None:
-        app = self.kapp
         if target.workload is not None:
-            app.open_workload(target.workload)
+            self.post_message(OpenWorkload(target.workload))
         elif target.view:
-            app.jump_to(target.view, target.filter)
+            self.post_message(JumpTo(target.view, target.filter))
         elif target.kind and target.key is not None:
-            app.show_yaml(target.kind, target.key)
+            self.post_message(ShowYaml(target.kind, target.key))

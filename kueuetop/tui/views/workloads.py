@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
-from kueuetop.kueue.local_queue import LocalQueue
+from kueuetop.actions.plan import WORKLOAD, Target
 from kueuetop.kueue.workload import Workload
-from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
+from kueuetop.kueue.workload_state import Phase
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.gpu_focus import nodes_of_workloads
-from kueuetop.tui.rows import Row, age, cell
+from kueuetop.tui.messages import OpenWorkload, RunAction
 from kueuetop.tui.views.base import TableView, scope_bindings
+from kueuetop.views.rows import Row, age, cell
+from kueuetop.views.workload_rows import workload_row as build_workload_row
 
 # Workload phase → the theme's state colour.
 PHASE_COLOUR = {
@@ -23,62 +25,24 @@ PHASE_COLOUR = {
 }
 
 
-def cluster_queue_of(ctx: ViewContext, wl: Workload) -> str:
-    if wl.admission is not None:
-        return wl.admission.cluster_queue
-    lq = ctx.store.get(K.LOCAL_QUEUES, (wl.namespace, wl.queue_name))
-    return lq.cluster_queue if isinstance(lq, LocalQueue) else ""
-
-
-def flavors_of(wl: Workload) -> str:
-    if wl.admission is None:
-        return ""
-    names = dict.fromkeys(f for psa in wl.admission.pod_set_assignments for f in psa.flavors.values())
-    return ",".join(names)
-
-
-def wait_seconds(wl: Workload, st: WorkloadState, now: float) -> float | None:
-    """Time spent waiting: until admission for admitted work, until now for pending work."""
-    created = wl.meta.creation
-    if created is None:
-        return None
-    if st.phase in (Phase.ADMITTED, Phase.EVICTING, Phase.FINISHED):
-        c = wl.condition("QuotaReserved") or wl.condition("Admitted")
-        return (c.last_transition - created) if c and c.last_transition else None
-    return now - created
-
-
-def gpu_util(ctx: ViewContext, key: tuple[str, str]) -> float | None:
-    utils = [s.util for s in ctx.store.gpus_of_workload(key) if s.util is not None and not s.stale]
-    return sum(utils) / len(utils) if utils else None
-
-
-def evictions_of(wl: Workload) -> int:
-    return sum(e.count for e in wl.evictions)
-
-
 def workload_row(ctx: ViewContext, key: tuple[str, str], wl: Workload, now: float) -> Row:
-    st = derive_state(wl, now)
-    cq = cluster_queue_of(ctx, wl)
-    pos = ctx.store.position(key)
-    position = pos.in_cluster_queue + 1 if pos is not None and pos.in_cluster_queue >= 0 else None
-    waited = wait_seconds(wl, st, now)
-    util = gpu_util(ctx, key)
-    ev = evictions_of(wl)
+    """The shared row (views/workload_rows.py), styled."""
+    r = build_workload_row(ctx.store, key, wl, now)
+    st, util = r.state, r.gpu_util
     colour = ctx.state_style(PHASE_COLOUR.get(st.phase, ""))
     idle = st.phase is Phase.ADMITTED and util is not None and util < ctx.idle_below
     cells = (
-        cell(wl.namespace), cell(wl.name), cell(wl.queue_name), cell(cq or "-"),
+        cell(wl.namespace), cell(wl.name), cell(wl.queue_name), cell(r.cluster_queue or "-"),
         cell(wl.effective_priority), cell(st.phase.value, colour), cell(st.reason or "-"),
-        cell(position if position is not None else "-"), cell(flavors_of(wl) or "-"),
-        cell(age(waited)), cell(f"{util:.0f}%{'!' if idle else ''}" if util is not None else "-",
+        cell(r.position if r.position is not None else "-"), cell(",".join(r.flavors) or "-"),
+        cell(age(r.wait)), cell(f"{util:.0f}%{'!' if idle else ''}" if util is not None else "-",
                                 ctx.state_style("evicted") if idle else ""),
-        cell(ev or "-"),
+        cell(r.evictions or "-"),
     )
     return Row(key, cells,
                sort={"name": wl.name, "namespace": wl.namespace, "age": -(wl.meta.creation or 0.0),
-                     "status": st.phase.value, "priority": -wl.effective_priority, "position": position,
-                     "lq": wl.queue_name, "cq": cq, "wait": waited, "util": util, "evictions": ev},
+                     "status": st.phase.value, "priority": -wl.effective_priority, "position": r.position,
+                     "lq": wl.queue_name, "cq": r.cluster_queue, "wait": r.wait, "util": util, "evictions": r.evictions},
                labels=wl.meta.labels,
                state=f"{st.phase.value.lower()} {st.kueue_status.lower()} {st.report_state.lower()}")
 
@@ -146,8 +110,9 @@ class WorkloadsView(TableView):
         height = max(1, table.size.height)
         start = max(0, int(table.scroll_y) - height)
         cqs = set()
-        for rid in self._order[start: start + 3 * height]:
-            row = self._rows.get(rid)
+        rows = self.model.rows
+        for rid in self.model.order[start: start + 3 * height]:
+            row = rows.get(rid)
             if row is not None and row.sort.get("cq"):
                 cqs.add(row.sort["cq"])
         return cqs
@@ -162,12 +127,12 @@ class WorkloadsView(TableView):
         return K.WORKLOADS
 
     def drill(self, row: Row) -> None:
-        self.kapp.open_workload(row.key)  # type: ignore[arg-type]
+        self.post_message(OpenWorkload(row.key))  # type: ignore[arg-type]
 
     def action_workload_explain(self) -> None:
         row = self.cursor_row()
         if row is not None:
-            self.kapp.open_workload(row.key)  # type: ignore[arg-type]
+            self.post_message(OpenWorkload(row.key))  # type: ignore[arg-type]
 
     def action_sort_position(self) -> None:
         self.sort_by("position")
@@ -176,5 +141,5 @@ class WorkloadsView(TableView):
         self.sort_by("priority")
 
     def action_workload_action(self, action: str) -> None:
-        keys = [r.key for r in self.selected()]
-        self.kapp.start_workload_action(action, keys)  # type: ignore[arg-type]
+        targets = [Target(WORKLOAD, r.key[1], r.key[0]) for r in self.selected()]  # type: ignore[index]
+        self.post_message(RunAction(action, targets))

@@ -14,10 +14,10 @@ from typing import ClassVar
 import pytest
 import yaml
 
-from kueuetop.connection import ConnectionProblem, NoKueue, connect, discover, load_client
 from kueuetop.sim.apiserver import write_kubeconfig
 from kueuetop.sim.apiserver.kubeconfig import kubeconfig_dict
 from kueuetop.sim.serve import ServedCluster
+from kueuetop.sources.connection import ConnectionProblem, NoKueue, connect, discover, load_client
 
 from .conftest import ADMIN_TOKEN
 

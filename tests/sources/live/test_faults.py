@@ -7,8 +7,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from kueuetop.connection import connect
 from kueuetop.sim.serve import ServedCluster
+from kueuetop.sources.connection import connect
 from kueuetop.store import SourceState
 
 from .conftest import ADMIN_TOKEN, KUEUE, Live, assert_converges, frozen, wait_until

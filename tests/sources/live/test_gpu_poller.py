@@ -6,9 +6,9 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from kueuetop.connection import connect
 from kueuetop.sim.apiserver import write_kubeconfig
 from kueuetop.sim.serve import ServedCluster
+from kueuetop.sources.connection import connect
 from kueuetop.sources.gpu_poller import PROMETHEUS_SOURCE, SCRAPE_SOURCE, GpuPoller, gpu_source_for
 from kueuetop.sources.prom import PrometheusSource
 from kueuetop.sources.scrape import ScrapeSource

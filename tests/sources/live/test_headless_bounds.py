@@ -50,7 +50,7 @@ def test_timeout_bounds_the_whole_command(served20: ServedCluster, faults) -> No
 
 
 def test_engine_positions_build_the_workload_index_once(served20: ServedCluster, monkeypatch) -> None:
-    from kueuetop.connection import connect
+    from kueuetop.sources.connection import connect
     from kueuetop.sources.kube import KubeSources
     from kueuetop.store import Store
     from tests.waiting import FAST, wait_until

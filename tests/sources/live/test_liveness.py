@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kueuetop.connection import connect
 from kueuetop.sim.apiserver import write_kubeconfig
 from kueuetop.sim.scenario import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
+from kueuetop.sources.connection import connect
 from kueuetop.store import SourceState
 from kueuetop.tui.statusbar import summarize_sources
 from tests.fault_proxy import FaultProxy

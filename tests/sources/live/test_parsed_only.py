@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kueuetop.connection import Connection
 from kueuetop.kueue.core import Node, Pod
 from kueuetop.kueue.workload import Workload
+from kueuetop.sources.connection import Connection
 from kueuetop.sources.kube_http import ApiError
 from kueuetop.sources.object_get import UnknownKind, fetch_object, object_path
 from kueuetop.store import events as K

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from kueuetop.connection import Connection
 from kueuetop.kueue.workload import Workload
 from kueuetop.sim.serve import ServedCluster
+from kueuetop.sources.connection import Connection
 from kueuetop.store import SourceState
 
 from .conftest import KUEUE, Live, assert_converges, wait_until
@@ -84,9 +84,9 @@ def test_v1beta1_informers_see_the_same_objects(served: ServedCluster, conn: Con
 
 
 def test_old_kueue_sim_serving_only_v1beta1(tmp_path) -> None:
-    from kueuetop.connection import connect
     from kueuetop.sim.scenario import load_scenario
     from kueuetop.sim.serve import start_served
+    from kueuetop.sources.connection import connect
     from kueuetop.sources.kube import KubeSources
     from kueuetop.store import Store
 

@@ -2,8 +2,8 @@ import random
 
 from rich.text import Text
 
-from kueuetop.tui.filtering import parse_filter, sort_rows
-from kueuetop.tui.rows import Row, age, cell
+from kueuetop.views.filtering import parse_filter, sort_rows
+from kueuetop.views.rows import Row, age, cell
 
 
 def _row(name: str, ns: str, state: str, prio: int, labels: dict[str, str] | None = None) -> Row:
@@ -49,7 +49,7 @@ def test_cells_are_clean_plain_text() -> None:
 def test_sort_cache_orders_as_sort_ids_and_forgets_changed_names() -> None:
     import random
 
-    from kueuetop.tui.filtering import SortCache, sort_ids
+    from kueuetop.views.filtering import SortCache, sort_ids
     rnd = random.Random(3)
     rows = {f"r{i}": Row(f"r{i}", (cell(i),), sort={"name": f"n{rnd.randrange(50)}", "size": rnd.choice([None, 1, 2, 3]),
                                                      "prio": rnd.randrange(5)}) for i in range(300)}
@@ -65,7 +65,7 @@ def test_sort_cache_orders_as_sort_ids_and_forgets_changed_names() -> None:
 
 
 def test_typing_on_narrows_only_plain_words() -> None:
-    from kueuetop.tui.filtering import narrows, widens
+    from kueuetop.views.filtering import narrows, widens
     assert narrows("trai", "train") and widens("train", "trai") and narrows("", "t") is False
     assert not narrows("tr", "tr|x") and not narrows("a", "a*") and not narrows("-l", "-la")
     assert not narrows("state", "state:p") and not narrows("tr", "tr ain")
@@ -79,7 +79,7 @@ def test_typing_on_narrows_only_plain_words() -> None:
 def test_sort_ids_matches_a_plain_sort_for_every_column_and_direction() -> None:
     import random
 
-    from kueuetop.tui.filtering import sort_ids
+    from kueuetop.views.filtering import sort_ids
 
     rng = random.Random(7)
     rows = {}
@@ -121,7 +121,7 @@ def test_patched_orders_equal_a_full_sort_after_random_changes() -> None:
     ways, is exactly what sorting every row again gives."""
     import random
 
-    from kueuetop.tui.filtering import PATCH_SMALL, patch_order, sort_ids
+    from kueuetop.views.filtering import PATCH_SMALL, patch_order, sort_ids
 
     rng = random.Random(11)
     rows = _random_rows(rng, 600)
@@ -148,7 +148,7 @@ def test_patched_orders_equal_a_full_sort_after_random_changes() -> None:
 def test_sort_cache_follows_moves_and_takes_only_orders_computed_since() -> None:
     import random
 
-    from kueuetop.tui.filtering import PATCH_SMALL, SortCache, sort_ids
+    from kueuetop.views.filtering import PATCH_SMALL, SortCache, sort_ids
 
     rng = random.Random(5)
     rows = _random_rows(rng, 1000)
@@ -206,7 +206,7 @@ def test_one_plain_word_is_a_substring_test_that_agrees_with_the_regex() -> None
 def test_the_first_part_of_a_burst_patches_only_the_order_on_screen() -> None:
     import random
 
-    from kueuetop.tui.filtering import SortCache, sort_ids
+    from kueuetop.views.filtering import SortCache, sort_ids
 
     rng = random.Random(8)
     rows = _random_rows(rng, 500)
@@ -228,7 +228,7 @@ def test_the_first_part_of_a_burst_patches_only_the_order_on_screen() -> None:
 def test_orders_computed_together_equal_sort_ids() -> None:
     import random
 
-    from kueuetop.tui.filtering import sort_ids, sort_orders
+    from kueuetop.views.filtering import sort_ids, sort_orders
 
     rng = random.Random(11)
     rows = _random_rows(rng, 800)
@@ -242,7 +242,7 @@ def test_orders_computed_together_equal_sort_ids() -> None:
 def test_a_missing_order_from_the_kept_tiebreak_order_equals_sort_ids() -> None:
     import random
 
-    from kueuetop.tui.filtering import SortCache, sort_ids
+    from kueuetop.views.filtering import SortCache, sort_ids
 
     rng = random.Random(12)
     rows = _random_rows(rng, 700)

@@ -17,7 +17,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
-from kueuetop.tui.rows import Row
+from kueuetop.views.rows import Row
 
 Predicate = Callable[[Row], bool]
 
@@ -440,7 +440,3 @@ class SortCache:
             return None
         return _by_value(base, {rid: row.sort.get(name) for rid, row in rows.items()}, reverse)
 
-
-def labels_of(obj: object) -> Mapping[str, str]:
-    meta = getattr(obj, "meta", None)
-    return getattr(meta, "labels", None) or {}
