@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from kueuetop.admission import decisions as d
-from kueuetop.admission.cq_status import cluster_queue_active
+from kueuetop.admission.cq_status import active_map
+from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.fair_sharing import TournamentEntry, tournament_order
 from kueuetop.admission.flavor_assignment import (
     FIT,
@@ -80,106 +81,44 @@ class CycleResult:
 
 
 class CycleContext:
-    """Everything one cycle shares: snapshot, index, quota tree (cycle copy), activity.
+    """Everything one cycle shares: snapshot, index, quota tree (cycle copy), activity, cache.
 
     The tree is copied when first asked for: a cycle without heads (most cycles on a busy
     simulated cluster: pods starting, conditions moving) needs none."""
 
-    __slots__ = ("_tree", "active", "index", "now", "snapshot", "state")
+    __slots__ = ("_tree", "active", "cache", "index", "now", "snapshot", "state")
 
     def __init__(self, snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex,
-                 tree: QuotaTree | None, active: Mapping[str, bool], now: float) -> None:
+                 tree: QuotaTree | None, active: Mapping[str, bool], now: float, cache: EngineCache) -> None:
         self.snapshot, self.state, self.index, self.active, self.now = snapshot, state, index, active, now
+        self.cache = cache
         self._tree = tree
 
     @property
     def tree(self) -> QuotaTree:
         if self._tree is None:
-            self._tree = _BASE_TREE.tree_for_index(_quota_structure(self.snapshot), self.index)
+            self._tree = _cycle_tree(self.cache, self.snapshot, self.index)
         return self._tree
 
     @staticmethod
-    def build(snapshot: ClusterSnapshot, state: QueueState, now: float) -> CycleContext:
-        return CycleContext(snapshot, state, state.workload_index(snapshot), None, _active_map(snapshot), now)
+    def build(snapshot: ClusterSnapshot, state: QueueState, now: float,
+              cache: EngineCache | None = None) -> CycleContext:
+        cache = cache if cache is not None else EngineCache()
+        return CycleContext(snapshot, state, cache.workload_index(snapshot), None, active_map(snapshot, cache),
+                            now, cache)
 
 
-class _BaseTree:
-    """The quota tree of the ClusterQueues' usage, kept between cycles: most cycles change the
-    usage of a few ClusterQueues out of hundreds, so their difference is added and removed
-    (addUsage / removeUsage keep every cohort's share as building from the totals would)
-    instead of building the whole tree; each cycle works on a copy."""
-
-    def __init__(self) -> None:
-        self.structure: QuotaStructure | None = None
-        self.tree: QuotaTree | None = None
-        self.seen: dict[str, dict[FR, int]] = {}  # per CQ, the usage the tree holds
-        self.synced: tuple[object, int] | None = None  # (index, epoch) whose changes it took last
-
-    def tree_for_index(self, structure: QuotaStructure, index: WorkloadIndex) -> QuotaTree:
-        """`tree_for` the index's usage, looking only at the ClusterQueues the index says
-        changed when it followed this same index (same epoch) last time."""
-        changed, index.usage_changed = index.usage_changed, set()
-        same = self.synced is not None and self.synced[0] is index and self.synced[1] == index.epoch
-        self.synced = (index, index.epoch)
-        return self.tree_for(structure, index.cq_usage, changed if same else None)
-
-    def tree_for(self, structure: QuotaStructure, cq_usage: Mapping[str, Mapping[FR, int]],
-                 changed: set[str] | None = None) -> QuotaTree:
-        """A copy of the tree for these usage totals; `changed`: the only ClusterQueues whose
-        totals may differ from the last call's (None: any)."""
-        tree = self.tree
-        if tree is None or self.structure is not structure:
-            tree = self.tree = QuotaTree.build(structure, cq_usage)
-            self.structure = structure
-            self.seen = {name: dict(cq_usage.get(name, {})) for name in structure.cqs}
-            return tree.clone()
-        seen = self.seen
-        cqs = structure.cqs
-        for name in (cqs if changed is None else changed):
-            node = cqs.get(name)
-            if node is None:
-                continue  # usage of a ClusterQueue the structure does not hold: build ignores it too
-            now = cq_usage.get(name) or {}
-            was = seen[name]
-            if now == was:
-                continue
-            for fr in was.keys() | now.keys():
-                delta = now.get(fr, 0) - was.get(fr, 0)
-                if delta > 0:
-                    tree.add(node, fr, delta)
-                elif delta < 0:
-                    tree.remove(node, fr, -delta)
-            seen[name] = dict(now)
-        return tree.clone()
-
-
-_BASE_TREE = _BaseTree()
-_active_memo: tuple[tuple, dict[str, bool]] | None = None
-
-
-def _active_map(snapshot: ClusterSnapshot) -> dict[str, bool]:
-    """Which ClusterQueues are active: kept while the objects it depends on are the same
-    (cq_status memoizes each answer the same way; this saves asking 500 times a cycle)."""
-    global _active_memo
-    parts = (snapshot.cluster_queues, snapshot.flavors, snapshot.admission_checks, snapshot.cohorts)
-    memo = _active_memo
-    if memo is None or any(a is not b for a, b in zip(parts, memo[0], strict=True)):
-        memo = _active_memo = (parts, {n: cluster_queue_active(snapshot, n).active for n in snapshot.cluster_queues})
-    return memo[1]
-
-
-_structure_memo: tuple[Mapping, Mapping, QuotaStructure] | None = None
-
-
-def _quota_structure(snapshot: ClusterSnapshot) -> QuotaStructure:
-    """The cohort tree and quotas: rebuilt only when the snapshot's ClusterQueues or Cohorts
-    are other objects (a structure is never changed once built; usage lives in the tree)."""
-    global _structure_memo
-    memo = _structure_memo
-    if memo is None or memo[0] is not snapshot.cluster_queues or memo[1] is not snapshot.cohorts:
-        memo = _structure_memo = (snapshot.cluster_queues, snapshot.cohorts,
-                                  QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts))
-    return memo[2]
+def _cycle_tree(cache: EngineCache, snapshot: ClusterSnapshot, index: WorkloadIndex) -> QuotaTree:
+    """The cycle's own quota tree of the index's usage (Kueue: pkg/cache Snapshot). With fast
+    paths, a copy of the cache's kept tree after it followed the ClusterQueues whose usage
+    changed since it last looked; otherwise built from every ClusterQueue's totals."""
+    if not cache.fast_paths:
+        return QuotaTree.build(QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts), index.cq_usage)
+    structure = cache.quota_structure.get(
+        (snapshot.cluster_queues, snapshot.cohorts),
+        lambda: QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts))
+    changed, cache.usage_changed = cache.usage_changed, set()
+    return cache.quota_tree.tree_for(structure, index.cq_usage, changed)
 
 
 def _failed_checks(wl: Workload) -> bool:
@@ -192,7 +131,7 @@ def _preemption_ctx(cc: CycleContext, wl: Workload, cq_name: str, frs: set[FR],
     node = cc.tree.cq(cq_name)
     assert node is not None
     return PreemptionContext(cc.tree, cc.index, cc.snapshot.cluster_queues, wl, cq, node, frs, usage,
-                             cc.snapshot.config, cc.now)
+                             cc.snapshot.config, cc.now, cc.cache)
 
 
 def _assign(cc: CycleContext, wl: Workload, cq_name: str, counts: list[int] | None,
@@ -201,9 +140,10 @@ def _assign(cc: CycleContext, wl: Workload, cq_name: str, counts: list[int] | No
     node = cc.tree.cq(cq_name)
     assert node is not None
     cfg = cc.snapshot.config
-    actx = AssignContext(wl, cq, node, cc.tree, cc.snapshot.flavors, cc.state.last_assignment(cq, wl),
+    actx = AssignContext(wl, cq, node, cc.tree, cc.snapshot.flavors, cc.state.last_assignment(cq, wl, cc.cache),
                          cfg.fair_sharing is not None,
-                         make_oracle(_preemption_ctx(cc, wl, cq_name, set(), {}), memo), cfg.flavor_fungibility)
+                         make_oracle(_preemption_ctx(cc, wl, cq_name, set(), {}), memo), cfg.flavor_fungibility,
+                         cc.cache)
     return assign_flavors(actx, counts)
 
 
@@ -308,6 +248,36 @@ class _MinusPreempted:
         return node
 
 
+class _PreemptedRemovedEachTime:
+    """Kueue's fits() as written (scheduler.go): every workload preempted so far this cycle and
+    the new targets removed from the cycle's tree for each check, then put back. The plain
+    counterpart of _MinusPreempted (fast_paths off)."""
+
+    def __init__(self, tree: QuotaTree) -> None:
+        self.tree = tree
+        self.preempted: list[Target] = []
+
+    def add_usage(self, node: Node, usage: Mapping[FR, int]) -> None:
+        pass  # the caller already added it to the cycle's tree
+
+    def preempt(self, targets: list[Target]) -> None:
+        self.preempted.extend(targets)
+
+    def fits_after_removal(self, node: Node, usage: Mapping[FR, int], targets: list[Target]) -> bool:
+        removed = [*self.preempted, *targets]
+        for t in removed:
+            self.tree.remove_usage(self._node(t), t.usage)
+        ok = self.tree.fits(node, usage)
+        for t in removed:
+            self.tree.add_usage(self._node(t), t.usage)
+        return ok
+
+    def _node(self, t: Target) -> Node:
+        node = self.tree.cq(t.cluster_queue)
+        assert node is not None
+        return node
+
+
 def _pods_ready_blocked(cc: CycleContext) -> bool:
     wfpr = cc.snapshot.config.wait_for_pods_ready
     if wfpr is None or not wfpr.block_admission:
@@ -353,17 +323,28 @@ def _preemptor_first(cc: CycleContext) -> Callable[[Nomination], bool]:
     return lambda n: cc.state.is_preemptor(n.cluster_queue, n.workload)
 
 
-def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = None) -> CycleResult:
-    """One scheduling cycle over `snapshot` at time `now`."""
-    state = state or QueueState()
-    cc = CycleContext.build(snapshot, state, now)
+def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = None,
+             cache: EngineCache | None = None) -> CycleResult:
+    """One scheduling cycle over `snapshot` at time `now`; `cache`: the caller's EngineCache
+    (None: a fresh one, nothing kept). Holds the cache's lock for the whole cycle."""
+    cache = cache if cache is not None else EngineCache()
+    with cache.lock:
+        result = _schedule(snapshot, now, state or QueueState(), cache)
+        if cache.fast_paths:
+            cache.pruned = (result.state.last_assignments, cache.index.serial)
+        return result
+
+
+def _schedule(snapshot: ClusterSnapshot, now: float, state: QueueState, cache: EngineCache) -> CycleResult:
+    cc = CycleContext.build(snapshot, state, now, cache)
     cfg = snapshot.config
-    noms = [nominate(cc, wl, cc.index.entries[wl.key].cq) for wl in heads(snapshot, state, now, cc.index, cc.active)]
+    noms = [nominate(cc, wl, cc.index.entries[wl.key].cq)
+            for wl in heads(snapshot, state, now, cc.index, cc.active, cache)]
     decisions: list[d.Decision] = []
     preempted: dict[WorkloadKey, Target] = {}
     if not noms:  # nothing to order, reserve or admit: only the queue state's bookkeeping
         return CycleResult((), _next_state(cc, noms), ())
-    minus_preempted = _MinusPreempted(cc.tree)
+    minus_preempted = _MinusPreempted(cc.tree) if cache.fast_paths else _PreemptedRemovedEachTime(cc.tree)
     blocked = _pods_ready_blocked(cc)
     granular = cfg.feature_gates.get("UnadmittedWorkloadsObservability", False)
     preemptor_first = _preemptor_first(cc)
@@ -491,7 +472,7 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
     if parked is not state.inadmissible:
         parked = ParkedSets(parked, state.inadmissible, owned)
     return replace(state, inadmissible=parked, last_assignments=last.result(), sticky=sticky.value,
-                   preemptors=preemptors.value, index=cc.index, pruned_at=cc.index.serial)
+                   preemptors=preemptors.value)
 
 
 _EMPTY: Mapping = {}
@@ -629,9 +610,9 @@ def _park_equivalents(cc: CycleContext, n: Nomination, parked: dict[WorkloadKey,
 def _not_pending(cc: CycleContext, last: _Changes) -> list[WorkloadKey]:
     """Workloads whose last assignment is to be forgotten: they are no longer pending.
 
-    When the previous cycle pruned `last` against this same index and only one index update
-    happened since, only the keys that update touched can have stopped being pending (heads
-    added this cycle are pending); otherwise look at everything.
+    When the cache's previous cycle pruned this very mapping against the index and only one
+    index update happened since, only the keys that update touched can have stopped being
+    pending (heads added this cycle are pending); otherwise look at everything.
     """
     index = cc.index
     entries = index.entries
@@ -640,7 +621,8 @@ def _not_pending(cc: CycleContext, last: _Changes) -> list[WorkloadKey]:
         e = entries.get(k)
         return e is None or e.key is None
 
-    incremental = (cc.state.index is index and not index.rebuilt
-                   and cc.state.pruned_at == index.serial - 1)
+    pruned = cc.cache.pruned
+    incremental = (cc.cache.fast_paths and pruned is not None and pruned[0] is last.base
+                   and not index.rebuilt and pruned[1] == index.serial - 1)
     keys = [k for k in index.touched if k in last] if incremental else list(last)
     return [k for k in keys if gone(k)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kueuetop.admission.queue_state import LastAssignment, cq_fingerprint, workload_shape
 from kueuetop.admission.quota_tree import FR, Node, QuotaTree
@@ -27,6 +27,9 @@ from kueuetop.kueue.quantity import format_resource_value
 from kueuetop.kueue.quota import ResourceGroup
 from kueuetop.kueue.scheduling_terms import tolerated
 from kueuetop.kueue.workload import PodSet, PodSetAssignment, Workload
+
+if TYPE_CHECKING:
+    from kueuetop.admission.engine_cache import EngineCache
 
 # Representative modes (FlavorAssignmentMode).
 NO_FIT, PREEMPT, FIT = "NoFit", "Preempt", "Fit"
@@ -177,6 +180,7 @@ class AssignContext:
     fair_sharing: bool = False
     oracle: Oracle | None = None
     fungibility: bool = True  # FlavorFungibility feature gate
+    cache: EngineCache | None = None  # the caller's (None: nothing kept between calls)
 
 
 def _is_preferred(a: tuple[int, int], b: tuple[int, int], preference: str) -> bool:
@@ -211,25 +215,31 @@ def _pm_to_mode(pm: int) -> str:
     return FIT if pm == PM_FIT else NO_FIT if pm == PM_NO_FIT else PREEMPT
 
 
-# (id(group), id(flavors)) → (group, flavors, keys): every head of a ClusterQueue asks again
-# with the same objects (snapshots are never changed); the objects are kept to check identity.
-_LABEL_KEYS: dict[tuple[int, int], tuple[ResourceGroup, Mapping[str, ResourceFlavor], frozenset[str]]] = {}
-
-
-def group_label_keys(group: ResourceGroup, flavors: Mapping[str, ResourceFlavor]) -> frozenset[str]:
-    hit = _LABEL_KEYS.get((id(group), id(flavors)))
+def group_label_keys(group: ResourceGroup, flavors: Mapping[str, ResourceFlavor],
+                     cache: EngineCache | None = None) -> frozenset[str]:
+    """The node label keys of the group's flavors (Kueue: flavorassigner.go, the keys
+    checkFlavorForPodSets matches the pod's selector and affinity on). Kept in the cache by
+    identity of both: every head of a ClusterQueue asks again with the same objects."""
+    if cache is None or not cache.fast_paths:
+        return _label_keys_of(group, flavors)
+    memo = cache.label_keys
+    hit = memo.get((id(group), id(flavors)))
     if hit is not None and hit[0] is group and hit[1] is flavors:
         return hit[2]
+    found = _label_keys_of(group, flavors)
+    if len(memo) >= 4096:
+        memo.clear()
+    memo[(id(group), id(flavors))] = (group, flavors, found)  # both held: their ids stay theirs
+    return found
+
+
+def _label_keys_of(group: ResourceGroup, flavors: Mapping[str, ResourceFlavor]) -> frozenset[str]:
     keys: set[str] = set()
     for fq in group.flavors:
         rf = flavors.get(fq.name)
         if rf is not None:
             keys.update(rf.node_labels)
-    found = frozenset(keys)
-    if len(_LABEL_KEYS) >= 4096:
-        _LABEL_KEYS.clear()
-    _LABEL_KEYS[(id(group), id(flavors))] = (group, flavors, found)
-    return found
+    return frozenset(keys)
 
 
 def eligibility(rf: ResourceFlavor | None, name: str, ps: PodSet, label_keys: frozenset[str]) -> str:
@@ -317,7 +327,7 @@ def _find_flavor(ctx: AssignContext, ps_idx: int, ps: PodSet, group: ResourceGro
                  requests: Mapping[str, int], usage: Mapping[FR, int]) -> _GroupOutcome:
     cq = ctx.cq
     preference = cq.fungibility.preference
-    keys = group_label_keys(group, ctx.flavors)
+    keys = group_label_keys(group, ctx.flavors, ctx.cache)
     wanted = sorted(r for r in requests if r in group.covered)
     reasons: list[str] = []
     attempts: list[FlavorAttempt] = []
@@ -439,7 +449,7 @@ def assign_flavors(ctx: AssignContext, counts: Sequence[int] | None = None) -> A
             prev = fr_modes.get(fr)
             if prev is None or _MODE_RANK[modes[res]] < _MODE_RANK[prev]:
                 fr_modes[fr] = modes[res]
-    last = LastAssignment(tuple(tried_state), cq_fingerprint(cq), workload_shape(wl))
+    last = LastAssignment(tuple(tried_state), cq_fingerprint(cq, ctx.cache), workload_shape(wl, ctx.cache))
     return AssignmentResult(tuple(pod_sets), borrowing, usage, last, overall_no_fit, fr_modes)
 
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kueuetop.admission import decisions as d
+from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.fair_sharing import TargetOrdering, almost_lcas, dominant_resource_share
-from kueuetop.admission.object_memo import ObjectMemo
 from kueuetop.admission.quota_tree import FR, Node, QuotaTree
 from kueuetop.admission.workload_index import Entry, WorkloadIndex, queue_order_timestamp
 from kueuetop.kueue.cluster_queue import ANY, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, ClusterQueue
@@ -66,6 +66,7 @@ class PreemptionContext:
     usage: Mapping[FR, int]  # the preemptor's assignment usage
     config: KueueConfig
     now: float
+    cache: EngineCache  # the caller's: candidate lists kept across cycles, or fast_paths off
 
 
 def _quota_reserved_time(wl: Workload, now: float) -> float:
@@ -135,16 +136,10 @@ def _base_order_key(e: Entry, now: float) -> tuple:
     return (not e.wl.is_evicted, e.wl.effective_priority, -_quota_reserved_time(e.wl, now), e.wl.uid)
 
 
-_MEMO_LIMIT = 100_000  # entries kept across cycles (keys include the preemptor's class)
-
-
 def _cq_memo(ctx: PreemptionContext) -> dict:
-    """Answers derived from one ClusterQueue's quota-holding entries, kept across cycles: each
-    is stored with that queue's `reserving_version` and recomputed once it moves."""
-    memo = ctx.index.memo
-    if len(memo) > _MEMO_LIMIT:
-        memo.clear()
-    return memo
+    """Answers derived from one ClusterQueue's quota-holding entries, kept across cycles in the
+    cache: each is stored with that queue's `reserving_version` and recomputed once it moves."""
+    return ctx.cache.candidate_memo()
 
 
 def _using_entries(ctx: PreemptionContext, cq_name: str, frs: frozenset[FR]) -> list[tuple[Entry, tuple]]:
@@ -202,12 +197,14 @@ def _from_cq(ctx: PreemptionContext, cq_name: str, lca: Node | None, advantage: 
     return found
 
 
-def _above_nominal_cqs(tree: QuotaTree, current: Node, frs: frozenset[FR]) -> list[tuple[Node, Node]]:
+def _above_nominal_cqs(tree: QuotaTree, current: Node, frs: frozenset[FR], keep: bool = True,
+                       ) -> list[tuple[Node, Node]]:
     """The ClusterQueues under `current` reached through cohorts that are above nominal on
     `frs` and themselves above nominal, in collectCandidatesForHierarchicalReclaim's walk order,
-    each with the child of `current` it lies under. Kept while the tree's usage is unchanged."""
+    each with the child of `current` it lies under. Kept (`keep`) in the tree's memo while its
+    usage is unchanged."""
     k = ("above", current, frs)
-    hit = tree.memo.get(k)
+    hit = tree.memo.get(k) if keep else None
     if hit is not None and hit[0] == tree.version:
         return hit[1]
     out: list[tuple[Node, Node]] = []
@@ -221,7 +218,8 @@ def _above_nominal_cqs(tree: QuotaTree, current: Node, frs: frozenset[FR]) -> li
                 out.append((child, top or child))
 
     walk(current, None)
-    tree.memo[k] = (tree.version, out)
+    if keep:
+        tree.memo[k] = (tree.version, out)
     return out
 
 
@@ -349,6 +347,32 @@ def _ordered_candidates(ctx: PreemptionContext) -> _Ordered:
     return _Ordered(hierarchy, priority, _same_pool(ctx))
 
 
+def _plain_ordered_candidates(ctx: PreemptionContext) -> _Ordered:
+    """The candidates as collectCandidatesForHierarchicalReclaim gathers them for this one
+    preemptor, each group sorted (no pools shared between heads, nothing kept)."""
+    hierarchy: list[_Candidate] = []
+    priority: list[_Candidate] = []
+    frs = frozenset(ctx.frs)
+    if ctx.node.parent is not None and ctx.cq.preemption.reclaim_within_cohort != NEVER:
+        advantage, remaining = ctx.tree.quantities_fit_in_quota(ctx.node, ctx.usage)
+        previous: Node | None = None
+        for current in ctx.node.path_to_root():
+            for cq_node, top in _above_nominal_cqs(ctx.tree, current, frs, keep=False):
+                if top is previous or cq_node is ctx.node:
+                    continue
+                (hierarchy if advantage else priority).extend(_from_cq(ctx, cq_node.name, current, advantage))
+            fits, remaining = ctx.tree.quantities_fit_in_quota(current, remaining)
+            advantage = advantage or fits
+            previous = current
+    same = _from_cq(ctx, ctx.cq.name, None, False) if ctx.cq.preemption.within_cluster_queue != NEVER else []
+
+    def pool(found: list[_Candidate]) -> _Pool:
+        return _Pool([(c, None) for c in found])
+
+    return _Ordered([(pool(hierarchy), _NOTHING)] if hierarchy else [],
+                    [(pool(priority), _NOTHING)] if priority else [], pool(same))
+
+
 def _workload_fits(ctx: PreemptionContext, allow_borrowing: bool) -> bool:
     tree, node = ctx.tree, ctx.node
     for fr, v in ctx.usage.items():
@@ -453,11 +477,11 @@ def _allowed(by_priority: Mapping[int, Mapping[FR, int]] | None, fr: FR, policy:
 _WIDTH = {NEVER: 0, LOWER_PRIORITY: 1, LOWER_OR_NEWER_EQUAL: 2}
 
 
-_OTHERS: ObjectMemo[Node, list[str]] = ObjectMemo()  # CQ node → the other CQs of its cohort tree
-
-
-def _cohort_others(node: Node) -> list[str]:
-    return _OTHERS.get(node, _others_of)
+def _cohort_others(ctx: PreemptionContext) -> list[str]:
+    """The other ClusterQueues of the preemptor's cohort tree (kept per node in the cache)."""
+    if not ctx.cache.fast_paths:
+        return _others_of(ctx.node)
+    return ctx.cache.cohort_others.get(ctx.node, _others_of)
 
 
 def _others_of(node: Node) -> list[str]:
@@ -501,7 +525,7 @@ def _borrowing_others_allowed(ctx: PreemptionContext, fr: FR, policy: str, p_in:
     from queues (under cohorts) not within nominal, so the rest can never be candidates."""
     tree, by_cq, frs = ctx.tree, ctx.index.usage_by_priority, ctx.frs
     total = 0
-    for name in _cohort_others(ctx.node):
+    for name in _cohort_others(ctx):
         other = tree.cq(name)
         if other is not None and not tree.within_nominal(other, frs):
             total += _allowed(by_cq.get(name), fr, policy, p_in)
@@ -517,16 +541,17 @@ def _others_allowed(ctx: PreemptionContext, fr: FR, policy: str, p_in: int) -> i
     if hit is not None and hit[0] == ctx.index.serial:
         return hit[1]
     by_cq = ctx.index.usage_by_priority
-    total = sum(_allowed(by_cq.get(name), fr, policy, p_in) for name in _cohort_others(ctx.node))
+    total = sum(_allowed(by_cq.get(name), fr, policy, p_in) for name in _cohort_others(ctx))
     memo[k] = (ctx.index.serial, total)
     return total
 
 
 def classical_targets(ctx: PreemptionContext) -> list[Target]:
-    if _surely_uncoverable(ctx):
+    fast = ctx.cache.fast_paths
+    if fast and _surely_uncoverable(ctx):
         return []
-    everything = _ordered_candidates(ctx)
-    if not everything.size or _cannot_cover(ctx, everything):
+    everything = _ordered_candidates(ctx) if fast else _plain_ordered_candidates(ctx)
+    if not everything.size or (fast and _cannot_cover(ctx, everything)):
         return []
     forbidden = ctx.cq.preemption.borrow_within_cohort == NEVER
     if (not everything.has_hierarchy and not everything.has_priority) or (
@@ -678,7 +703,7 @@ def memo_targets(ctx: PreemptionContext, memo: TargetMemo | None) -> list[Target
     """get_targets, remembered per (flavor-resources, usage) for one preemptor and one tree
     state: the flavor assigner's oracle and the nomination ask the same question for
     single-resource workloads (Kueue computes both too; the answer can't differ)."""
-    if memo is None:
+    if memo is None or not ctx.cache.fast_paths:
         return get_targets(ctx)
     key = (frozenset(ctx.frs), frozenset(ctx.usage.items()))
     found = memo.get(key)
@@ -694,7 +719,7 @@ def make_oracle(ctx: PreemptionContext, memo: TargetMemo | None = None):
     """
     def oracle(fr: FR, quantity: int) -> tuple[str, int]:
         sub = PreemptionContext(ctx.tree, ctx.index, ctx.cluster_queues, ctx.preemptor, ctx.cq, ctx.node,
-                                {fr}, {fr: quantity}, ctx.config, ctx.now)
+                                {fr}, {fr: quantity}, ctx.config, ctx.now, ctx.cache)
         targets = memo_targets(sub, memo)
         if not targets:
             return "NoCandidates", ctx.tree.lowest_fitting_subtree(ctx.node, fr, quantity)[0]

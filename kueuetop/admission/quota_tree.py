@@ -11,7 +11,6 @@ cheap to copy, so one scheduling cycle can accumulate usage on its own copy.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -169,23 +168,22 @@ class QuotaStructure:
         return [n.name for n in node.root().subtree_cqs()]
 
 
-_VERSIONS = itertools.count(1)
-
-
 class QuotaTree:
     """Usage on top of a QuotaStructure: available / potentialAvailable / borrowing."""
 
-    __slots__ = ("_shared", "memo", "structure", "usage", "version")
+    __slots__ = ("_changes", "_shared", "memo", "structure", "usage", "version")
 
     def __init__(self, structure: QuotaStructure, usage: dict[str, dict[FR, int]] | None = None):
         self.structure = structure
         self.usage: dict[str, dict[FR, int]] = usage if usage is not None else {}
         # Node keys whose usage dict another tree shares (`clone`): copied before the first write.
         self._shared: set[str] = set()
-        # A new number for every usage change (never reused, so a state once left never
-        # matches again), so answers computed from the usage can be kept until it changes
-        # (`memo`); code that undoes its own trial changes may put the old number back.
-        self.version = next(_VERSIONS)
+        # A new number for every usage change (never reused by this tree, so a state once left
+        # never matches again), so answers computed from the usage can be kept in `memo` (this
+        # tree's own) until it changes; code that undoes its own trial changes may put the old
+        # number back.
+        self._changes = 0
+        self.version = 0
         self.memo: dict = {}
 
     # construction ------------------------------------------------------------
@@ -303,7 +301,8 @@ class QuotaTree:
 
     # mutation (addUsage / removeUsage) ----------------------------------------
     def add(self, node: Node, fr: FR, val: int) -> None:
-        self.version = next(_VERSIONS)
+        self._changes += 1
+        self.version = self._changes
         while True:
             local_avail = self.local_available(node, fr)
             u = self._own(node.key)
@@ -314,7 +313,8 @@ class QuotaTree:
             node = node.parent
 
     def remove(self, node: Node, fr: FR, val: int) -> None:
-        self.version = next(_VERSIONS)
+        self._changes += 1
+        self.version = self._changes
         while True:
             u = self._own(node.key)
             stored_in_parent = u.get(fr, 0) - node.local_quota(fr)
@@ -338,3 +338,44 @@ class QuotaTree:
     def borrowed(self, cq: Node, fr: FR) -> int:
         """Usage above nominal (status.flavorsUsage[].resources[].borrowed)."""
         return max(0, self.used(cq, fr) - cq.quota(fr).nominal)
+
+
+class KeptQuotaTree:
+    """The quota tree of the ClusterQueues' usage, kept between cycles (an EngineCache field):
+    most cycles change the usage of a few ClusterQueues out of hundreds, so their difference is
+    added and removed (addUsage / removeUsage keep every cohort's share as building from the
+    totals would) instead of building the whole tree; each cycle works on a copy."""
+
+    def __init__(self) -> None:
+        self.structure: QuotaStructure | None = None
+        self.tree: QuotaTree | None = None
+        self.seen: dict[str, dict[FR, int]] = {}  # per CQ, the usage the tree holds
+
+    def tree_for(self, structure: QuotaStructure, cq_usage: Mapping[str, Mapping[FR, int]],
+                 changed: set[str] | None = None) -> QuotaTree:
+        """A copy of the tree for these usage totals; `changed`: the only ClusterQueues whose
+        totals may differ from the last call's (None: any)."""
+        tree = self.tree
+        if tree is None or self.structure is not structure:
+            tree = self.tree = QuotaTree.build(structure, cq_usage)
+            self.structure = structure
+            self.seen = {name: dict(cq_usage.get(name, {})) for name in structure.cqs}
+            return tree.clone()
+        seen = self.seen
+        cqs = structure.cqs
+        for name in (cqs if changed is None else changed):
+            node = cqs.get(name)
+            if node is None:
+                continue  # usage of a ClusterQueue the structure does not hold: build ignores it too
+            now = cq_usage.get(name) or {}
+            was = seen[name]
+            if now == was:
+                continue
+            for fr in was.keys() | now.keys():
+                delta = now.get(fr, 0) - was.get(fr, 0)
+                if delta > 0:
+                    tree.add(node, fr, delta)
+                elif delta < 0:
+                    tree.remove(node, fr, -delta)
+            seen[name] = dict(now)
+        return tree.clone()

@@ -21,6 +21,7 @@ from typing import Any
 
 from kueuetop.admission import status_updates as su
 from kueuetop.admission.decisions import Admit, Deactivate, Decision, Evict, MarkAdmitted, Preempt, Requeue
+from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.queue_state import changed_cluster_queues
 from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.admission.workload_controller import next_event_at, reconcile
@@ -67,10 +68,10 @@ def _key(obj: Mapping) -> WorkloadKey:
     return (meta.get("namespace", ""), meta.get("name", ""))
 
 
-def _default_scheduler() -> Scheduler:
+def _default_scheduler(cache: EngineCache) -> Scheduler:
     from kueuetop.admission import cycle
 
-    return cycle.schedule
+    return lambda snapshot, now, state: cycle.schedule(snapshot, now, state, cache)
 
 
 def _decision_key(d: Decision) -> WorkloadKey:
@@ -222,17 +223,20 @@ def _pods(world: _World) -> tuple[bool, list[float]]:
 
 def simulate(objects: Iterable[Mapping], now: float, *, config: KueueConfig | None = None, state: Any = None,
              max_steps: int = 200, release_delay: float = 0.0, advance_clock: bool = False,
-             until: float | None = None, pods_run: bool = True, schedule: Scheduler | None = None) -> SimulationResult:
+             until: float | None = None, pods_run: bool = True, schedule: Scheduler | None = None,
+             cache: EngineCache | None = None) -> SimulationResult:
     """Run Kueue's controllers and scheduler over `objects` until nothing changes.
 
     `release_delay`: seconds between an eviction and the job integration releasing the quota.
     `advance_clock`: after a fixed point, jump to the next timer (≤ `until`) and go on.
     `pods_run`: admitted workloads' pods become ready (WaitForPodsReady) and finish after
     their `kueuetop.io/runtime` annotation; False leaves pods alone (no PodsReady, no finish).
+    `cache`: the EngineCache the default scheduler keeps its structures in (None: one for this run).
     """
+    cache = cache if cache is not None else EngineCache()
     world = _World([copy.deepcopy(dict(o)) for o in objects], config or KueueConfig(), now)
     world.load()
-    run_cycle = schedule or _default_scheduler()
+    run_cycle = schedule or _default_scheduler(cache)
     steps = 0
     stable = False
     prev: ClusterSnapshot | None = None
@@ -243,13 +247,13 @@ def simulate(objects: Iterable[Mapping], now: float, *, config: KueueConfig | No
     while steps < max_steps:
         steps += 1
         wake: list[float] = []
-        changed = _apply_all(world, reconcile(world.snapshot(), world.now))
+        changed = _apply_all(world, reconcile(world.snapshot(), world.now, cache))
         if not changed:
             snap = world.snapshot()
             if prev is not None and state is not None:
                 # Kueue's queue manager moves parked (inadmissible) workloads back to the queue
                 # when quota in their cohort tree is released or their queues change.
-                state = state.requeue_inadmissible(changed_cluster_queues(prev, snap))
+                state = state.requeue_inadmissible(changed_cluster_queues(prev, snap, cache))
             prev = snap
             result = run_cycle(snap, world.now, state)
             state = getattr(result, "state", state)

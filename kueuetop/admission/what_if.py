@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.simulate import Scheduler, SimEvent, SimulationResult, simulate
 from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.config import KueueConfig
@@ -164,7 +165,8 @@ def _diff(events: Iterable[SimEvent], outcome: SimulationResult, baseline: Simul
 
 
 def what_if(objects: Iterable[Mapping], action: Action, now: float, *, config: KueueConfig | None = None,
-            state: Any = None, schedule: Scheduler | None = None, max_steps: int = 200) -> WhatIfResult:
+            state: Any = None, schedule: Scheduler | None = None, max_steps: int = 200,
+            cache: EngineCache | None = None) -> WhatIfResult:
     """Apply `action` to the cluster described by `objects` (API dicts) and compare with doing nothing.
 
     Pure: the input objects are not modified.
@@ -172,7 +174,9 @@ def what_if(objects: Iterable[Mapping], action: Action, now: float, *, config: K
     if isinstance(objects, ClusterSnapshot):
         raise TypeError("what_if needs the API objects (dicts) the snapshot was parsed from")
     base_objects = [copy.deepcopy(dict(o)) for o in objects]
-    kw: dict[str, Any] = {"config": config, "schedule": schedule, "max_steps": max_steps}
+    # One cache for the baseline and every step after it: each follows the one before.
+    kw: dict[str, Any] = {"config": config, "schedule": schedule, "max_steps": max_steps,
+                          "cache": cache if cache is not None else EngineCache()}
     baseline = simulate(base_objects, now, state=state, **kw)
     current = list(baseline.objects)
     outcome = baseline

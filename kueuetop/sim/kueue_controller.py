@@ -20,6 +20,7 @@ from typing import Any
 from kueuetop.admission import status_updates as su
 from kueuetop.admission.cycle import schedule
 from kueuetop.admission.decisions import Admit, Decision, Evict, MarkAdmitted, Pending, Preempt
+from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.queue_state import QueueState, changed_cluster_queues, same_queue_state
 from kueuetop.admission.queue_totals import QueueTotals
 from kueuetop.admission.shared_map import DELETE, SharedMap
@@ -58,6 +59,7 @@ class KueueController:
         self.config = config or KueueConfig()
         self.record_events = record_events
         self.state = QueueState()
+        self.cache = EngineCache()  # the engine's incremental structures for this cluster
         self._workloads: dict[WorkloadKey, Workload] = {}
         # The stored object each entry of _workloads was parsed from (stored objects are never
         # mutated), so the next version reparses only what changed.
@@ -323,7 +325,7 @@ class KueueController:
                 continue
             status = su.cluster_queue_status(snap, name, now, previous=cur.get("status"),
                                              pending_workloads=totals.cq_pending(snap, name),
-                                             reservations=totals.cq_reservations(name))
+                                             reservations=totals.cq_reservations(name), cache=self.cache)
             wrote |= self._put_status("clusterqueues", None, name, cur, status)
         for key in sorted(want_lq):
             if key not in snap.local_queues:
@@ -333,7 +335,7 @@ class KueueController:
                 continue
             status = su.local_queue_status(snap, key, now, previous=cur.get("status"),
                                            pending_workloads=totals.lq_pending(snap, key),
-                                           reservations=totals.lq_reservations(key))
+                                           reservations=totals.lq_reservations(key), cache=self.cache)
             wrote |= self._put_status("localqueues", key[0], key[1], cur, status)
         self._status_dirty_cq = set()
         self._status_dirty_lq = set()
@@ -356,7 +358,7 @@ class KueueController:
         self._to_reconcile = set()
         if not keys:
             return ()
-        decisions, wakes = reconcile_keys(snap, keys, now)
+        decisions, wakes = reconcile_keys(snap, keys, now, self.cache)
         for k in keys:
             t = wakes.get(k)
             if t is None:
@@ -374,12 +376,12 @@ class KueueController:
             wrote |= self._write(key, d, now, snap)
         if not wrote and not self._cycle_would_repeat(now):
             if self._prev is not None:
-                changed = changed_cluster_queues(self._prev, snap)
+                changed = changed_cluster_queues(self._prev, snap, self.cache)
                 if changed:
                     self.state = self.state.requeue_inadmissible(changed)
             t0 = time.perf_counter()
             before = self.state
-            result = schedule(snap, now, before)
+            result = schedule(snap, now, before, self.cache)
             self.cycles += 1
             admitted = any(isinstance(d, Admit) for d in result.decisions)
             self.counters.record_admission_attempt("success" if admitted else "inadmissible",

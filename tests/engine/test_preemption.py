@@ -173,7 +173,8 @@ def test_above_nominal_walk_follows_usage_changes_and_trial_searches_restore_the
 
     wl = cc.snapshot.workloads[("ns", "wa")]
     ctx = p.PreemptionContext(tree, cc.index, cc.snapshot.cluster_queues, wl, cc.snapshot.cluster_queues["a"],
-                              tree.cq("a"), set(frs), {("f", "cpu"): 4000}, cc.snapshot.config, cc.now)
+                              tree.cq("a"), set(frs), {("f", "cpu"): 4000}, cc.snapshot.config, cc.now,
+                              cc.cache)
     before_version, before_usage = tree.version, {k: dict(v) for k, v in tree.usage.items()}
     targets = p.get_targets(ctx)
     assert len(targets) == 1 and targets[0].workload.name in ("b1", "b2")  # same reservation time
