@@ -50,7 +50,7 @@ def _cohort_has_cycle(snapshot: ClusterSnapshot, cohort: str) -> bool:
 
 
 def cluster_queue_active(snapshot: ClusterSnapshot, name: str, cache: EngineCache | None = None) -> ActiveStatus:
-    """Kueue: pkg/cache/clusterqueue.go updateQueueStatus / inactiveReason."""
+    """Kueue: pkg/cache/scheduler/clusterqueue.go updateQueueStatus, inactiveReason."""
     if cache is None or not cache.fast_paths:
         return _cluster_queue_active(snapshot, name)
     # Activity depends only on queues, flavors, checks and cohorts, which a simulator or store

@@ -1,8 +1,9 @@
-"""One scheduling cycle (Kueue's scheduler.schedule, reference/kueue.md §6.2).
+"""One scheduling cycle (reference/kueue.md §6.2; Kueue: pkg/scheduler/scheduler.go schedule).
 
-heads (one per active CQ) → nominate (flavors, preemption targets, partial admission) → order
-(borrowing level, priority, FIFO; or the fair-sharing tournament) → process against one quota
-snapshot whose usage accumulates → decisions, and the queue state for the next cycle.
+heads (one per active CQ) → nominate (flavors, preemption targets, partial admission) →
+make_iterator (borrowing level, priority, FIFO; or the fair-sharing tournament) → process_entry
+for each against one quota snapshot whose usage accumulates → requeue_and_update for the heads
+not admitted → decisions, and the queue state for the next cycle.
 """
 
 from __future__ import annotations
@@ -25,14 +26,8 @@ from kueuetop.admission.flavor_assignment import (
     pending_reason,
 )
 from kueuetop.admission.partial_admission import can_be_partially_admitted, reduce_counts
-from kueuetop.admission.preemption import (
-    PreemptionContext,
-    Target,
-    TargetMemo,
-    make_oracle,
-    memo_targets,
-    preemption_message,
-)
+from kueuetop.admission.preemption import TargetMemo, make_oracle, memo_targets
+from kueuetop.admission.preemption_common import PreemptionContext, Target, preemption_message
 from kueuetop.admission.queue_order import heads
 from kueuetop.admission.queue_state import ParkedSets, QueueState
 from kueuetop.admission.quota_tree import FR, Node, QuotaStructure, QuotaTree
@@ -122,6 +117,7 @@ def _cycle_tree(cache: EngineCache, snapshot: ClusterSnapshot, index: WorkloadIn
 
 
 def _failed_checks(wl: Workload) -> bool:
+    """Kueue: pkg/workload HasRetryChecks || HasRejectedChecks."""
     return any(c.state in ("Retry", "Rejected") for c in wl.admission_checks)
 
 
@@ -136,6 +132,8 @@ def _preemption_ctx(cc: CycleContext, wl: Workload, cq_name: str, frs: set[FR],
 
 def _assign(cc: CycleContext, wl: Workload, cq_name: str, counts: list[int] | None,
             memo: TargetMemo | None = None) -> AssignmentResult:
+    """Kueue: pkg/scheduler/flavorassigner/flavorassigner.go New(...).Assign, with the
+    preemption oracle of this cycle's tree."""
     cq = cc.snapshot.cluster_queues[cq_name]
     node = cc.tree.cq(cq_name)
     assert node is not None
@@ -152,8 +150,16 @@ def _targets(cc: CycleContext, wl: Workload, cq_name: str, a: AssignmentResult,
     return list(memo_targets(_preemption_ctx(cc, wl, cq_name, a.frs_needing_preemption(), a.usage), memo))
 
 
-def nominate(cc: CycleContext, wl: Workload, cq_name: str) -> Nomination:
-    """Kueue's nominate for one head: why it can't be considered, or its assignment + targets."""
+def nominate(cc: CycleContext, heads_: list[Workload]) -> list[Nomination]:
+    """Every head with its assignment and targets, or why it can't be considered.
+
+    Kueue: pkg/scheduler/scheduler.go nominate (Kueue splits the heads it can consider from the
+    inadmissible ones; here each Nomination says which it is)."""
+    return [nominate_head(cc, wl, cc.index.entries[wl.key].cq) for wl in heads_]
+
+
+def nominate_head(cc: CycleContext, wl: Workload, cq_name: str) -> Nomination:
+    """The body of Kueue's nominate loop for one head (pkg/scheduler/scheduler.go nominate)."""
     n = Nomination(wl, cq_name)
     snap = cc.snapshot
     cq = snap.cluster_queues.get(cq_name)
@@ -167,32 +173,42 @@ def nominate(cc: CycleContext, wl: Workload, cq_name: str) -> Nomination:
         n.message, n.reason = "Workload namespace doesn't match ClusterQueue selector", "Misconfigured"
         n.requeue = NAMESPACE_MISMATCH
     else:
-        memo: TargetMemo = {}  # the tree doesn't change during nomination: one search per question
-        full = _assign(cc, wl, cq_name, None, memo)
-        n.assignment = full
-        if full.mode == PREEMPT:
-            n.targets = _targets(cc, wl, cq_name, full, memo)
-        if full.mode != FIT and not n.targets and snap.config.partial_admission \
-                and can_be_partially_admitted(wl.pod_sets):
-            def attempt(counts: list[int]) -> tuple[AssignmentResult, list[Target]] | None:
-                a = _assign(cc, wl, cq_name, counts, memo)
-                if a.mode == FIT:
-                    return a, []
-                if a.mode == PREEMPT:
-                    t = _targets(cc, wl, cq_name, a, memo)
-                    if t:
-                        return a, t
-                return None
-            found = reduce_counts(wl.pod_sets, attempt)
-            if found is not None:
-                n.assignment, n.targets = found
+        n.assignment, n.targets = get_assignments(cc, wl, cq_name)
         n.message = n.assignment.message()
         n.reason = pending_reason(n.assignment)
     return n
 
 
-def _resources_to_reserve(cc: CycleContext, n: Nomination) -> dict[FR, int]:
-    """Capacity a preempting head without targets holds back this cycle (quotaResourcesToReserve)."""
+def get_assignments(cc: CycleContext, wl: Workload, cq_name: str) -> tuple[AssignmentResult, list[Target]]:
+    """The flavor assignment and, when it needs preemption, the targets; with partial admission,
+    the largest reduced counts that fit or have targets (Kueue: pkg/scheduler/scheduler.go
+    getAssignments, getInitialAssignments; flavorassigner/podset_reducer.go)."""
+    snap = cc.snapshot
+    memo: TargetMemo = {}  # the tree doesn't change during nomination: one search per question
+    full = _assign(cc, wl, cq_name, None, memo)
+    assignment, targets = full, []
+    if full.mode == PREEMPT:
+        targets = _targets(cc, wl, cq_name, full, memo)
+    if full.mode != FIT and not targets and snap.config.partial_admission \
+            and can_be_partially_admitted(wl.pod_sets):
+        def attempt(counts: list[int]) -> tuple[AssignmentResult, list[Target]] | None:
+            a = _assign(cc, wl, cq_name, counts, memo)
+            if a.mode == FIT:
+                return a, []
+            if a.mode == PREEMPT:
+                t = _targets(cc, wl, cq_name, a, memo)
+                if t:
+                    return a, t
+            return None
+        found = reduce_counts(wl.pod_sets, attempt)
+        if found is not None:
+            assignment, targets = found
+    return assignment, targets
+
+
+def quota_resources_to_reserve(cc: CycleContext, n: Nomination) -> dict[FR, int]:
+    """Capacity a preempting head without targets holds back this cycle (Kueue:
+    pkg/scheduler/scheduler.go quotaResourcesToReserve)."""
     node = cc.tree.cq(n.cluster_queue)
     assert node is not None and n.assignment is not None
     out: dict[FR, int] = {}
@@ -279,6 +295,8 @@ class _PreemptedRemovedEachTime:
 
 
 def _pods_ready_blocked(cc: CycleContext) -> bool:
+    """WaitForPodsReady blockAdmission: an admitted workload is not PodsReady yet (Kueue:
+    pkg/scheduler/scheduler.go waitForPodsReadyIfNeeded; pkg/cache/scheduler PodsReadyForAllAdmittedWorkloads)."""
     wfpr = cc.snapshot.config.wait_for_pods_ready
     if wfpr is None or not wfpr.block_admission:
         return False
@@ -289,8 +307,10 @@ def _pods_ready_blocked(cc: CycleContext) -> bool:
     return False
 
 
-def _order(cc: CycleContext, noms: list[Nomination], first: Callable[[Nomination], bool]):
-    """Classical: smaller borrowing level, higher priority, FIFO. FS: the tournament.
+def make_iterator(cc: CycleContext, noms: list[Nomination], first: Callable[[Nomination], bool],
+                  ) -> Iterator[Nomination]:
+    """Classical: smaller borrowing level, higher priority, FIFO. FS: the tournament (Kueue:
+    pkg/scheduler/scheduler.go makeIterator, makeClassicalIterator; fair_sharing_iterator.go).
 
     PrioritizePreemptorWorkloads (alpha, off by default; Kueue#13662): a head that waits for its
     preemptions (`first`) goes before all, so the capacity they free is not taken by another
@@ -335,79 +355,96 @@ def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = N
         return result
 
 
+class _CycleRun:
+    """What process_entry shares between the entries of one cycle."""
+
+    def __init__(self, cc: CycleContext) -> None:
+        cfg = cc.snapshot.config
+        self.decisions: list[d.Decision] = []
+        self.preempted: dict[WorkloadKey, Target] = {}  # Kueue's preemptedWorkloads
+        self.minus_preempted = (_MinusPreempted(cc.tree) if cc.cache.fast_paths
+                                else _PreemptedRemovedEachTime(cc.tree))
+        self.blocked = _pods_ready_blocked(cc)
+        self.granular = cfg.feature_gates.get("UnadmittedWorkloadsObservability", False)
+        self.preemptor_first = _preemptor_first(cc)
+
+
 def _schedule(snapshot: ClusterSnapshot, now: float, state: QueueState, cache: EngineCache) -> CycleResult:
     cc = CycleContext.build(snapshot, state, now, cache)
-    cfg = snapshot.config
-    noms = [nominate(cc, wl, cc.index.entries[wl.key].cq)
-            for wl in heads(snapshot, state, now, cc.index, cc.active, cache)]
-    decisions: list[d.Decision] = []
-    preempted: dict[WorkloadKey, Target] = {}
+    noms = nominate(cc, heads(snapshot, state, now, cc.index, cc.active, cache))
     if not noms:  # nothing to order, reserve or admit: only the queue state's bookkeeping
         return CycleResult((), _next_state(cc, noms), ())
-    minus_preempted = _MinusPreempted(cc.tree) if cache.fast_paths else _PreemptedRemovedEachTime(cc.tree)
-    blocked = _pods_ready_blocked(cc)
-    granular = cfg.feature_gates.get("UnadmittedWorkloadsObservability", False)
-    preemptor_first = _preemptor_first(cc)
-
-    for n in _order(cc, noms, preemptor_first):
-        if n.assignment is None or n.mode == NO_FIT:
-            continue
-        node = cc.tree.cq(n.cluster_queue)
-        assert node is not None
-        cq = snapshot.cluster_queues[n.cluster_queue]
-        if n.mode == PREEMPT and not n.targets:
-            # Hold capacity so lower-priority heads elsewhere can't take it this cycle, unless
-            # this CQ can always reclaim it later (reclaimWithinCohort=Any) — and, with
-            # PrioritizePreemptorWorkloads, always for a preemptor waiting for its evictions
-            # (reserveCapacityForUnreclaimablePreempt).
-            if cq.preemption.reclaim_within_cohort != ANY or preemptor_first(n):
-                reserve = _resources_to_reserve(cc, n)
-                cc.tree.add_usage(node, reserve)
-                minus_preempted.add_usage(node, reserve)
-            continue
-        if any(t.workload.key in preempted for t in n.targets):
-            n.status, n.message, n.reason = "skipped", OVERLAPPING, "WaitingForQuota"
-            continue
-        if not minus_preempted.fits_after_removal(node, n.usage, n.targets):
-            n.status, n.message, n.reason = "skipped", NO_LONGER_FITS, "WaitingForQuota"
-            continue
-        for t in n.targets:
-            preempted[t.workload.key] = t
-        minus_preempted.preempt(n.targets)
-        cc.tree.add_usage(node, n.usage)
-        minus_preempted.add_usage(node, n.usage)
-        if n.mode == PREEMPT:
-            for t in n.targets:
-                if not t.workload.is_evicted:  # already being evicted: nothing new to send
-                    decisions.append(d.Preempt(t.workload.key, n.workload.key, t.reason,
-                                               preemption_message(n.workload, t.reason)))
-            n.preempting = len(n.targets)
-            n.message += f". Pending the preemption of {n.preempting} workload(s)"
-            n.reason, n.requeue = "WaitingForPreemptedWorkloads", PENDING_PREEMPTION
-            continue
-        if blocked:
-            n.status = "nominated"
-            n.message = "waiting for all admitted workloads to be in PodsReady condition"
-            n.reason = "WaitingForPodsReady" if granular else "Waiting"
-            continue
-        n.status = "assumed"
-        assignment = n.assignment
-        decisions.append(d.Admit(n.workload.key, n.cluster_queue, assignment.to_assignments(),
-                                 cq.checks_for_flavors(assignment.flavor_set()), assignment.borrows))
-
+    run = _CycleRun(cc)
+    for n in make_iterator(cc, noms, run.preemptor_first):
+        process_entry(cc, n, run)
     new_state = _next_state(cc, noms)
     for n in noms:
-        if n.status == "assumed":
-            continue
-        reason = n.reason if granular else ("Waiting" if n.reason == "Waiting" else "Pending")
-        decisions.append(d.Pending(n.workload.key, reason, n.message, _goes_inadmissible(cc, n),
-                                   n.preempting))
-    return CycleResult(tuple(decisions), new_state, tuple(noms))
+        if n.status != "assumed":
+            run.decisions.append(requeue_and_update(cc, n, run.granular))
+    return CycleResult(tuple(run.decisions), new_state, tuple(noms))
+
+
+def process_entry(cc: CycleContext, n: Nomination, run: _CycleRun) -> None:
+    """One ordered entry against the cycle's tree: reserve for a preemptor without targets,
+    skip on overlapping targets or when it no longer fits, issue its preemptions, wait for
+    PodsReady, or admit it (Kueue: pkg/scheduler/scheduler.go processEntry)."""
+    if n.assignment is None or n.mode == NO_FIT:
+        return
+    node = cc.tree.cq(n.cluster_queue)
+    assert node is not None
+    cq = cc.snapshot.cluster_queues[n.cluster_queue]
+    if n.mode == PREEMPT and not n.targets:
+        # Hold capacity so lower-priority heads elsewhere can't take it this cycle, unless
+        # this CQ can always reclaim it later (reclaimWithinCohort=Any) — and, with
+        # PrioritizePreemptorWorkloads, always for a preemptor waiting for its evictions
+        # (reserveCapacityForUnreclaimablePreempt).
+        if cq.preemption.reclaim_within_cohort != ANY or run.preemptor_first(n):
+            reserve = quota_resources_to_reserve(cc, n)
+            cc.tree.add_usage(node, reserve)
+            run.minus_preempted.add_usage(node, reserve)
+        return
+    if any(t.workload.key in run.preempted for t in n.targets):
+        n.status, n.message, n.reason = "skipped", OVERLAPPING, "WaitingForQuota"
+        return
+    if not run.minus_preempted.fits_after_removal(node, n.usage, n.targets):
+        n.status, n.message, n.reason = "skipped", NO_LONGER_FITS, "WaitingForQuota"
+        return
+    for t in n.targets:
+        run.preempted[t.workload.key] = t
+    run.minus_preempted.preempt(n.targets)
+    cc.tree.add_usage(node, n.usage)
+    run.minus_preempted.add_usage(node, n.usage)
+    if n.mode == PREEMPT:
+        for t in n.targets:
+            if not t.workload.is_evicted:  # already being evicted: nothing new to send
+                run.decisions.append(d.Preempt(t.workload.key, n.workload.key, t.reason,
+                                               preemption_message(n.workload, t.reason)))
+        n.preempting = len(n.targets)
+        n.message += f". Pending the preemption of {n.preempting} workload(s)"
+        n.reason, n.requeue = "WaitingForPreemptedWorkloads", PENDING_PREEMPTION
+        return
+    if run.blocked:
+        n.status = "nominated"
+        n.message = "waiting for all admitted workloads to be in PodsReady condition"
+        n.reason = "WaitingForPodsReady" if run.granular else "Waiting"
+        return
+    n.status = "assumed"
+    assignment = n.assignment
+    run.decisions.append(d.Admit(n.workload.key, n.cluster_queue, assignment.to_assignments(),
+                                 cq.checks_for_flavors(assignment.flavor_set()), assignment.borrows))
+
+
+def requeue_and_update(cc: CycleContext, n: Nomination, granular: bool) -> d.Pending:
+    """The Pending decision of a head that was not admitted: its QuotaReserved=False condition
+    and whether its queue parks it (Kueue: pkg/scheduler/scheduler.go requeueAndUpdate)."""
+    reason = n.reason if granular else ("Waiting" if n.reason == "Waiting" else "Pending")
+    return d.Pending(n.workload.key, reason, n.message, _goes_inadmissible(cc, n), n.preempting)
 
 
 def _goes_inadmissible(cc: CycleContext, n: Nomination) -> bool:
-    """requeueIfNotPresent: StrictFIFO keeps the head unless the namespace doesn't match;
-    BestEffortFIFO parks it unless it failed after nomination or waits for its preemptions."""
+    """StrictFIFO keeps the head unless the namespace doesn't match; BestEffortFIFO parks it
+    unless it failed after nomination or waits for its preemptions (Kueue:
+    pkg/cache/queue/cluster_queue.go requeueIfNotPresent)."""
     cq = cc.snapshot.cluster_queues.get(n.cluster_queue)
     requeue = n.requeue
     if n.status and requeue == GENERIC:

@@ -1,4 +1,4 @@
-"""Flavor assignment (Kueue's flavorassigner, reference/kueue.md §6.3).
+"""Flavor assignment (reference/kueue.md §6.3; Kueue: pkg/scheduler/flavorassigner/flavorassigner.go).
 
 For each pod set, each resource group gets one flavor for all the resources it covers. Flavors
 are tried in spec order starting after the one tried last time; each is checked for eligibility
@@ -153,7 +153,7 @@ class AssignmentResult:
         return {fr for fr, m in self.fr_modes.items() if m == PREEMPT}
 
     def message(self) -> str:
-        """Kueue's Assignment.Message(): one clause per pod set that doesn't fit."""
+        """One clause per pod set that doesn't fit (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go Assignment.Message)."""
         parts = [f"couldn't assign flavors to pod set {ps.name}: {ps.message}"
                  for ps in self.pod_sets if ps.reasons]
         return "; ".join(parts)
@@ -184,7 +184,7 @@ class AssignContext:
 
 
 def _is_preferred(a: tuple[int, int], b: tuple[int, int], preference: str) -> bool:
-    """Kueue isPreferred: is granular mode a better than b."""
+    """Is granular mode a better than b (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go isPreferred)."""
     if a[0] == PM_NO_FIT:
         return False
     if b[0] == PM_NO_FIT:
@@ -202,8 +202,8 @@ def _is_preferred(a: tuple[int, int], b: tuple[int, int], preference: str) -> bo
 
 
 def _should_try_next(mode: tuple[int, int], cq: ClusterQueue) -> bool:
-    """shouldTryNextFlavor: keep scanning on NoFit / no candidates, or when the flavor needs
-    preemption (borrowing) and whenCanPreempt (whenCanBorrow) is TryNextFlavor."""
+    """Keep scanning on NoFit / no candidates, or when the flavor needs preemption (borrowing)
+    and whenCanPreempt (whenCanBorrow) is TryNextFlavor (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go shouldTryNextFlavor)."""
     if mode[0] in (PM_NO_FIT, PM_NO_CANDIDATES):
         return True
     if mode[0] in (PM_PREEMPT, PM_RECLAIM) and cq.fungibility.when_can_preempt == TRY_NEXT_FLAVOR:
@@ -217,7 +217,7 @@ def _pm_to_mode(pm: int) -> str:
 
 def group_label_keys(group: ResourceGroup, flavors: Mapping[str, ResourceFlavor],
                      cache: EngineCache | None = None) -> frozenset[str]:
-    """The node label keys of the group's flavors (Kueue: flavorassigner.go, the keys
+    """The node label keys of the group's flavors (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go, the keys
     checkFlavorForPodSets matches the pod's selector and affinity on). Kept in the cache by
     identity of both: every head of a ClusterQueue asks again with the same objects."""
     if cache is None or not cache.fast_paths:
@@ -243,7 +243,8 @@ def _label_keys_of(group: ResourceGroup, flavors: Mapping[str, ResourceFlavor]) 
 
 
 def eligibility(rf: ResourceFlavor | None, name: str, ps: PodSet, label_keys: frozenset[str]) -> str:
-    """Kueue's checkFlavorForPodSets message, or "" when the pod set may use the flavor."""
+    """Kueue's checkFlavorForPodSets message (pkg/scheduler/flavorassigner/flavorassigner.go), or "" when the pod set may use
+    the flavor."""
     if rf is None:
         return f"flavor {name} not found"
     why = flavor_mismatch(rf, ps.shape, label_keys)
@@ -258,6 +259,7 @@ def eligibility(rf: ResourceFlavor | None, name: str, ps: PodSet, label_keys: fr
 
 
 def can_preempt_while_borrowing(cq: ClusterQueue, fair_sharing: bool) -> bool:
+    """Kueue: pkg/scheduler/flavorassigner/flavorassigner.go canPreemptWhileBorrowing."""
     return (cq.preemption.borrow_within_cohort != POLICY_NEVER
             or (fair_sharing and cq.preemption.reclaim_within_cohort != POLICY_NEVER))
 
@@ -278,7 +280,8 @@ def _limited_by(ctx: AssignContext, fr: FR, available: int) -> str:
 
 
 def fits_resource_quota(ctx: AssignContext, fr: FR, earlier: int, request: int) -> ResourceFit:
-    """Kueue fitsResourceQuota for one flavor-resource, with `earlier` = usage of earlier pod sets."""
+    """fitsResourceQuota for one flavor-resource, with `earlier` = usage of earlier pod sets
+    (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go)."""
     node, tree = ctx.node, ctx.tree
     q = node.quota(fr)
     available = tree.available(node, fr)
@@ -325,6 +328,7 @@ class _GroupOutcome:
 
 def _find_flavor(ctx: AssignContext, ps_idx: int, ps: PodSet, group: ResourceGroup, resource: str,
                  requests: Mapping[str, int], usage: Mapping[FR, int]) -> _GroupOutcome:
+    """Kueue: pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets (one resource group of one pod set)."""
     cq = ctx.cq
     preference = cq.fungibility.preference
     keys = group_label_keys(group, ctx.flavors, ctx.cache)
@@ -394,7 +398,8 @@ def _find_flavor(ctx: AssignContext, ps_idx: int, ps: PodSet, group: ResourceGro
 
 
 def assign_flavors(ctx: AssignContext, counts: Sequence[int] | None = None) -> AssignmentResult:
-    """Kueue's FlavorAssigner.Assign for the given pod counts (None = spec counts)."""
+    """FlavorAssigner.Assign for the given pod counts (None = spec counts) (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go
+    Assign, assignFlavors)."""
     wl, cq = ctx.wl, ctx.cq
     usage: dict[FR, int] = {}
     fr_modes: dict[FR, str] = {}

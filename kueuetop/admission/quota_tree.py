@@ -1,4 +1,4 @@
-"""The cohort tree of ClusterQueues and Cohorts with quota and usage (Kueue's resource_node.go).
+"""The cohort tree of ClusterQueues and Cohorts with quota and usage (Kueue: pkg/cache/scheduler/resource_node.go).
 
 Per node and flavor-resource (fr):
   SubtreeQuota = own nominal + Σ children (child.SubtreeQuota − child.localQuota)
@@ -234,13 +234,15 @@ class QuotaTree:
     def used(self, node: Node, fr: FR) -> int:
         return self.usage.get(node.key, _NO_USAGE).get(fr, 0)
 
-    # queries (resource_node.go) ---------------------------------------------
+    # queries (Kueue: pkg/cache/scheduler/resource_node.go) ---------------------
     def local_available(self, node: Node, fr: FR) -> int:
+        """Kueue: pkg/cache/scheduler/resource_node.go LocalAvailable."""
         return max(0, node.local_quota(fr) - self.used(node, fr))
 
     def available(self, node: Node, fr: FR) -> int:
         """What this node can still take: local leftovers + what the parent can give, capped by
-        borrowingLimit. May be negative after over-admission."""
+        borrowingLimit. May be negative after over-admission (Kueue:
+        pkg/cache/scheduler/resource_node.go available)."""
         if node.parent is None:
             return node.subtree.get(fr, 0) - self.used(node, fr)
         parent_available = self.available(node.parent, fr)
@@ -252,7 +254,8 @@ class QuotaTree:
         return self.local_available(node, fr) + parent_available
 
     def potential_available(self, node: Node, fr: FR) -> int:
-        """The most this node could get with zero usage everywhere, respecting borrowing limits."""
+        """The most this node could get with zero usage everywhere, respecting borrowing limits
+        (Kueue: pkg/cache/scheduler/resource_node.go potentialAvailable)."""
         if node.parent is None:
             return node.subtree.get(fr, 0)
         avail = node.local_quota(fr) + self.potential_available(node.parent, fr)
@@ -268,13 +271,14 @@ class QuotaTree:
         return self.used(node, fr) + val > node.subtree.get(fr, 0)
 
     def within_nominal(self, node: Node, frs: Iterable[FR]) -> bool:
-        """IsWithinNominalInResources."""
+        """Kueue: pkg/cache/scheduler/resource_node.go IsWithinNominalInResources."""
         return all(self.used(node, fr) <= node.subtree.get(fr, 0) for fr in frs)
 
     def fits(self, node: Node, usage: Mapping[FR, int]) -> bool:
         return all(v <= self.available(node, fr) for fr, v in usage.items() if v)
 
     def quantities_fit_in_quota(self, node: Node, requests: Mapping[FR, int]) -> tuple[bool, dict[FR, int]]:
+        """Kueue: pkg/cache/scheduler/resource_node.go QuantitiesFitInQuota."""
         fits = True
         remaining: dict[FR, int] = {}
         for fr, v in requests.items():
@@ -284,7 +288,8 @@ class QuotaTree:
         return fits, remaining
 
     def lowest_fitting_subtree(self, cq: Node, fr: FR, val: int) -> tuple[int, bool]:
-        """FindHeightOfLowestSubtreeThatFits: (borrowing level, may reclaim in the hierarchy).
+        """(borrowing level, may reclaim in the hierarchy) (Kueue:
+        pkg/scheduler/preemption/classical/hierarchical_preemption.go FindHeightOfLowestSubtreeThatFits).
 
         Level 0 = fits in the CQ's own quota; otherwise the height of the lowest cohort whose
         subtree quota holds it. The flag is true when that subtree is not the whole tree.
@@ -301,6 +306,7 @@ class QuotaTree:
 
     # mutation (addUsage / removeUsage) ----------------------------------------
     def add(self, node: Node, fr: FR, val: int) -> None:
+        """Kueue: pkg/cache/scheduler/resource_node.go addUsage."""
         self._changes += 1
         self.version = self._changes
         while True:
@@ -313,6 +319,7 @@ class QuotaTree:
             node = node.parent
 
     def remove(self, node: Node, fr: FR, val: int) -> None:
+        """Kueue: pkg/cache/scheduler/resource_node.go removeUsage."""
         self._changes += 1
         self.version = self._changes
         while True:

@@ -23,7 +23,7 @@ SortKey = tuple[int, float, str, str, str]
 
 
 def queue_order_timestamp(wl: Workload, config: KueueConfig) -> float:
-    """Kueue's Ordering.GetQueueOrderTimestamp."""
+    """Kueue: pkg/workload/workload.go Ordering.GetQueueOrderTimestamp."""
     ev = wl.condition("Evicted")
     if ev is not None and ev.status == "True" and ev.last_transition is not None:
         wfpr = config.wait_for_pods_ready
@@ -41,7 +41,8 @@ def queue_order_timestamp(wl: Workload, config: KueueConfig) -> float:
 
 
 def sort_key(wl: Workload, config: KueueConfig) -> SortKey:
-    """Queue order: higher effective priority, earlier queue-order timestamp, then UID."""
+    """Queue order: higher effective priority, earlier queue-order timestamp, then UID (Kueue:
+    pkg/cache/queue/cluster_queue.go queueOrderingFunc)."""
     return (-wl.effective_priority, queue_order_timestamp(wl, config), wl.uid, wl.namespace, wl.name)
 
 

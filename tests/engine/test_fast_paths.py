@@ -22,7 +22,7 @@ Random clusters are compared both ways in tests/admission/test_fast_paths_differ
 from unittest import mock
 
 from kueuetop.admission import decisions as d
-from kueuetop.admission import preemption
+from kueuetop.admission import preemption_classical
 from kueuetop.admission.cycle import schedule
 from kueuetop.admission.engine_cache import EngineCache
 from tests.builders import T0, admit, snapshot, workload
@@ -104,7 +104,7 @@ def test_quick_bound_skips_queues_within_nominal_and_only_them():
         raise AssertionError("candidates gathered although none could cover the shortfall")
 
     # low holds cq1's own 2: the head (4, borrowing) is short by 2 and low is no candidate.
-    with mock.patch.object(preemption, "_ordered_candidates", gathered):
+    with mock.patch.object(preemption_classical, "new_candidate_iterator", gathered):
         within = schedule(snapshot(*objs("2", "4")), T0 + 100)
     assert not any(isinstance(x, (d.Preempt, d.Admit)) for x in within.decisions)
     assert schedule(snapshot(*objs("2", "4")), T0 + 100, None, PLAIN).decisions == within.decisions
