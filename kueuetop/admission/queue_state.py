@@ -189,7 +189,8 @@ def _cohort_tree_members(snapshot: ClusterSnapshot, names: set[str], cache: Engi
 
 
 def changed_cluster_queues(prev: ClusterSnapshot, cur: ClusterSnapshot, cache: EngineCache | None = None) -> set[str]:
-    """ClusterQueues whose inadmissible workloads Kueue would requeue after prev → cur.
+    """ClusterQueues whose inadmissible workloads Kueue would requeue after prev → cur (Kueue:
+    pkg/cache/queue/inadmissible_workloads.go requeueWorkloadsCQ / requeueWorkloadsCohort).
 
     Triggers (Kueue's queue manager QueueInadmissibleWorkloads): a workload holding quota
     finished, was deleted, evicted or released its reservation; a CQ, Cohort or ResourceFlavor
