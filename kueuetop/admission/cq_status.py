@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kueuetop.admission.quota_tree import FR, QuotaTree
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.cluster_queue import STOP_NONE, FlavorUsage
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 
 if TYPE_CHECKING:

@@ -32,9 +32,9 @@ from kueuetop.admission.queue_order import heads
 from kueuetop.admission.queue_state import ParkedSets, QueueState
 from kueuetop.admission.quota_tree import FR, Node, QuotaStructure, QuotaTree
 from kueuetop.admission.shared_map import DELETE, SharedMap
-from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.admission.workload_index import WorkloadIndex, queue_order_timestamp
 from kueuetop.kueue.cluster_queue import ANY, BEST_EFFORT_FIFO, STRICT_FIFO
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import Workload
 
 # requeue reasons (Kueue queue.RequeueReason)

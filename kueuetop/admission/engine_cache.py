@@ -31,7 +31,7 @@ from kueuetop.admission.workload_index import WorkloadIndex
 if TYPE_CHECKING:
     from kueuetop.admission.queue_order import HeadsMemo
     from kueuetop.admission.quota_tree import KeptQuotaTree
-    from kueuetop.admission.snapshot import ClusterSnapshot
+    from kueuetop.kueue.snapshot import ClusterSnapshot
 
 V = TypeVar("V")
 CANDIDATES_LIMIT = 100_000  # preemption answers kept (keys include the preemptor's class)

@@ -30,10 +30,10 @@ from kueuetop.admission.queue_order import (
 )
 from kueuetop.admission.queue_state import QueueState
 from kueuetop.admission.quota_tree import FR, QuotaStructure, QuotaTree
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.admission.workload_index import WorkloadIndex
 from kueuetop.kueue.cluster_queue import STOP_NONE
 from kueuetop.kueue.durations import format_duration
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
 

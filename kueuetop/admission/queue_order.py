@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kueuetop.admission.cq_status import cluster_queue_active
 from kueuetop.admission.queue_state import ParkedSets, QueueState
-from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.admission.workload_index import (
     WorkloadIndex,
     parked,
@@ -25,6 +24,7 @@ from kueuetop.admission.workload_index import (
     sort_key,
 )
 from kueuetop.kueue.cluster_queue import BEST_EFFORT_FIFO
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import Workload
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.cluster_queue import ClusterQueue
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import Workload
 
 if TYPE_CHECKING:

@@ -23,12 +23,12 @@ from kueuetop.admission import status_updates as su
 from kueuetop.admission.decisions import Admit, Deactivate, Decision, Evict, MarkAdmitted, Preempt, Requeue
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.queue_state import changed_cluster_queues
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.admission.workload_controller import next_event_at, reconcile
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.durations import parse_duration
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 
 WorkloadKey = tuple[str, str]

@@ -37,13 +37,13 @@ from kueuetop.admission.decisions import (
     ResetRequeueState,
 )
 from kueuetop.admission.queue_totals import Reservations, local_queue_open, workload_may_queue
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.cluster_queue import STOP_NONE
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.fields import parse_time_or_none
 from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.quantity import format_quantity_for_api
 from kueuetop.kueue.quota import ResourceGroup
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import PodSetAssignment, Workload, parse_workload, workload_pod_sets
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ from typing import Any
 
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.simulate import Scheduler, SimEvent, SimulationResult, simulate
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload_state import derive_state
 
 WorkloadKey = tuple[str, str]

@@ -32,10 +32,10 @@ from kueuetop.admission.decisions import (
     Requeue,
     ResetRequeueState,
 )
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.admission.status_updates import BACKOFF_REASONS, granular_reasons
 from kueuetop.kueue.cluster_queue import HOLD_AND_DRAIN, STOP_NONE
 from kueuetop.kueue.config import WaitForPodsReady
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import CheckState, Workload
 
 if TYPE_CHECKING:

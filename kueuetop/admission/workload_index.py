@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kueuetop.admission.quota_tree import FR
-from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.cluster_queue import STOP_NONE
 from kueuetop.kueue.config import KueueConfig
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import ADMISSION_GATED_BY_ANNOTATION, Workload
 
 SortKey = tuple[int, float, str, str, str]

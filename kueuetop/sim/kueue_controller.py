@@ -24,12 +24,12 @@ from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.queue_state import QueueState, changed_cluster_queues, same_queue_state
 from kueuetop.admission.queue_totals import QueueTotals
 from kueuetop.admission.shared_map import DELETE, SharedMap
-from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.admission.workload_controller import reconcile_keys
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.kueue.workload import Workload, reparse_workload
 from kueuetop.sim.kueue_metrics import KueueCounters
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.core import Pod
 from kueuetop.kueue.gpu import GpuSample
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
 from kueuetop.store import events as K

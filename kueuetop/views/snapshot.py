@@ -46,12 +46,12 @@ from typing import Any
 from kueuetop.admission import cq_status
 from kueuetop.admission.queue_order import pending_workloads
 from kueuetop.admission.queue_state import QueueState
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.admission.workload_index import WorkloadIndex
 from kueuetop.kueue.core import GPU_RESOURCE, Node, Pod
 from kueuetop.kueue.gpu import GpuSample
 from kueuetop.kueue.meta import Condition, Meta
 from kueuetop.kueue.quantity import format_resource_value
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase
 from kueuetop.sources.gpu_join import workload_gpu_use

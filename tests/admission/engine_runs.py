@@ -17,8 +17,8 @@ from kueuetop.admission import decisions as d
 from kueuetop.admission.cycle import schedule
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.queue_state import QueueState, changed_cluster_queues
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.config import FairSharing, KueueConfig
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from tests.builders import T0, admit, snapshot, workload
 from tests.engine.test_properties import TOL, build, cq_spec
 

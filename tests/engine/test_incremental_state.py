@@ -98,7 +98,7 @@ def test_workload_delta_gives_same_index_and_requeues_as_a_full_scan():
     """§6.1 with a WorkloadDelta the index and the requeue triggers only look at the listed
     keys, and end up exactly where a full scan of the workloads does."""
     from kueuetop.admission.queue_state import changed_cluster_queues
-    from kueuetop.admission.snapshot import WorkloadDelta
+    from kueuetop.kueue.snapshot import WorkloadDelta
     running = admit(workload("ns", "r1", "lqa", {"cpu": "1"}), "a", {"cpu": "f1"})
     s1 = snapshot(*BASE, running, workload("ns", "p1", "lqa", {"cpu": "1"}, created=T0 + 1),
                   workload("ns", "p2", "lqb", {"cpu": "2"}))
