@@ -19,8 +19,8 @@ from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
 from kueuetop.actions.executor import GROUP
-from kueuetop.actions.plan import CLUSTER_QUEUE, LOCAL_QUEUE, QUEUE_ACTIONS, WORKLOAD_ACTIONS, Target
 from kueuetop.admission.what_if import Action, Change, WhatIfResult, what_if
+from kueuetop.kueue.actions import CLUSTER_QUEUE, LOCAL_QUEUE, QUEUE_ACTIONS, WORKLOAD_ACTIONS, Target
 
 # (group, version or None for the Kueue version, plural, kind) of what admission looks at.
 _LISTS: tuple[tuple[str, str | None, str, str], ...] = (
