@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueuetop.admission.engine_cache import EngineCache
-from kueuetop.admission.simulate import Scheduler, SimEvent, SimulationResult, simulate
+from kueuetop.admission.kueue_loop import Scheduler
+from kueuetop.admission.simulate import SimEvent, SimulationResult, simulate
 from kueuetop.kueue.actions import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Patch, Target, plan
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.parse import parse_object
