@@ -10,10 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kueuetop.admission.quota_tree import FR, QuotaTree
-from kueuetop.kueue.cluster_queue import STOP_NONE, FlavorUsage
+from kueuetop.kueue.cluster_queue import STOP_NONE
 from kueuetop.kueue.snapshot import ClusterSnapshot
-from kueuetop.kueue.workload import Workload
 
 if TYPE_CHECKING:
     from kueuetop.admission.engine_cache import EngineCache
@@ -122,28 +120,3 @@ def local_queue_active(snapshot: ClusterSnapshot, key: tuple[str, str],
     return ActiveStatus(True, READY, "Can submit new workloads to localQueue")
 
 
-def usage_rows(tree: QuotaTree, cq_name: str, usage: Mapping[FR, int]) -> tuple[FlavorUsage, ...]:
-    """status.flavorsReservation / flavorsUsage rows, in spec order, with `borrowed` above nominal."""
-    snapshot_cq = tree.cq(cq_name)
-    if snapshot_cq is None:
-        return ()
-    rows = []
-    for fr, q in snapshot_cq.quotas.items():
-        total = usage.get(fr, 0)
-        rows.append(FlavorUsage(fr[0], fr[1], total, max(0, total - q.nominal)))
-    return tuple(rows)
-
-
-def split_usage(workloads: list[Workload]) -> tuple[dict[FR, int], dict[FR, int]]:
-    """(reservation, admitted usage) of the workloads holding quota in one ClusterQueue."""
-    reserved: dict[FR, int] = {}
-    admitted: dict[FR, int] = {}
-    for wl in workloads:
-        if wl.is_finished or not wl.has_quota_reservation:
-            continue
-        u = wl.usage()
-        for fr, v in u.items():
-            reserved[fr] = reserved.get(fr, 0) + v
-            if wl.is_admitted:
-                admitted[fr] = admitted.get(fr, 0) + v
-    return reserved, admitted

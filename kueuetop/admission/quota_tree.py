@@ -160,13 +160,6 @@ class QuotaStructure:
         node = self.cqs.get(cq)
         return node is not None and node.in_cycle
 
-    def cohort_tree_cqs(self, cq: str) -> list[str]:
-        """Every CQ in the same cohort tree (just `cq` when it has no cohort)."""
-        node = self.cqs.get(cq)
-        if node is None:
-            return [cq]
-        return [n.name for n in node.root().subtree_cqs()]
-
 
 class QuotaTree:
     """Usage on top of a QuotaStructure: available / potentialAvailable / borrowing."""

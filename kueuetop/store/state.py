@@ -40,7 +40,6 @@ GPU_HISTORY_POINTS = 120
 _SNAPSHOT_FIELDS = {
     K.CLUSTER_QUEUES: "cluster_queues", K.COHORTS: "cohorts", K.RESOURCE_FLAVORS: "flavors",
     K.ADMISSION_CHECKS: "admission_checks", K.LOCAL_QUEUES: "local_queues", K.WORKLOADS: "workloads",
-    K.PRIORITY_CLASSES: "priority_classes", K.PROVISIONING_CONFIGS: "provisioning_configs",
 }
 _NAMESPACED_SNAPSHOT = {K.LOCAL_QUEUES, K.WORKLOADS}
 
