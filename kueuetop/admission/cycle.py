@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from kueuetop.admission import decisions as d
 from kueuetop.admission.cq_status import active_map
@@ -512,7 +513,7 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
                    preemptors=preemptors.value)
 
 
-_EMPTY: Mapping = {}
+_EMPTY: Mapping = MappingProxyType({})
 _MISSING = object()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from kueuetop.admission import decisions as d
 from kueuetop.admission.preemption_common import (
@@ -79,6 +80,28 @@ class CandidateElem:
     key: tuple  # candidates_ordering without its "same ClusterQueue" part, constant in a group
 
 
+class KeptEntries(NamedTuple):
+    """_using_entries' answer for one ClusterQueue and flavor-resources."""
+
+    version: int  # the queue's reserving_version it was read at
+    instant: float | None  # the `now` its keys read (an entry without QuotaReserved time), else None
+    entries: list[tuple[Entry, tuple]]
+
+
+class Derived(NamedTuple):
+    """An answer derived from other kept values, valid while those are the same objects."""
+
+    source: Any
+    value: Any
+
+
+class KeptTotal(NamedTuple):
+    """_others_allowed's sum, valid for one index update."""
+
+    serial: int
+    total: int
+
+
 def _base_order_key(e: Entry, now: float) -> tuple:
     return (not e.wl.is_evicted, e.wl.effective_priority, -quota_reservation_time(e.wl, now), e.wl.uid)
 
@@ -97,15 +120,15 @@ def _using_entries(ctx: PreemptionContext, cq_name: str, frs: frozenset[FR]) -> 
     hit = memo.get(k)
     # A key reads `now` only for an entry without a QuotaReserved time: then it is kept for
     # that instant alone.
-    if hit is not None and hit[0] == version and (hit[1] is None or hit[1] == ctx.now):
-        return hit[2]
+    if hit is not None and hit.version == version and (hit.instant is None or hit.instant == ctx.now):
+        return hit.entries
     found, at = [], None
     for e in ctx.index.reserving_in(cq_name).values():
         if workload_uses_resources(e, frs):
             found.append((e, _base_order_key(e, ctx.now)))
             if at is None and _reserved_time_missing(e.wl):
                 at = ctx.now
-    memo[k] = (version, at, found)
+    memo[k] = KeptEntries(version, at, found)
     return found
 
 
@@ -134,14 +157,14 @@ def get_candidates_from_cq(ctx: PreemptionContext, cq_name: str, lca: Node | Non
     memo = _cq_memo(ctx)
     k = ("cands", cq_name, frs, same, advantage, lca, pol, p_in, ts_in)
     hit = memo.get(k)
-    if hit is not None and hit[0] is using:
-        return hit[1]
+    if hit is not None and hit.source is using:
+        return hit.value
     found = []
     for e, key in using:
         v = classify_preemption_variant(ctx, e, advantage, same)
         if v != V_NEVER:
             found.append(CandidateElem(e, v, lca, key))
-    memo[k] = (using, found)
+    memo[k] = Derived(using, found)
     return found
 
 
@@ -154,8 +177,8 @@ def _above_nominal_cqs(tree: QuotaTree, current: Node, frs: frozenset[FR], keep:
     usage is unchanged."""
     k = ("above", current, frs)
     hit = tree.memo.get(k) if keep else None
-    if hit is not None and hit[0] == tree.version:
-        return hit[1]
+    if hit is not None and hit.source == tree.version:
+        return hit.value
     out: list[tuple[Node, Node]] = []
 
     def walk(node: Node, top: Node | None) -> None:
@@ -168,7 +191,7 @@ def _above_nominal_cqs(tree: QuotaTree, current: Node, frs: frozenset[FR], keep:
 
     walk(current, None)
     if keep:
-        tree.memo[k] = (tree.version, out)
+        tree.memo[k] = Derived(tree.version, out)
     return out
 
 
@@ -263,11 +286,11 @@ def _level_pool(ctx: PreemptionContext, current: Node, advantage: bool) -> _Pool
     k = ("pool", current, frs, advantage, pol.reclaim_within_cohort, pol.borrow_within_cohort,
          pol.max_priority_threshold, ctx.preemptor.effective_priority, ts_in)
     hit = memo.get(k)
-    if hit is not None and len(hit[0]) == len(parts) and all(
-            a[0] is b[0] and a[1] is b[1] and a[2] is b[2] for a, b in zip(hit[0], parts, strict=True)):
-        return hit[1]
+    if hit is not None and len(hit.source) == len(parts) and all(
+            a[0] is b[0] and a[1] is b[1] and a[2] is b[2] for a, b in zip(hit.source, parts, strict=True)):
+        return hit.value
     pool = _Pool([(c, top) for _, top, cands in parts for c in cands])
-    memo[k] = (parts, pool)
+    memo[k] = Derived(parts, pool)
     return pool
 
 
@@ -280,9 +303,9 @@ def collect_same_queue_candidates(ctx: PreemptionContext) -> _Pool:
     lst = get_candidates_from_cq(ctx, ctx.cq.name, None, False)
     k = ("same-pool", ctx.cq.name, frozenset(ctx.frs), ctx.cq.preemption, ctx.preemptor.effective_priority)
     hit = memo.get(k)
-    if hit is None or hit[0] is not lst:
-        hit = memo[k] = (lst, _Pool([(c, None) for c in lst]))
-    return hit[1]
+    if hit is None or hit.source is not lst:
+        hit = memo[k] = Derived(lst, _Pool([(c, None) for c in lst]))
+    return hit.value
 
 
 def new_candidate_iterator(ctx: PreemptionContext) -> CandidateIterator:
@@ -459,11 +482,11 @@ def _others_allowed(ctx: PreemptionContext, fr: FR, policy: str, p_in: int) -> i
     memo = _cq_memo(ctx)
     k = ("others", ctx.node, fr, policy, p_in)
     hit = memo.get(k)
-    if hit is not None and hit[0] == ctx.index.serial:
-        return hit[1]
+    if hit is not None and hit.serial == ctx.index.serial:
+        return hit.total
     by_cq = ctx.index.usage_by_priority
     total = sum(_allowed(by_cq.get(name), fr, policy, p_in) for name in _cohort_others(ctx))
-    memo[k] = (ctx.index.serial, total)
+    memo[k] = KeptTotal(ctx.index.serial, total)
     return total
 
 

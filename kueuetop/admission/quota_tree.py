@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.kueue.cohort import Cohort
@@ -20,7 +21,7 @@ from kueuetop.kueue.quota import ResourceGroup, ResourceQuota
 
 FR = tuple[str, str]  # (flavor, resource)
 _NO_QUOTA = ResourceQuota(0)
-_NO_USAGE: dict = {}  # read only
+_NO_USAGE: Mapping = MappingProxyType({})
 
 
 @dataclass(eq=False)
