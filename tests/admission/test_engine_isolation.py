@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.explain import explain
-from kueuetop.admission.simulate import simulate
+from kueuetop.admission.what_if import what_if
+from kueuetop.kueue.actions import CLUSTER_QUEUE, WORKLOAD, Target
 from tests.admission.engine_runs import ClusterRun, cluster_spec, replay, run_alone
 from tests.builders import T0
 
@@ -86,8 +87,9 @@ def _explain_and_preview(run: ClusterRun, cache: EngineCache, preview_cache: Eng
     for i, snap in enumerate(run.snapshots):
         for key in sorted(snap.workloads):
             out.append(explain(snap, key, T0 + 100 + i, None, cache))
-    preview = simulate(run.objects(), T0 + 200, config=run.config, cache=preview_cache)
-    out.append((preview.objects, preview.events, preview.steps))
+    for action, target in (("hold", Target(WORKLOAD, "w0", "ns")), ("drain", Target(CLUSTER_QUEUE, "cq1"))):
+        preview = what_if(run.objects(), action, target, T0 + 200, config=run.config, cache=preview_cache)
+        out.append((preview.admitted, preview.evicted, preview.preempted, preview.outcome.objects))
     return out
 
 
