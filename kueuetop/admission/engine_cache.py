@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kueuetop.admission.object_memo import ObjectMemo
+from kueuetop.admission.queue_order import HeadsMemo
+from kueuetop.admission.quota_tree import KeptQuotaTree
 from kueuetop.admission.workload_index import WorkloadIndex
 
 if TYPE_CHECKING:
-    from kueuetop.admission.queue_order import HeadsMemo
-    from kueuetop.admission.quota_tree import KeptQuotaTree
     from kueuetop.kueue.snapshot import ClusterSnapshot
 
 V = TypeVar("V")
@@ -55,18 +55,6 @@ class PartsMemo(Generic[V]):
         return self._value  # type: ignore[no-any-return]
 
 
-def _heads_memo() -> HeadsMemo:
-    from kueuetop.admission.queue_order import HeadsMemo
-
-    return HeadsMemo()
-
-
-def _kept_tree() -> KeptQuotaTree:
-    from kueuetop.admission.quota_tree import KeptQuotaTree
-
-    return KeptQuotaTree()
-
-
 @dataclass(eq=False)
 class EngineCache:
     """What the engine keeps for one followed cluster; see the module docstring."""
@@ -79,7 +67,7 @@ class EngineCache:
     index: WorkloadIndex = field(default_factory=WorkloadIndex, repr=False)
     # The ClusterQueues' usage as a quota tree, kept between cycles; follows `usage_changed`,
     # rebuilt when the quota structure is another object.
-    quota_tree: KeptQuotaTree = field(default_factory=_kept_tree, repr=False)
+    quota_tree: KeptQuotaTree = field(default_factory=KeptQuotaTree, repr=False)
     # ClusterQueues whose usage moved in the index since `quota_tree` last followed it (None:
     # any, after the index was rebuilt); taken by the next cycle that needs a tree.
     usage_changed: set[str] | None = None
@@ -107,7 +95,7 @@ class EngineCache:
     candidates: dict = field(default_factory=dict, repr=False)
     # queue_order's head scans and the last heads() answers, with the queues changed since;
     # new when the index is rebuilt.
-    heads: HeadsMemo = field(default_factory=_heads_memo, repr=False)
+    heads: HeadsMemo = field(default_factory=HeadsMemo, repr=False)
     # (last_assignments mapping, index.serial) the cycle last pruned that mapping against.
     pruned: tuple[Mapping, int] | None = field(default=None, repr=False)
 
@@ -118,7 +106,7 @@ class EngineCache:
         index = self.index.update(snapshot)
         if index.rebuilt:
             self.usage_changed = None
-            self.heads = _heads_memo()
+            self.heads = HeadsMemo()
             self.candidates.clear()
             self.pruned = None
         else:
