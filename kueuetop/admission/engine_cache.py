@@ -100,20 +100,23 @@ class EngineCache:
     pruned: tuple[Mapping, int] | None = field(default=None, repr=False)
 
     def workload_index(self, snapshot: ClusterSnapshot) -> WorkloadIndex:
-        """The index of `snapshot`: the kept one patched (fast paths), else one built afresh."""
+        """The index of `snapshot`: the kept one patched (fast paths), else one built afresh.
+        Patching takes the lock (a caller outside schedule/explain may share the cache); the
+        index is the cache's: read it while nothing else patches it."""
         if not self.fast_paths:
             return WorkloadIndex().update(snapshot)
-        index = self.index.update(snapshot)
-        if index.rebuilt:
-            self.usage_changed = None
-            self.heads = HeadsMemo()
-            self.candidates.clear()
-            self.pruned = None
-        else:
-            if self.usage_changed is not None:
-                self.usage_changed |= index.usage_changed
-            self.heads.dirty |= index.pending_changed
-        return index
+        with self.lock:
+            index = self.index.update(snapshot)
+            if index.rebuilt:
+                self.usage_changed = None
+                self.heads = HeadsMemo()
+                self.candidates.clear()
+                self.pruned = None
+            else:
+                if self.usage_changed is not None:
+                    self.usage_changed |= index.usage_changed
+                self.heads.dirty |= index.pending_changed
+            return index
 
     def candidate_memo(self) -> dict:
         """`candidates`, emptied first when it grew past its limit (a fresh dict without fast paths)."""
