@@ -283,7 +283,7 @@ def cmd_action(args: argparse.Namespace) -> int:
     """
     from kueuetop.actions.audit import AuditRecord
     from kueuetop.actions.journal import Journal, JournalError, check_unfinished
-    from kueuetop.actions.plan import DANGEROUS, parse_target, plan
+    from kueuetop.kueue.actions import DANGEROUS, parse_target, plan
 
     action: str = args.action
     try:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.snapshot import ClusterSnapshot
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 T0 = 1_700_000_000.0

@@ -31,7 +31,16 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from kueuetop.actions.plan import (
+from kueuetop.actions.reconcile import (
+    APPLIED,
+    NOT_APPLIED,
+    UNKNOWN,
+    before_state,
+    describe_state,
+    next_step,
+    what_landed,
+)
+from kueuetop.kueue.actions import (
     CLUSTER_QUEUE,
     DEACTIVATION_SEEN,
     LOCAL_QUEUE,
@@ -41,15 +50,6 @@ from kueuetop.actions.plan import (
     WaitFor,
     plan,
     wait_satisfied,
-)
-from kueuetop.actions.reconcile import (
-    APPLIED,
-    NOT_APPLIED,
-    UNKNOWN,
-    before_state,
-    describe_state,
-    next_step,
-    what_landed,
 )
 
 GROUP = "kueue.x-k8s.io"

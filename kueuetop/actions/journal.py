@@ -22,8 +22,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kueuetop.actions.audit import AuditRecord, audit_path, probe_audit, write_audit
-from kueuetop.actions.plan import Patch, Step, Target, WaitFor, parse_target
 from kueuetop.actions.reconcile import UNKNOWN, describe_state, next_step, what_landed
+from kueuetop.kueue.actions import Patch, Step, Target, WaitFor, parse_target
 
 TAIL_BYTES = 1 << 20  # unfinished actions are looked for in the last MiB of the log
 

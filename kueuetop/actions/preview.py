@@ -19,8 +19,8 @@ from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
 from kueuetop.actions.executor import GROUP
-from kueuetop.actions.plan import CLUSTER_QUEUE, LOCAL_QUEUE, QUEUE_ACTIONS, WORKLOAD_ACTIONS, Target
-from kueuetop.admission.what_if import Action, Change, WhatIfResult, what_if
+from kueuetop.admission.what_if import Change, WhatIfResult, what_if
+from kueuetop.kueue.actions import Target, plan
 
 # (group, version or None for the Kueue version, plural, kind) of what admission looks at.
 _LISTS: tuple[tuple[str, str | None, str, str], ...] = (
@@ -34,7 +34,6 @@ _LISTS: tuple[tuple[str, str | None, str, str], ...] = (
     ("", "v1", "namespaces", "Namespace"),
     ("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass"),
 )
-_QUEUE_VERB = {"stop": "hold", "drain": "drain", "resume-queue": "resume"}
 
 
 @dataclass(frozen=True)
@@ -47,18 +46,6 @@ class Preview:
     preempted: tuple[str, ...] = ()
     target_state: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)  # kinds that could not be listed
-
-
-def to_what_if(action: str, target: Target) -> Action:
-    """Map a plan action name to the what-if engine's verb and key."""
-    if action in WORKLOAD_ACTIONS:
-        return Action(action, (target.namespace, target.name))
-    if action in QUEUE_ACTIONS:
-        if target.kind == CLUSTER_QUEUE:
-            return Action(f"cq-{_QUEUE_VERB[action]}", target.name)
-        if target.kind == LOCAL_QUEUE:
-            return Action(f"lq-{_QUEUE_VERB[action]}", (target.namespace, target.name))
-    raise ValueError(f"no preview for {action} on {target}")
 
 
 def _wl(key: tuple[str, str]) -> str:
@@ -131,14 +118,14 @@ def preview(action: str, target: Target, objects: Iterable[Mapping[str, Any]] | 
     notes: list[str] = []
     server_now: float | None = None
     try:
-        wi_action = to_what_if(action, target)
+        plan(action, target)  # an action the target can't take fails before any listing
         if objects is None:
             if api_client is None:
                 raise ValueError("preview needs objects or an API client")
             fetched, server_now, failed = fetch_objects(api_client, version)
             objects = fetched
             notes = [f"could not list {p}" for p in failed]
-        result = what_if(list(objects), wi_action, now if now is not None else (server_now or time.time()))
+        result = what_if(list(objects), action, target, now if now is not None else (server_now or time.time()))
     except KeyError:
         return Preview((f"preview unavailable: {target} not found in the listed objects",), False, notes=tuple(notes))
     except Exception as exc:  # the preview is advice; it must never stop the action flow

@@ -17,7 +17,7 @@ from kubernetes.client.rest import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
 from kueuetop.actions.executor import GROUP, resource_of
-from kueuetop.actions.plan import Patch, Target, plan
+from kueuetop.kueue.actions import Patch, Target, plan
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kueuetop.actions.plan import CLUSTER_QUEUE, LOCAL_QUEUE, Target
+from kueuetop.kueue.actions import CLUSTER_QUEUE, LOCAL_QUEUE, Target
 
 APPLIED, NOT_APPLIED, HELD, UNKNOWN = "applied", "not applied", "partly applied: held", "unknown"
 

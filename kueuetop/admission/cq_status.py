@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kueuetop.admission.quota_tree import FR, QuotaTree
-from kueuetop.admission.snapshot import ClusterSnapshot
-from kueuetop.kueue.cluster_queue import STOP_NONE, FlavorUsage
-from kueuetop.kueue.workload import Workload
+from kueuetop.kueue.cluster_queue import STOP_NONE
+from kueuetop.kueue.snapshot import ClusterSnapshot
+
+if TYPE_CHECKING:
+    from kueuetop.admission.engine_cache import EngineCache
 
 READY = "Ready"
 STOPPED = "Stopped"
@@ -45,22 +47,30 @@ def _cohort_has_cycle(snapshot: ClusterSnapshot, cohort: str) -> bool:
     return bool(cur)
 
 
-# Activity depends only on queues, flavors, checks and cohorts, which a simulator or store keeps
-# as the same mapping objects across many snapshots; memoize on their identity (the cache holds
-# the mappings themselves, so an identity is never reused while cached).
-_memo_parts: tuple | None = None
-_memo: dict[str, ActiveStatus] = {}
-
-
-def cluster_queue_active(snapshot: ClusterSnapshot, name: str) -> ActiveStatus:
-    global _memo_parts, _memo
-    parts = (snapshot.cluster_queues, snapshot.flavors, snapshot.admission_checks, snapshot.cohorts)
-    if _memo_parts is None or any(a is not b for a, b in zip(parts, _memo_parts, strict=True)):
-        _memo_parts, _memo = parts, {}
-    st = _memo.get(name)
+def cluster_queue_active(snapshot: ClusterSnapshot, name: str, cache: EngineCache | None = None) -> ActiveStatus:
+    """Kueue: pkg/cache/scheduler/clusterqueue.go updateQueueStatus, inactiveReason."""
+    if cache is None or not cache.fast_paths:
+        return _cluster_queue_active(snapshot, name)
+    # Activity depends only on queues, flavors, checks and cohorts, which a simulator or store
+    # keeps as the same mapping objects across many snapshots.
+    memo: dict[str, ActiveStatus] = cache.active_status.get(_activity_parts(snapshot), dict)
+    st = memo.get(name)
     if st is None:
-        st = _memo[name] = _cluster_queue_active(snapshot, name)
+        st = memo[name] = _cluster_queue_active(snapshot, name)
     return st
+
+
+def _activity_parts(snapshot: ClusterSnapshot) -> tuple:
+    return (snapshot.cluster_queues, snapshot.flavors, snapshot.admission_checks, snapshot.cohorts)
+
+
+def active_map(snapshot: ClusterSnapshot, cache: EngineCache | None = None) -> Mapping[str, bool]:
+    """Which ClusterQueues are active (a cycle asks for every one of them)."""
+    def compute() -> dict[str, bool]:
+        return {n: cluster_queue_active(snapshot, n, cache).active for n in snapshot.cluster_queues}
+    if cache is None or not cache.fast_paths:
+        return compute()
+    return cache.active_map.get(_activity_parts(snapshot), compute)
 
 
 def _cluster_queue_active(snapshot: ClusterSnapshot, name: str) -> ActiveStatus:
@@ -96,11 +106,8 @@ def _cluster_queue_active(snapshot: ClusterSnapshot, name: str) -> ActiveStatus:
     return ActiveStatus(False, reasons[0], "Can't admit new workloads: " + ", ".join(messages))
 
 
-def active_cluster_queues(snapshot: ClusterSnapshot) -> dict[str, ActiveStatus]:
-    return {name: cluster_queue_active(snapshot, name) for name in snapshot.cluster_queues}
-
-
-def local_queue_active(snapshot: ClusterSnapshot, key: tuple[str, str]) -> ActiveStatus:
+def local_queue_active(snapshot: ClusterSnapshot, key: tuple[str, str],
+                       cache: EngineCache | None = None) -> ActiveStatus:
     lq = snapshot.local_queues.get(key)
     if lq is None:
         return ActiveStatus(False, "NotFound", f"LocalQueue {key[0]}/{key[1]} doesn't exist")
@@ -108,33 +115,8 @@ def local_queue_active(snapshot: ClusterSnapshot, key: tuple[str, str]) -> Activ
         return ActiveStatus(False, STOPPED, "LocalQueue is stopped")
     if lq.cluster_queue not in snapshot.cluster_queues:
         return ActiveStatus(False, CQ_DOES_NOT_EXIST, "Can't submit new workloads to clusterQueue")
-    if not cluster_queue_active(snapshot, lq.cluster_queue).active:
+    if not cluster_queue_active(snapshot, lq.cluster_queue, cache).active:
         return ActiveStatus(False, CQ_IS_INACTIVE, "Can't submit new workloads to clusterQueue")
     return ActiveStatus(True, READY, "Can submit new workloads to localQueue")
 
 
-def usage_rows(tree: QuotaTree, cq_name: str, usage: Mapping[FR, int]) -> tuple[FlavorUsage, ...]:
-    """status.flavorsReservation / flavorsUsage rows, in spec order, with `borrowed` above nominal."""
-    snapshot_cq = tree.cq(cq_name)
-    if snapshot_cq is None:
-        return ()
-    rows = []
-    for fr, q in snapshot_cq.quotas.items():
-        total = usage.get(fr, 0)
-        rows.append(FlavorUsage(fr[0], fr[1], total, max(0, total - q.nominal)))
-    return tuple(rows)
-
-
-def split_usage(workloads: list[Workload]) -> tuple[dict[FR, int], dict[FR, int]]:
-    """(reservation, admitted usage) of the workloads holding quota in one ClusterQueue."""
-    reserved: dict[FR, int] = {}
-    admitted: dict[FR, int] = {}
-    for wl in workloads:
-        if wl.is_finished or not wl.has_quota_reservation:
-            continue
-        u = wl.usage()
-        for fr, v in u.items():
-            reserved[fr] = reserved.get(fr, 0) + v
-            if wl.is_admitted:
-                admitted[fr] = admitted.get(fr, 0) + v
-    return reserved, admitted

@@ -1,8 +1,9 @@
-"""One scheduling cycle (Kueue's scheduler.schedule, reference/kueue.md §6.2).
+"""One scheduling cycle (reference/kueue.md §6.2; Kueue: pkg/scheduler/scheduler.go schedule).
 
-heads (one per active CQ) → nominate (flavors, preemption targets, partial admission) → order
-(borrowing level, priority, FIFO; or the fair-sharing tournament) → process against one quota
-snapshot whose usage accumulates → decisions, and the queue state for the next cycle.
+heads (one per active CQ) → nominate (flavors, preemption targets, partial admission) →
+make_iterator (borrowing level, priority, FIFO; or the fair-sharing tournament) → process_entry
+for each against one quota snapshot whose usage accumulates → requeue_and_update for the heads
+not admitted → decisions, and the queue state for the next cycle.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from kueuetop.admission import decisions as d
-from kueuetop.admission.cq_status import cluster_queue_active
+from kueuetop.admission.cq_status import active_map
+from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.fair_sharing import TournamentEntry, tournament_order
 from kueuetop.admission.flavor_assignment import (
     FIT,
@@ -24,21 +27,15 @@ from kueuetop.admission.flavor_assignment import (
     pending_reason,
 )
 from kueuetop.admission.partial_admission import can_be_partially_admitted, reduce_counts
-from kueuetop.admission.preemption import (
-    PreemptionContext,
-    Target,
-    TargetMemo,
-    make_oracle,
-    memo_targets,
-    preemption_message,
-)
+from kueuetop.admission.preemption import TargetMemo, make_oracle, memo_targets
+from kueuetop.admission.preemption_common import PreemptionContext, Target, preemption_message
 from kueuetop.admission.queue_order import heads
 from kueuetop.admission.queue_state import ParkedSets, QueueState
 from kueuetop.admission.quota_tree import FR, Node, QuotaStructure, QuotaTree
 from kueuetop.admission.shared_map import DELETE, SharedMap
-from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.admission.workload_index import WorkloadIndex, queue_order_timestamp
 from kueuetop.kueue.cluster_queue import ANY, BEST_EFFORT_FIFO, STRICT_FIFO
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import Workload
 
 # requeue reasons (Kueue queue.RequeueReason)
@@ -80,109 +77,48 @@ class CycleResult:
 
 
 class CycleContext:
-    """Everything one cycle shares: snapshot, index, quota tree (cycle copy), activity.
+    """Everything one cycle shares: snapshot, index, quota tree (cycle copy), activity, cache.
 
     The tree is copied when first asked for: a cycle without heads (most cycles on a busy
     simulated cluster: pods starting, conditions moving) needs none."""
 
-    __slots__ = ("_tree", "active", "index", "now", "snapshot", "state")
+    __slots__ = ("_tree", "active", "cache", "index", "now", "snapshot", "state")
 
     def __init__(self, snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex,
-                 tree: QuotaTree | None, active: Mapping[str, bool], now: float) -> None:
+                 tree: QuotaTree | None, active: Mapping[str, bool], now: float, cache: EngineCache) -> None:
         self.snapshot, self.state, self.index, self.active, self.now = snapshot, state, index, active, now
+        self.cache = cache
         self._tree = tree
 
     @property
     def tree(self) -> QuotaTree:
         if self._tree is None:
-            self._tree = _BASE_TREE.tree_for_index(_quota_structure(self.snapshot), self.index)
+            self._tree = _cycle_tree(self.cache, self.snapshot, self.index)
         return self._tree
 
     @staticmethod
-    def build(snapshot: ClusterSnapshot, state: QueueState, now: float) -> CycleContext:
-        return CycleContext(snapshot, state, state.workload_index(snapshot), None, _active_map(snapshot), now)
+    def build(snapshot: ClusterSnapshot, state: QueueState, now: float,
+              cache: EngineCache | None = None) -> CycleContext:
+        cache = cache if cache is not None else EngineCache()
+        return CycleContext(snapshot, state, cache.workload_index(snapshot), None, active_map(snapshot, cache),
+                            now, cache)
 
 
-class _BaseTree:
-    """The quota tree of the ClusterQueues' usage, kept between cycles: most cycles change the
-    usage of a few ClusterQueues out of hundreds, so their difference is added and removed
-    (addUsage / removeUsage keep every cohort's share as building from the totals would)
-    instead of building the whole tree; each cycle works on a copy."""
-
-    def __init__(self) -> None:
-        self.structure: QuotaStructure | None = None
-        self.tree: QuotaTree | None = None
-        self.seen: dict[str, dict[FR, int]] = {}  # per CQ, the usage the tree holds
-        self.synced: tuple[object, int] | None = None  # (index, epoch) whose changes it took last
-
-    def tree_for_index(self, structure: QuotaStructure, index: WorkloadIndex) -> QuotaTree:
-        """`tree_for` the index's usage, looking only at the ClusterQueues the index says
-        changed when it followed this same index (same epoch) last time."""
-        changed, index.usage_changed = index.usage_changed, set()
-        same = self.synced is not None and self.synced[0] is index and self.synced[1] == index.epoch
-        self.synced = (index, index.epoch)
-        return self.tree_for(structure, index.cq_usage, changed if same else None)
-
-    def tree_for(self, structure: QuotaStructure, cq_usage: Mapping[str, Mapping[FR, int]],
-                 changed: set[str] | None = None) -> QuotaTree:
-        """A copy of the tree for these usage totals; `changed`: the only ClusterQueues whose
-        totals may differ from the last call's (None: any)."""
-        tree = self.tree
-        if tree is None or self.structure is not structure:
-            tree = self.tree = QuotaTree.build(structure, cq_usage)
-            self.structure = structure
-            self.seen = {name: dict(cq_usage.get(name, {})) for name in structure.cqs}
-            return tree.clone()
-        seen = self.seen
-        cqs = structure.cqs
-        for name in (cqs if changed is None else changed):
-            node = cqs.get(name)
-            if node is None:
-                continue  # usage of a ClusterQueue the structure does not hold: build ignores it too
-            now = cq_usage.get(name) or {}
-            was = seen[name]
-            if now == was:
-                continue
-            for fr in was.keys() | now.keys():
-                delta = now.get(fr, 0) - was.get(fr, 0)
-                if delta > 0:
-                    tree.add(node, fr, delta)
-                elif delta < 0:
-                    tree.remove(node, fr, -delta)
-            seen[name] = dict(now)
-        return tree.clone()
-
-
-_BASE_TREE = _BaseTree()
-_active_memo: tuple[tuple, dict[str, bool]] | None = None
-
-
-def _active_map(snapshot: ClusterSnapshot) -> dict[str, bool]:
-    """Which ClusterQueues are active: kept while the objects it depends on are the same
-    (cq_status memoizes each answer the same way; this saves asking 500 times a cycle)."""
-    global _active_memo
-    parts = (snapshot.cluster_queues, snapshot.flavors, snapshot.admission_checks, snapshot.cohorts)
-    memo = _active_memo
-    if memo is None or any(a is not b for a, b in zip(parts, memo[0], strict=True)):
-        memo = _active_memo = (parts, {n: cluster_queue_active(snapshot, n).active for n in snapshot.cluster_queues})
-    return memo[1]
-
-
-_structure_memo: tuple[Mapping, Mapping, QuotaStructure] | None = None
-
-
-def _quota_structure(snapshot: ClusterSnapshot) -> QuotaStructure:
-    """The cohort tree and quotas: rebuilt only when the snapshot's ClusterQueues or Cohorts
-    are other objects (a structure is never changed once built; usage lives in the tree)."""
-    global _structure_memo
-    memo = _structure_memo
-    if memo is None or memo[0] is not snapshot.cluster_queues or memo[1] is not snapshot.cohorts:
-        memo = _structure_memo = (snapshot.cluster_queues, snapshot.cohorts,
-                                  QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts))
-    return memo[2]
+def _cycle_tree(cache: EngineCache, snapshot: ClusterSnapshot, index: WorkloadIndex) -> QuotaTree:
+    """The cycle's own quota tree of the index's usage (Kueue: pkg/cache Snapshot). With fast
+    paths, a copy of the cache's kept tree after it followed the ClusterQueues whose usage
+    changed since it last looked; otherwise built from every ClusterQueue's totals."""
+    if not cache.fast_paths:
+        return QuotaTree.build(QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts), index.cq_usage)
+    structure = cache.quota_structure.get(
+        (snapshot.cluster_queues, snapshot.cohorts),
+        lambda: QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts))
+    changed, cache.usage_changed = cache.usage_changed, set()
+    return cache.quota_tree.tree_for(structure, index.cq_usage, changed)
 
 
 def _failed_checks(wl: Workload) -> bool:
+    """Kueue: pkg/workload HasRetryChecks || HasRejectedChecks."""
     return any(c.state in ("Retry", "Rejected") for c in wl.admission_checks)
 
 
@@ -192,18 +128,21 @@ def _preemption_ctx(cc: CycleContext, wl: Workload, cq_name: str, frs: set[FR],
     node = cc.tree.cq(cq_name)
     assert node is not None
     return PreemptionContext(cc.tree, cc.index, cc.snapshot.cluster_queues, wl, cq, node, frs, usage,
-                             cc.snapshot.config, cc.now)
+                             cc.snapshot.config, cc.now, cc.cache)
 
 
 def _assign(cc: CycleContext, wl: Workload, cq_name: str, counts: list[int] | None,
             memo: TargetMemo | None = None) -> AssignmentResult:
+    """Kueue: pkg/scheduler/flavorassigner/flavorassigner.go New(...).Assign, with the
+    preemption oracle of this cycle's tree."""
     cq = cc.snapshot.cluster_queues[cq_name]
     node = cc.tree.cq(cq_name)
     assert node is not None
     cfg = cc.snapshot.config
-    actx = AssignContext(wl, cq, node, cc.tree, cc.snapshot.flavors, cc.state.last_assignment(cq, wl),
+    actx = AssignContext(wl, cq, node, cc.tree, cc.snapshot.flavors, cc.state.last_assignment(cq, wl, cc.cache),
                          cfg.fair_sharing is not None,
-                         make_oracle(_preemption_ctx(cc, wl, cq_name, set(), {}), memo), cfg.flavor_fungibility)
+                         make_oracle(_preemption_ctx(cc, wl, cq_name, set(), {}), memo), cfg.flavor_fungibility,
+                         cc.cache)
     return assign_flavors(actx, counts)
 
 
@@ -212,8 +151,16 @@ def _targets(cc: CycleContext, wl: Workload, cq_name: str, a: AssignmentResult,
     return list(memo_targets(_preemption_ctx(cc, wl, cq_name, a.frs_needing_preemption(), a.usage), memo))
 
 
-def nominate(cc: CycleContext, wl: Workload, cq_name: str) -> Nomination:
-    """Kueue's nominate for one head: why it can't be considered, or its assignment + targets."""
+def nominate(cc: CycleContext, heads_: list[Workload]) -> list[Nomination]:
+    """Every head with its assignment and targets, or why it can't be considered.
+
+    Kueue: pkg/scheduler/scheduler.go nominate (Kueue splits the heads it can consider from the
+    inadmissible ones; here each Nomination says which it is)."""
+    return [nominate_head(cc, wl, cc.index.entries[wl.key].cq) for wl in heads_]
+
+
+def nominate_head(cc: CycleContext, wl: Workload, cq_name: str) -> Nomination:
+    """The body of Kueue's nominate loop for one head (pkg/scheduler/scheduler.go nominate)."""
     n = Nomination(wl, cq_name)
     snap = cc.snapshot
     cq = snap.cluster_queues.get(cq_name)
@@ -227,32 +174,42 @@ def nominate(cc: CycleContext, wl: Workload, cq_name: str) -> Nomination:
         n.message, n.reason = "Workload namespace doesn't match ClusterQueue selector", "Misconfigured"
         n.requeue = NAMESPACE_MISMATCH
     else:
-        memo: TargetMemo = {}  # the tree doesn't change during nomination: one search per question
-        full = _assign(cc, wl, cq_name, None, memo)
-        n.assignment = full
-        if full.mode == PREEMPT:
-            n.targets = _targets(cc, wl, cq_name, full, memo)
-        if full.mode != FIT and not n.targets and snap.config.partial_admission \
-                and can_be_partially_admitted(wl.pod_sets):
-            def attempt(counts: list[int]) -> tuple[AssignmentResult, list[Target]] | None:
-                a = _assign(cc, wl, cq_name, counts, memo)
-                if a.mode == FIT:
-                    return a, []
-                if a.mode == PREEMPT:
-                    t = _targets(cc, wl, cq_name, a, memo)
-                    if t:
-                        return a, t
-                return None
-            found = reduce_counts(wl.pod_sets, attempt)
-            if found is not None:
-                n.assignment, n.targets = found
+        n.assignment, n.targets = get_assignments(cc, wl, cq_name)
         n.message = n.assignment.message()
         n.reason = pending_reason(n.assignment)
     return n
 
 
-def _resources_to_reserve(cc: CycleContext, n: Nomination) -> dict[FR, int]:
-    """Capacity a preempting head without targets holds back this cycle (quotaResourcesToReserve)."""
+def get_assignments(cc: CycleContext, wl: Workload, cq_name: str) -> tuple[AssignmentResult, list[Target]]:
+    """The flavor assignment and, when it needs preemption, the targets; with partial admission,
+    the largest reduced counts that fit or have targets (Kueue: pkg/scheduler/scheduler.go
+    getAssignments, getInitialAssignments; flavorassigner/podset_reducer.go)."""
+    snap = cc.snapshot
+    memo: TargetMemo = {}  # the tree doesn't change during nomination: one search per question
+    full = _assign(cc, wl, cq_name, None, memo)
+    assignment, targets = full, []
+    if full.mode == PREEMPT:
+        targets = _targets(cc, wl, cq_name, full, memo)
+    if full.mode != FIT and not targets and snap.config.partial_admission \
+            and can_be_partially_admitted(wl.pod_sets):
+        def attempt(counts: list[int]) -> tuple[AssignmentResult, list[Target]] | None:
+            a = _assign(cc, wl, cq_name, counts, memo)
+            if a.mode == FIT:
+                return a, []
+            if a.mode == PREEMPT:
+                t = _targets(cc, wl, cq_name, a, memo)
+                if t:
+                    return a, t
+            return None
+        found = reduce_counts(wl.pod_sets, attempt)
+        if found is not None:
+            assignment, targets = found
+    return assignment, targets
+
+
+def quota_resources_to_reserve(cc: CycleContext, n: Nomination) -> dict[FR, int]:
+    """Capacity a preempting head without targets holds back this cycle (Kueue:
+    pkg/scheduler/scheduler.go quotaResourcesToReserve)."""
     node = cc.tree.cq(n.cluster_queue)
     assert node is not None and n.assignment is not None
     out: dict[FR, int] = {}
@@ -308,7 +265,39 @@ class _MinusPreempted:
         return node
 
 
+class _PreemptedRemovedEachTime:
+    """Kueue's fits() as written (scheduler.go): every workload preempted so far this cycle and
+    the new targets removed from the cycle's tree for each check, then put back. The plain
+    counterpart of _MinusPreempted (fast_paths off)."""
+
+    def __init__(self, tree: QuotaTree) -> None:
+        self.tree = tree
+        self.preempted: list[Target] = []
+
+    def add_usage(self, node: Node, usage: Mapping[FR, int]) -> None:
+        pass  # the caller already added it to the cycle's tree
+
+    def preempt(self, targets: list[Target]) -> None:
+        self.preempted.extend(targets)
+
+    def fits_after_removal(self, node: Node, usage: Mapping[FR, int], targets: list[Target]) -> bool:
+        removed = [*self.preempted, *targets]
+        for t in removed:
+            self.tree.remove_usage(self._node(t), t.usage)
+        ok = self.tree.fits(node, usage)
+        for t in removed:
+            self.tree.add_usage(self._node(t), t.usage)
+        return ok
+
+    def _node(self, t: Target) -> Node:
+        node = self.tree.cq(t.cluster_queue)
+        assert node is not None
+        return node
+
+
 def _pods_ready_blocked(cc: CycleContext) -> bool:
+    """WaitForPodsReady blockAdmission: an admitted workload is not PodsReady yet (Kueue:
+    pkg/scheduler/scheduler.go waitForPodsReadyIfNeeded; pkg/cache/scheduler PodsReadyForAllAdmittedWorkloads)."""
     wfpr = cc.snapshot.config.wait_for_pods_ready
     if wfpr is None or not wfpr.block_admission:
         return False
@@ -319,8 +308,10 @@ def _pods_ready_blocked(cc: CycleContext) -> bool:
     return False
 
 
-def _order(cc: CycleContext, noms: list[Nomination], first: Callable[[Nomination], bool]):
-    """Classical: smaller borrowing level, higher priority, FIFO. FS: the tournament.
+def make_iterator(cc: CycleContext, noms: list[Nomination], first: Callable[[Nomination], bool],
+                  ) -> Iterator[Nomination]:
+    """Classical: smaller borrowing level, higher priority, FIFO. FS: the tournament (Kueue:
+    pkg/scheduler/scheduler.go makeIterator, makeClassicalIterator; fair_sharing_iterator.go).
 
     PrioritizePreemptorWorkloads (alpha, off by default; Kueue#13662): a head that waits for its
     preemptions (`first`) goes before all, so the capacity they free is not taken by another
@@ -353,80 +344,108 @@ def _preemptor_first(cc: CycleContext) -> Callable[[Nomination], bool]:
     return lambda n: cc.state.is_preemptor(n.cluster_queue, n.workload)
 
 
-def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = None) -> CycleResult:
-    """One scheduling cycle over `snapshot` at time `now`."""
-    state = state or QueueState()
-    cc = CycleContext.build(snapshot, state, now)
-    cfg = snapshot.config
-    noms = [nominate(cc, wl, cc.index.entries[wl.key].cq) for wl in heads(snapshot, state, now, cc.index, cc.active)]
-    decisions: list[d.Decision] = []
-    preempted: dict[WorkloadKey, Target] = {}
+def schedule(snapshot: ClusterSnapshot, now: float, state: QueueState | None = None,
+             cache: EngineCache | None = None) -> CycleResult:
+    """One scheduling cycle over `snapshot` at time `now`; `cache`: the caller's EngineCache
+    (None: a fresh one, nothing kept). Holds the cache's lock for the whole cycle."""
+    cache = cache if cache is not None else EngineCache()
+    with cache.lock:
+        result = _schedule(snapshot, now, state or QueueState(), cache)
+        if cache.fast_paths:
+            cache.pruned = (result.state.last_assignments, cache.index.serial)
+        return result
+
+
+class _CycleRun:
+    """What process_entry shares between the entries of one cycle."""
+
+    def __init__(self, cc: CycleContext) -> None:
+        cfg = cc.snapshot.config
+        self.decisions: list[d.Decision] = []
+        self.preempted: dict[WorkloadKey, Target] = {}  # Kueue's preemptedWorkloads
+        self.minus_preempted = (_MinusPreempted(cc.tree) if cc.cache.fast_paths
+                                else _PreemptedRemovedEachTime(cc.tree))
+        self.blocked = _pods_ready_blocked(cc)
+        self.granular = cfg.feature_gates.get("UnadmittedWorkloadsObservability", False)
+        self.preemptor_first = _preemptor_first(cc)
+
+
+def _schedule(snapshot: ClusterSnapshot, now: float, state: QueueState, cache: EngineCache) -> CycleResult:
+    cc = CycleContext.build(snapshot, state, now, cache)
+    noms = nominate(cc, heads(snapshot, state, now, cc.index, cc.active, cache))
     if not noms:  # nothing to order, reserve or admit: only the queue state's bookkeeping
         return CycleResult((), _next_state(cc, noms), ())
-    minus_preempted = _MinusPreempted(cc.tree)
-    blocked = _pods_ready_blocked(cc)
-    granular = cfg.feature_gates.get("UnadmittedWorkloadsObservability", False)
-    preemptor_first = _preemptor_first(cc)
-
-    for n in _order(cc, noms, preemptor_first):
-        if n.assignment is None or n.mode == NO_FIT:
-            continue
-        node = cc.tree.cq(n.cluster_queue)
-        assert node is not None
-        cq = snapshot.cluster_queues[n.cluster_queue]
-        if n.mode == PREEMPT and not n.targets:
-            # Hold capacity so lower-priority heads elsewhere can't take it this cycle, unless
-            # this CQ can always reclaim it later (reclaimWithinCohort=Any) — and, with
-            # PrioritizePreemptorWorkloads, always for a preemptor waiting for its evictions
-            # (reserveCapacityForUnreclaimablePreempt).
-            if cq.preemption.reclaim_within_cohort != ANY or preemptor_first(n):
-                reserve = _resources_to_reserve(cc, n)
-                cc.tree.add_usage(node, reserve)
-                minus_preempted.add_usage(node, reserve)
-            continue
-        if any(t.workload.key in preempted for t in n.targets):
-            n.status, n.message, n.reason = "skipped", OVERLAPPING, "WaitingForQuota"
-            continue
-        if not minus_preempted.fits_after_removal(node, n.usage, n.targets):
-            n.status, n.message, n.reason = "skipped", NO_LONGER_FITS, "WaitingForQuota"
-            continue
-        for t in n.targets:
-            preempted[t.workload.key] = t
-        minus_preempted.preempt(n.targets)
-        cc.tree.add_usage(node, n.usage)
-        minus_preempted.add_usage(node, n.usage)
-        if n.mode == PREEMPT:
-            for t in n.targets:
-                if not t.workload.is_evicted:  # already being evicted: nothing new to send
-                    decisions.append(d.Preempt(t.workload.key, n.workload.key, t.reason,
-                                               preemption_message(n.workload, t.reason)))
-            n.preempting = len(n.targets)
-            n.message += f". Pending the preemption of {n.preempting} workload(s)"
-            n.reason, n.requeue = "WaitingForPreemptedWorkloads", PENDING_PREEMPTION
-            continue
-        if blocked:
-            n.status = "nominated"
-            n.message = "waiting for all admitted workloads to be in PodsReady condition"
-            n.reason = "WaitingForPodsReady" if granular else "Waiting"
-            continue
-        n.status = "assumed"
-        assignment = n.assignment
-        decisions.append(d.Admit(n.workload.key, n.cluster_queue, assignment.to_assignments(),
-                                 cq.checks_for_flavors(assignment.flavor_set()), assignment.borrows))
-
+    run = _CycleRun(cc)
+    for n in make_iterator(cc, noms, run.preemptor_first):
+        process_entry(cc, n, run)
     new_state = _next_state(cc, noms)
     for n in noms:
-        if n.status == "assumed":
-            continue
-        reason = n.reason if granular else ("Waiting" if n.reason == "Waiting" else "Pending")
-        decisions.append(d.Pending(n.workload.key, reason, n.message, _goes_inadmissible(cc, n),
-                                   n.preempting))
-    return CycleResult(tuple(decisions), new_state, tuple(noms))
+        if n.status != "assumed":
+            run.decisions.append(requeue_and_update(cc, n, run.granular))
+    return CycleResult(tuple(run.decisions), new_state, tuple(noms))
+
+
+def process_entry(cc: CycleContext, n: Nomination, run: _CycleRun) -> None:
+    """One ordered entry against the cycle's tree: reserve for a preemptor without targets,
+    skip on overlapping targets or when it no longer fits, issue its preemptions, wait for
+    PodsReady, or admit it (Kueue: pkg/scheduler/scheduler.go processEntry)."""
+    if n.assignment is None or n.mode == NO_FIT:
+        return
+    node = cc.tree.cq(n.cluster_queue)
+    assert node is not None
+    cq = cc.snapshot.cluster_queues[n.cluster_queue]
+    if n.mode == PREEMPT and not n.targets:
+        # Hold capacity so lower-priority heads elsewhere can't take it this cycle, unless
+        # this CQ can always reclaim it later (reclaimWithinCohort=Any) — and, with
+        # PrioritizePreemptorWorkloads, always for a preemptor waiting for its evictions
+        # (reserveCapacityForUnreclaimablePreempt).
+        if cq.preemption.reclaim_within_cohort != ANY or run.preemptor_first(n):
+            reserve = quota_resources_to_reserve(cc, n)
+            cc.tree.add_usage(node, reserve)
+            run.minus_preempted.add_usage(node, reserve)
+        return
+    if any(t.workload.key in run.preempted for t in n.targets):
+        n.status, n.message, n.reason = "skipped", OVERLAPPING, "WaitingForQuota"
+        return
+    if not run.minus_preempted.fits_after_removal(node, n.usage, n.targets):
+        n.status, n.message, n.reason = "skipped", NO_LONGER_FITS, "WaitingForQuota"
+        return
+    for t in n.targets:
+        run.preempted[t.workload.key] = t
+    run.minus_preempted.preempt(n.targets)
+    cc.tree.add_usage(node, n.usage)
+    run.minus_preempted.add_usage(node, n.usage)
+    if n.mode == PREEMPT:
+        for t in n.targets:
+            if not t.workload.is_evicted:  # already being evicted: nothing new to send
+                run.decisions.append(d.Preempt(t.workload.key, n.workload.key, t.reason,
+                                               preemption_message(n.workload, t.reason)))
+        n.preempting = len(n.targets)
+        n.message += f". Pending the preemption of {n.preempting} workload(s)"
+        n.reason, n.requeue = "WaitingForPreemptedWorkloads", PENDING_PREEMPTION
+        return
+    if run.blocked:
+        n.status = "nominated"
+        n.message = "waiting for all admitted workloads to be in PodsReady condition"
+        n.reason = "WaitingForPodsReady" if run.granular else "Waiting"
+        return
+    n.status = "assumed"
+    assignment = n.assignment
+    run.decisions.append(d.Admit(n.workload.key, n.cluster_queue, assignment.to_assignments(),
+                                 cq.checks_for_flavors(assignment.flavor_set()), assignment.borrows))
+
+
+def requeue_and_update(cc: CycleContext, n: Nomination, granular: bool) -> d.Pending:
+    """The Pending decision of a head that was not admitted: its QuotaReserved=False condition
+    and whether its queue parks it (Kueue: pkg/scheduler/scheduler.go requeueAndUpdate)."""
+    reason = n.reason if granular else ("Waiting" if n.reason == "Waiting" else "Pending")
+    return d.Pending(n.workload.key, reason, n.message, _goes_inadmissible(cc, n), n.preempting)
 
 
 def _goes_inadmissible(cc: CycleContext, n: Nomination) -> bool:
-    """requeueIfNotPresent: StrictFIFO keeps the head unless the namespace doesn't match;
-    BestEffortFIFO parks it unless it failed after nomination or waits for its preemptions."""
+    """StrictFIFO keeps the head unless the namespace doesn't match; BestEffortFIFO parks it
+    unless it failed after nomination or waits for its preemptions (Kueue:
+    pkg/cache/queue/cluster_queue.go requeueIfNotPresent)."""
     cq = cc.snapshot.cluster_queues.get(n.cluster_queue)
     requeue = n.requeue
     if n.status and requeue == GENERIC:
@@ -491,10 +510,10 @@ def _next_state(cc: CycleContext, noms: list[Nomination]) -> QueueState:
     if parked is not state.inadmissible:
         parked = ParkedSets(parked, state.inadmissible, owned)
     return replace(state, inadmissible=parked, last_assignments=last.result(), sticky=sticky.value,
-                   preemptors=preemptors.value, index=cc.index, pruned_at=cc.index.serial)
+                   preemptors=preemptors.value)
 
 
-_EMPTY: Mapping = {}
+_EMPTY: Mapping = MappingProxyType({})
 _MISSING = object()
 
 
@@ -629,9 +648,9 @@ def _park_equivalents(cc: CycleContext, n: Nomination, parked: dict[WorkloadKey,
 def _not_pending(cc: CycleContext, last: _Changes) -> list[WorkloadKey]:
     """Workloads whose last assignment is to be forgotten: they are no longer pending.
 
-    When the previous cycle pruned `last` against this same index and only one index update
-    happened since, only the keys that update touched can have stopped being pending (heads
-    added this cycle are pending); otherwise look at everything.
+    When the cache's previous cycle pruned this very mapping against the index and only one
+    index update happened since, only the keys that update touched can have stopped being
+    pending (heads added this cycle are pending); otherwise look at everything.
     """
     index = cc.index
     entries = index.entries
@@ -640,7 +659,8 @@ def _not_pending(cc: CycleContext, last: _Changes) -> list[WorkloadKey]:
         e = entries.get(k)
         return e is None or e.key is None
 
-    incremental = (cc.state.index is index and not index.rebuilt
-                   and cc.state.pruned_at == index.serial - 1)
+    pruned = cc.cache.pruned
+    incremental = (cc.cache.fast_paths and pruned is not None and pruned[0] is last.base
+                   and not index.rebuilt and pruned[1] == index.serial - 1)
     keys = [k for k in index.touched if k in last] if incremental else list(last)
     return [k for k in keys if gone(k)]

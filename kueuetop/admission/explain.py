@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kueuetop.admission import cq_status
+from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.flavor_assignment import (
     FIT,
     NO_FIT,
@@ -29,9 +30,10 @@ from kueuetop.admission.queue_order import (
 )
 from kueuetop.admission.queue_state import QueueState
 from kueuetop.admission.quota_tree import FR, QuotaStructure, QuotaTree
-from kueuetop.admission.snapshot import ClusterSnapshot
+from kueuetop.admission.workload_index import WorkloadIndex
 from kueuetop.kueue.cluster_queue import STOP_NONE
 from kueuetop.kueue.durations import format_duration
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
 
@@ -106,9 +108,10 @@ def _requests(wl: Workload) -> dict[str, int]:
     return out
 
 
-def _ahead(snapshot: ClusterSnapshot, state: QueueState, wl: Workload, cq: str) -> tuple[AheadEntry, ...]:
+def _ahead(snapshot: ClusterSnapshot, state: QueueState, wl: Workload, cq: str,
+           index: WorkloadIndex) -> tuple[AheadEntry, ...]:
     out = []
-    for w in pending_workloads(snapshot, state, cq):
+    for w in pending_workloads(snapshot, state, cq, index):
         if w.key == wl.key:
             break
         out.append(AheadEntry(w.key, w.effective_priority, _requests(w)))
@@ -151,8 +154,19 @@ def _quota_verdict(shorts: tuple[Shortfall, ...], attempts: tuple[tuple[str, Fla
 
 
 def explain(snapshot: ClusterSnapshot, workload_key: WorkloadKey, now: float,
-            state: QueueState | None = None) -> Explanation:
-    """Why `workload_key` is (or is not) admitted at `now`, with structured evidence."""
+            state: QueueState | None = None, cache: EngineCache | None = None) -> Explanation:
+    """Why `workload_key` is (or is not) admitted at `now`, with structured evidence.
+
+    `cache`: the caller's EngineCache (its workload index is patched to `snapshot`, under its
+    lock); None builds what is needed from the snapshot."""
+    if cache is None:
+        return _explain(snapshot, workload_key, now, state, EngineCache(fast_paths=False))
+    with cache.lock:
+        return _explain(snapshot, workload_key, now, state, cache)
+
+
+def _explain(snapshot: ClusterSnapshot, workload_key: WorkloadKey, now: float,
+             state: QueueState | None, cache: EngineCache) -> Explanation:
     wl = snapshot.workloads.get(workload_key)
     if wl is None:
         return Explanation(workload_key, "workload not found")
@@ -185,15 +199,16 @@ def explain(snapshot: ClusterSnapshot, workload_key: WorkloadKey, now: float,
         return Explanation(wl.key, f"LocalQueue {wl.namespace}/{lq.name} is stopped ({lq.stop_policy})",
                            cluster_queue=cq_name, blocker="local-queue", **base)
     cq = snapshot.cluster_queues.get(cq_name)
-    active = cq_status.cluster_queue_active(snapshot, cq_name)
+    active = cq_status.cluster_queue_active(snapshot, cq_name, cache)
     if cq is None or not active.active:
         stop = f" ({cq.stop_policy})" if cq is not None and cq.stop_policy != STOP_NONE else ""
         return Explanation(wl.key, f"ClusterQueue {cq_name} is inactive{stop}: {active.reason}: {active.message}",
                            cluster_queue=cq_name, blocker="cluster-queue", **base)
-    pos_cq = position_in_cluster_queue(snapshot, state, wl.key)
-    pos_lq = position_in_local_queue(snapshot, state, wl.key)
+    index = cache.workload_index(snapshot)
+    pos_cq = position_in_cluster_queue(snapshot, state, wl.key, index)
+    pos_lq = position_in_local_queue(snapshot, state, wl.key, index)
     queue = {"cluster_queue": cq_name, "position_in_cluster_queue": pos_cq, "position_in_local_queue": pos_lq,
-             "ahead": _ahead(snapshot, state, wl, cq_name), **base}
+             "ahead": _ahead(snapshot, state, wl, cq_name, index), **base}
     if cq.namespace_selector is None or not cq.namespace_selector.matches(snapshot.namespace_labels(wl.namespace)):
         return Explanation(wl.key, f"namespace {wl.namespace} doesn't match ClusterQueue {cq_name}'s "
                                    "namespaceSelector", blocker="namespace", **queue)
@@ -209,8 +224,8 @@ def explain(snapshot: ClusterSnapshot, workload_key: WorkloadKey, now: float,
     node = tree.cq(cq_name)
     if node is None:
         return Explanation(wl.key, f"ClusterQueue {cq_name} is not in the quota tree", **queue)
-    ctx = AssignContext(wl, cq, node, tree, snapshot.flavors, state.last_assignment(cq, wl),
-                        fair_sharing=snapshot.config.fair_sharing is not None)
+    ctx = AssignContext(wl, cq, node, tree, snapshot.flavors, state.last_assignment(cq, wl, cache),
+                        fair_sharing=snapshot.config.fair_sharing is not None, cache=cache)
     result = assign_flavors(ctx)
     attempts, shorts = _shortfalls(result)
     evidence = {"attempts": attempts, "shortfalls": shorts, "assignment": result, **queue}

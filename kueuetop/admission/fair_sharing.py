@@ -1,6 +1,7 @@
 """Fair sharing: dominant resource share (DRS), the admission tournament and the ClusterQueue
-ordering used by fair preemption (reference/kueue.md §6.5, §6.6; Kueue fair_sharing.go,
-fair_sharing_iterator.go, preemption/fairsharing/ordering.go).
+ordering used by fair preemption (reference/kueue.md §6.5, §6.6; Kueue:
+pkg/cache/scheduler/fair_sharing.go, pkg/scheduler/fair_sharing_iterator.go,
+pkg/scheduler/preemption/fairsharing/ordering.go, fairsharing/least_common_ancestor.go).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class DRS:
 
 
 def lendable(tree: QuotaTree, parent: Node) -> dict[str, int]:
-    """Per resource name: Σ over flavors of the parent's potentialAvailable."""
+    """Per resource name: Σ over flavors of the parent's potentialAvailable (Kueue:
+    pkg/cache/scheduler/fair_sharing.go calculateLendable)."""
     out: dict[str, int] = {}
     for fr in parent.root().subtree:
         out[fr[1]] = out.get(fr[1], 0) + tree.potential_available(parent, fr)
@@ -60,7 +62,8 @@ def lendable(tree: QuotaTree, parent: Node) -> dict[str, int]:
 
 
 def dominant_resource_share(tree: QuotaTree, node: Node, extra: Mapping[FR, int] | None = None) -> DRS:
-    """Kueue dominantResourceShare: max over resources of borrowed*1000/lendable."""
+    """Max over resources of borrowed*1000/lendable (Kueue: pkg/cache/scheduler/fair_sharing.go
+    dominantResourceShare)."""
     if node.parent is None:
         return DRS(node.fair_weight, 0.0, "", False)
     borrowed: dict[str, int] = {}
@@ -161,7 +164,7 @@ def tournament_order(tree: QuotaTree, entries: list[TournamentEntry], priority_s
 
 # -- preemption: which ClusterQueue to take from next -------------------------------------------
 class TargetOrdering:
-    """Kueue TargetClusterQueueOrdering: from the root, descend into the child with the highest
+    """Kueue: pkg/scheduler/preemption/fairsharing/ordering.go TargetClusterQueueOrdering: from the root, descend into the child with the highest
     DRS that still has candidates; a Cohort wins ties against a CQ."""
 
     def __init__(self, tree: QuotaTree, preemptor: Node, candidates: Mapping[str, list]):
@@ -220,7 +223,8 @@ class TargetOrdering:
 
 
 def almost_lcas(a: Node, b: Node) -> tuple[Node, Node]:
-    """The ancestors of a and b (or themselves) right below their least common ancestor."""
+    """The ancestors of a and b (or themselves) right below their least common ancestor
+    (Kueue: pkg/scheduler/preemption/fairsharing/least_common_ancestor.go getAlmostLCAs)."""
     a_path = [a, *a.path_to_root()]
     b_ids = {id(n): n for n in [b, *b.path_to_root()]}
     lca = next((n for n in a_path if id(n) in b_ids), None)

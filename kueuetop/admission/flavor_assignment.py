@@ -1,4 +1,4 @@
-"""Flavor assignment (Kueue's flavorassigner, reference/kueue.md §6.3).
+"""Flavor assignment (reference/kueue.md §6.3; Kueue: pkg/scheduler/flavorassigner/flavorassigner.go).
 
 For each pod set, each resource group gets one flavor for all the resources it covers. Flavors
 are tried in spec order starting after the one tried last time; each is checked for eligibility
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kueuetop.admission.queue_state import LastAssignment, cq_fingerprint, workload_shape
 from kueuetop.admission.quota_tree import FR, Node, QuotaTree
@@ -27,6 +27,9 @@ from kueuetop.kueue.quantity import format_resource_value
 from kueuetop.kueue.quota import ResourceGroup
 from kueuetop.kueue.scheduling_terms import tolerated
 from kueuetop.kueue.workload import PodSet, PodSetAssignment, Workload
+
+if TYPE_CHECKING:
+    from kueuetop.admission.engine_cache import EngineCache
 
 # Representative modes (FlavorAssignmentMode).
 NO_FIT, PREEMPT, FIT = "NoFit", "Preempt", "Fit"
@@ -150,7 +153,7 @@ class AssignmentResult:
         return {fr for fr, m in self.fr_modes.items() if m == PREEMPT}
 
     def message(self) -> str:
-        """Kueue's Assignment.Message(): one clause per pod set that doesn't fit."""
+        """One clause per pod set that doesn't fit (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go Assignment.Message)."""
         parts = [f"couldn't assign flavors to pod set {ps.name}: {ps.message}"
                  for ps in self.pod_sets if ps.reasons]
         return "; ".join(parts)
@@ -177,10 +180,11 @@ class AssignContext:
     fair_sharing: bool = False
     oracle: Oracle | None = None
     fungibility: bool = True  # FlavorFungibility feature gate
+    cache: EngineCache | None = None  # the caller's (None: nothing kept between calls)
 
 
 def _is_preferred(a: tuple[int, int], b: tuple[int, int], preference: str) -> bool:
-    """Kueue isPreferred: is granular mode a better than b."""
+    """Is granular mode a better than b (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go isPreferred)."""
     if a[0] == PM_NO_FIT:
         return False
     if b[0] == PM_NO_FIT:
@@ -198,8 +202,8 @@ def _is_preferred(a: tuple[int, int], b: tuple[int, int], preference: str) -> bo
 
 
 def _should_try_next(mode: tuple[int, int], cq: ClusterQueue) -> bool:
-    """shouldTryNextFlavor: keep scanning on NoFit / no candidates, or when the flavor needs
-    preemption (borrowing) and whenCanPreempt (whenCanBorrow) is TryNextFlavor."""
+    """Keep scanning on NoFit / no candidates, or when the flavor needs preemption (borrowing)
+    and whenCanPreempt (whenCanBorrow) is TryNextFlavor (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go shouldTryNextFlavor)."""
     if mode[0] in (PM_NO_FIT, PM_NO_CANDIDATES):
         return True
     if mode[0] in (PM_PREEMPT, PM_RECLAIM) and cq.fungibility.when_can_preempt == TRY_NEXT_FLAVOR:
@@ -211,29 +215,36 @@ def _pm_to_mode(pm: int) -> str:
     return FIT if pm == PM_FIT else NO_FIT if pm == PM_NO_FIT else PREEMPT
 
 
-# (id(group), id(flavors)) → (group, flavors, keys): every head of a ClusterQueue asks again
-# with the same objects (snapshots are never changed); the objects are kept to check identity.
-_LABEL_KEYS: dict[tuple[int, int], tuple[ResourceGroup, Mapping[str, ResourceFlavor], frozenset[str]]] = {}
-
-
-def group_label_keys(group: ResourceGroup, flavors: Mapping[str, ResourceFlavor]) -> frozenset[str]:
-    hit = _LABEL_KEYS.get((id(group), id(flavors)))
+def group_label_keys(group: ResourceGroup, flavors: Mapping[str, ResourceFlavor],
+                     cache: EngineCache | None = None) -> frozenset[str]:
+    """The node label keys of the group's flavors (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go, the keys
+    checkFlavorForPodSets matches the pod's selector and affinity on). Kept in the cache by
+    identity of both: every head of a ClusterQueue asks again with the same objects."""
+    if cache is None or not cache.fast_paths:
+        return _label_keys_of(group, flavors)
+    memo = cache.label_keys
+    hit = memo.get((id(group), id(flavors)))
     if hit is not None and hit[0] is group and hit[1] is flavors:
         return hit[2]
+    found = _label_keys_of(group, flavors)
+    if len(memo) >= 4096:
+        memo.clear()
+    memo[(id(group), id(flavors))] = (group, flavors, found)  # both held: their ids stay theirs
+    return found
+
+
+def _label_keys_of(group: ResourceGroup, flavors: Mapping[str, ResourceFlavor]) -> frozenset[str]:
     keys: set[str] = set()
     for fq in group.flavors:
         rf = flavors.get(fq.name)
         if rf is not None:
             keys.update(rf.node_labels)
-    found = frozenset(keys)
-    if len(_LABEL_KEYS) >= 4096:
-        _LABEL_KEYS.clear()
-    _LABEL_KEYS[(id(group), id(flavors))] = (group, flavors, found)
-    return found
+    return frozenset(keys)
 
 
 def eligibility(rf: ResourceFlavor | None, name: str, ps: PodSet, label_keys: frozenset[str]) -> str:
-    """Kueue's checkFlavorForPodSets message, or "" when the pod set may use the flavor."""
+    """Kueue's checkFlavorForPodSets message (pkg/scheduler/flavorassigner/flavorassigner.go), or "" when the pod set may use
+    the flavor."""
     if rf is None:
         return f"flavor {name} not found"
     why = flavor_mismatch(rf, ps.shape, label_keys)
@@ -248,6 +259,7 @@ def eligibility(rf: ResourceFlavor | None, name: str, ps: PodSet, label_keys: fr
 
 
 def can_preempt_while_borrowing(cq: ClusterQueue, fair_sharing: bool) -> bool:
+    """Kueue: pkg/scheduler/flavorassigner/flavorassigner.go canPreemptWhileBorrowing."""
     return (cq.preemption.borrow_within_cohort != POLICY_NEVER
             or (fair_sharing and cq.preemption.reclaim_within_cohort != POLICY_NEVER))
 
@@ -268,7 +280,8 @@ def _limited_by(ctx: AssignContext, fr: FR, available: int) -> str:
 
 
 def fits_resource_quota(ctx: AssignContext, fr: FR, earlier: int, request: int) -> ResourceFit:
-    """Kueue fitsResourceQuota for one flavor-resource, with `earlier` = usage of earlier pod sets."""
+    """fitsResourceQuota for one flavor-resource, with `earlier` = usage of earlier pod sets
+    (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go)."""
     node, tree = ctx.node, ctx.tree
     q = node.quota(fr)
     available = tree.available(node, fr)
@@ -315,9 +328,10 @@ class _GroupOutcome:
 
 def _find_flavor(ctx: AssignContext, ps_idx: int, ps: PodSet, group: ResourceGroup, resource: str,
                  requests: Mapping[str, int], usage: Mapping[FR, int]) -> _GroupOutcome:
+    """Kueue: pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets (one resource group of one pod set)."""
     cq = ctx.cq
     preference = cq.fungibility.preference
-    keys = group_label_keys(group, ctx.flavors)
+    keys = group_label_keys(group, ctx.flavors, ctx.cache)
     wanted = sorted(r for r in requests if r in group.covered)
     reasons: list[str] = []
     attempts: list[FlavorAttempt] = []
@@ -384,7 +398,8 @@ def _find_flavor(ctx: AssignContext, ps_idx: int, ps: PodSet, group: ResourceGro
 
 
 def assign_flavors(ctx: AssignContext, counts: Sequence[int] | None = None) -> AssignmentResult:
-    """Kueue's FlavorAssigner.Assign for the given pod counts (None = spec counts)."""
+    """FlavorAssigner.Assign for the given pod counts (None = spec counts) (Kueue: pkg/scheduler/flavorassigner/flavorassigner.go
+    Assign, assignFlavors)."""
     wl, cq = ctx.wl, ctx.cq
     usage: dict[FR, int] = {}
     fr_modes: dict[FR, str] = {}
@@ -439,7 +454,7 @@ def assign_flavors(ctx: AssignContext, counts: Sequence[int] | None = None) -> A
             prev = fr_modes.get(fr)
             if prev is None or _MODE_RANK[modes[res]] < _MODE_RANK[prev]:
                 fr_modes[fr] = modes[res]
-    last = LastAssignment(tuple(tried_state), cq_fingerprint(cq), workload_shape(wl))
+    last = LastAssignment(tuple(tried_state), cq_fingerprint(cq, ctx.cache), workload_shape(wl, ctx.cache))
     return AssignmentResult(tuple(pod_sets), borrowing, usage, last, overall_no_fit, fr_modes)
 
 

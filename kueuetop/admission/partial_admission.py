@@ -1,5 +1,5 @@
 """Partial admission: the largest pod counts between minCount and count that can be admitted
-(Kueue's PodSetReducer, gate PartialAdmission)."""
+(Kueue: pkg/scheduler/flavorassigner/podset_reducer.go PodSetReducer, gate PartialAdmission)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ R = TypeVar("R")
 
 
 def can_be_partially_admitted(pod_sets: Sequence[PodSet]) -> bool:
+    """Kueue: pkg/workload/workload.go CanBePartiallyAdmitted."""
     return any(ps.min_count is not None and ps.min_count < ps.count for ps in pod_sets)
 
 
 def reduce_counts(pod_sets: Sequence[PodSet], fits: Callable[[list[int]], R | None]) -> R | None:
     """Binary-search the smallest reduction that fits. Reducing by `k` of the total slack removes
-    ceil(slack_i * k / total_slack) pods from each pod set, so all shrink proportionally."""
+    ceil(slack_i * k / total_slack) pods from each pod set, so all shrink proportionally
+    (Kueue: pkg/scheduler/flavorassigner/podset_reducer.go PodSetReducer.Search)."""
     full = [ps.count for ps in pod_sets]
     deltas = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in pod_sets]
     total = sum(deltas)

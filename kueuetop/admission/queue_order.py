@@ -12,10 +12,10 @@ import bisect
 import heapq
 import math
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 from kueuetop.admission.cq_status import cluster_queue_active
 from kueuetop.admission.queue_state import ParkedSets, QueueState
-from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.admission.workload_index import (
     WorkloadIndex,
     parked,
@@ -24,7 +24,11 @@ from kueuetop.admission.workload_index import (
     sort_key,
 )
 from kueuetop.kueue.cluster_queue import BEST_EFFORT_FIFO
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import Workload
+
+if TYPE_CHECKING:
+    from kueuetop.admission.engine_cache import EngineCache
 
 __all__ = [
     "head_of",
@@ -49,9 +53,35 @@ def _sticky(state: QueueState, index: WorkloadIndex, cq: str, now: float) -> Wor
     return e.wl
 
 
+class HeadScan(NamedTuple):
+    """What one head_of scan of a ClusterQueue found, and what its answer depends on."""
+
+    version: int  # the index's pending_version of the queue
+    inadmissible: Mapping | None  # the queue's inadmissible set the scan skipped
+    since: float  # the scan's `now`
+    until: float  # when the first skipped backoff ends
+    stop: int  # where the scan stopped in the pending list
+    serial: int  # the index's serial
+    found: tuple | None  # (sort key, workload key) of the head, None when there is none
+
+
+class HeadsMemo:
+    """queue_order's part of an EngineCache: the last head scan per ClusterQueue, the last
+    `heads` answers, and the queues whose pending list changed since."""
+
+    __slots__ = ("answers", "dirty", "scans")
+
+    def __init__(self) -> None:
+        self.scans: dict[str, HeadScan] = {}
+        self.answers: _HeadsCache | None = None
+        self.dirty: set[str] = set()
+
+
 def head_of(snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex, cq: str,
-            now: float) -> Workload | None:
-    """The workload Heads() would pop from this CQ, ignoring whether the CQ is active."""
+            now: float, cache: EngineCache | None = None) -> Workload | None:
+    """The workload Heads() would pop from this CQ, ignoring whether the CQ is active.
+
+    Kueue: pkg/cache/queue/cluster_queue.go Pop (the heap's head, skipping what is parked)."""
     spec = snapshot.cluster_queues.get(cq)
     if spec is None:
         return None
@@ -77,27 +107,28 @@ def head_of(snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex, 
     # ahead of the last head are checked one by one.
     version, serial = index.pending_version.get(cq, 0), index.serial
     start, until = 0, math.inf  # until: the first skipped backoff to end
-    memo = index.head_memo.get(cq)
-    if memo is not None and memo[2] <= now < memo[3] and (
-            memo[1] is inadmissible or memo[1] is None
-            or (inadmissible is not None and memo[1].items() <= inadmissible.items())):
+    scans = cache.heads.scans if cache is not None and cache.fast_paths else {}
+    memo = scans.get(cq)
+    if memo is not None and memo.since <= now < memo.until and (
+            memo.inadmissible is inadmissible or memo.inadmissible is None
+            or (inadmissible is not None and memo.inadmissible.items() <= inadmissible.items())):
         # The version moves with every change to the CQ's pending list (an entry changes only
         # by being dropped and added again), so an equal version means the same list.
-        if memo[0] == version:
-            if memo[1] is inadmissible:
-                return entries[memo[6][1]].wl if memo[6] is not None else None
-            start, until = memo[4], memo[3]
-        elif memo[5] == serial - 1 and not index.rebuilt:
-            last = memo[6]
+        if memo.version == version:
+            if memo.inadmissible is inadmissible:
+                return entries[memo.found[1]].wl if memo.found is not None else None
+            start, until = memo.stop, memo.until
+        elif memo.serial == serial - 1 and not index.rebuilt:
+            last = memo.found
             start = bisect.bisect_left(pending, last) if last is not None else len(pending)
-            until = memo[3]
+            until = memo.until
             ahead = sorted((entries[k].key, k) for k in index.added_pending.get(cq, ())
                            if entries.get(k) is not None and entries[k].key is not None
                            and (last is None or (entries[k].key, k) < last))
             for sk, k in ahead:
                 if not skipped(k):
                     i = bisect.bisect_left(pending, (sk, k))
-                    index.head_memo[cq] = (version, inadmissible, now, until, i, serial, (sk, k))
+                    scans[cq] = HeadScan(version, inadmissible, now, until, i, serial, (sk, k))
                     return entries[k].wl
                 until = min(until, entries[k].parked_until) if entries[k].parked_until > now else until
     found = None
@@ -116,7 +147,7 @@ def head_of(snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex, 
         break
     else:
         i = len(pending)
-    index.head_memo[cq] = (version, inadmissible, now, until, i, serial, found)
+    scans[cq] = HeadScan(version, inadmissible, now, until, i, serial, found)
     return entries[found[1]].wl if found is not None else None
 
 
@@ -137,19 +168,19 @@ class _HeadsCache:
 
 
 def _head_now(snapshot: ClusterSnapshot, state: QueueState, index: WorkloadIndex, name: str, now: float,
-              active: Mapping[str, bool] | None) -> Workload | None:
+              active: Mapping[str, bool] | None, cache: EngineCache | None) -> Workload | None:
     if name not in snapshot.cluster_queues:
         return None
-    is_active = active[name] if active is not None else cluster_queue_active(snapshot, name).active
+    is_active = active[name] if active is not None else cluster_queue_active(snapshot, name, cache).active
     if not is_active:
         return None
     # head_of's own memo, checked here first: most queues' heads are the same as last cycle.
-    memo = index.head_memo.get(name)
-    if (memo is not None and memo[0] == index.pending_version.get(name, 0)
-            and memo[1] is state.inadmissible.get(name) and memo[2] <= now < memo[3]
+    memo = cache.heads.scans.get(name) if cache is not None and cache.fast_paths else None
+    if (memo is not None and memo.version == index.pending_version.get(name, 0)
+            and memo.inadmissible is state.inadmissible.get(name) and memo.since <= now < memo.until
             and name not in state.sticky):
-        return index.entries[memo[6][1]].wl if memo[6] is not None else None
-    return head_of(snapshot, state, index, name, now)
+        return index.entries[memo.found[1]].wl if memo.found is not None else None
+    return head_of(snapshot, state, index, name, now, cache)
 
 
 def _changed_queues(old: Mapping, new: Mapping) -> set[str]:
@@ -168,18 +199,19 @@ def _changed_queues(old: Mapping, new: Mapping) -> set[str]:
 _ABSENT = object()
 
 
-def heads(snapshot: ClusterSnapshot, state: QueueState, now: float,
-          index: WorkloadIndex | None = None, active: Mapping[str, bool] | None = None) -> list[Workload]:
-    """One head per active ClusterQueue, in CQ name order."""
-    index = index or state.workload_index(snapshot)
+def heads(snapshot: ClusterSnapshot, state: QueueState, now: float, index: WorkloadIndex | None = None,
+          active: Mapping[str, bool] | None = None, engine: EngineCache | None = None) -> list[Workload]:
+    """One head per active ClusterQueue, in CQ name order (Kueue: pkg/cache/queue/manager.go Heads)."""
+    index = index or (engine.workload_index(snapshot) if engine is not None else WorkloadIndex().update(snapshot))
     queued = index.queued_in_order()  # only queues with something queued have a head
-    if active is None:
-        return [h for name in queued if (h := _head_now(snapshot, state, index, name, now, None)) is not None]
-    cache = index.heads_cache
-    dirty = index.heads_dirty
-    index.heads_dirty = set()
+    if active is None or engine is None or not engine.fast_paths:
+        return [h for name in queued if (h := _head_now(snapshot, state, index, name, now, active, engine)) is not None]
+    memo = engine.heads
+    cache = memo.answers
+    dirty = memo.dirty
+    memo.dirty = set()
     if cache is None or cache.cqs is not snapshot.cluster_queues or cache.active is not active or now < cache.now:
-        cache = index.heads_cache = _HeadsCache(snapshot.cluster_queues, active, queued, now)
+        cache = memo.answers = _HeadsCache(snapshot.cluster_queues, active, queued, now)
         stale: Iterable[str] = queued
     else:
         dirty |= _changed_queues(cache.inadmissible, state.inadmissible)
@@ -196,10 +228,10 @@ def heads(snapshot: ClusterSnapshot, state: QueueState, now: float,
         stale = [n for n in dirty if n in cache.result]
     result = cache.result
     for name in stale:
-        result[name] = _head_now(snapshot, state, index, name, now, active)
-        memo = index.head_memo.get(name)
-        if memo is not None and memo[3] < math.inf:
-            heapq.heappush(cache.timers, (memo[3], name))
+        result[name] = _head_now(snapshot, state, index, name, now, active, engine)
+        scan = memo.scans.get(name)
+        if scan is not None and scan.until < math.inf:
+            heapq.heappush(cache.timers, (scan.until, name))
     cache.inadmissible, cache.sticky, cache.now = state.inadmissible, state.sticky, now
     return [h for h in result.values() if h is not None]
 
@@ -207,7 +239,7 @@ def heads(snapshot: ClusterSnapshot, state: QueueState, now: float,
 def pending_workloads(snapshot: ClusterSnapshot, state: QueueState, cq: str,
                       index: WorkloadIndex | None = None) -> list[Workload]:
     """What the visibility API lists for a CQ: queued and inadmissible workloads, in queue order."""
-    index = index or state.workload_index(snapshot)
+    index = index or WorkloadIndex().update(snapshot)
     wls = [index.entries[k].wl for _, k in index.pending_keys(cq)]
     spec = snapshot.cluster_queues.get(cq)
     sticky = state.sticky.get(cq)

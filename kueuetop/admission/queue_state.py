@@ -10,7 +10,7 @@
 - the preemptor per ClusterQueue (any strategy) with the generation it preempted at, for the
   PrioritizePreemptorWorkloads gate (Kueue's `preemptorWorkload`, matched strictly).
 
-The engine's per-CQ workload index rides along as a cache (not part of equality).
+The engine's incremental structures (the workload index among them) live in an EngineCache.
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from kueuetop.admission.object_memo import ObjectMemo
-from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
-from kueuetop.admission.workload_index import WorkloadIndex
 from kueuetop.kueue.cluster_queue import ClusterQueue
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import Workload
+
+if TYPE_CHECKING:
+    from kueuetop.admission.engine_cache import EngineCache
 
 _EMPTY: Mapping = MappingProxyType({})
 
@@ -61,28 +63,28 @@ class ParkedSets(dict):
         return out
 
 
-_FINGERPRINTS: ObjectMemo[ClusterQueue, int] = ObjectMemo()
-_SHAPES: ObjectMemo[tuple, int] = ObjectMemo()
-
-
-def cq_fingerprint(cq: ClusterQueue | None) -> int:
+def cq_fingerprint(cq: ClusterQueue | None, cache: EngineCache | None = None) -> int:
     """Changes when the CQ's allocatable resources change (Kueue's AllocatableResourceGeneration).
 
-    Kept per parsed object: every nomination asks, and the repr of the resource groups was a
-    twentieth of a busy scheduler's time."""
+    Kept per parsed object in the cache: every nomination asks, and the repr of the resource
+    groups was a twentieth of a busy scheduler's time."""
     if cq is None:
         return 0
-    return _FINGERPRINTS.get(cq, _fingerprint_of)
+    if cache is None or not cache.fast_paths:
+        return _fingerprint_of(cq)
+    return cache.cq_fingerprints.get(cq, _fingerprint_of)
 
 
 def _fingerprint_of(cq: ClusterQueue) -> int:
     return hash(repr((cq.resource_groups, cq.cohort)))
 
 
-def workload_shape(wl: Workload) -> int:
-    """Changes when the workload's scheduling shape changes. Kept per pod-set tuple: parsing
-    hands workloads of one spec the same tuple."""
-    return _SHAPES.get(wl.pod_sets, _shape_of)
+def workload_shape(wl: Workload, cache: EngineCache | None = None) -> int:
+    """Changes when the workload's scheduling shape changes. Kept per pod-set tuple in the
+    cache: parsing hands workloads of one spec the same tuple."""
+    if cache is None or not cache.fast_paths:
+        return _shape_of(wl.pod_sets)
+    return cache.workload_shapes.get(wl.pod_sets, _shape_of)
 
 
 def _shape_of(pod_sets: tuple) -> int:
@@ -102,8 +104,8 @@ class LastAssignment:
             return 0
         return self.tried[pod_set].get(resource, -1) + 1
 
-    def valid_for(self, cq: ClusterQueue, wl: Workload) -> bool:
-        return self.cq_fingerprint == cq_fingerprint(cq) and self.shape == workload_shape(wl)
+    def valid_for(self, cq: ClusterQueue, wl: Workload, cache: EngineCache | None = None) -> bool:
+        return self.cq_fingerprint == cq_fingerprint(cq, cache) and self.shape == workload_shape(wl, cache)
 
 
 @dataclass(frozen=True)
@@ -113,13 +115,6 @@ class QueueState:
     last_assignments: Mapping[WorkloadKey, LastAssignment] = field(default_factory=dict)
     sticky: Mapping[str, WorkloadKey] = field(default_factory=dict)
     preemptors: Mapping[str, tuple[WorkloadKey, int]] = field(default_factory=dict)
-    index: WorkloadIndex | None = field(default=None, compare=False, repr=False)
-    # index.serial when last_assignments was last pruned to pending workloads (-1: unknown)
-    pruned_at: int = field(default=-1, compare=False, repr=False)
-
-    def is_inadmissible(self, cq: str, wl: Workload) -> bool:
-        gen = self.inadmissible.get(cq, _EMPTY).get(wl.key)
-        return gen is not None and gen == wl.meta.generation
 
     def is_preemptor(self, cq: str, wl: Workload) -> bool:
         """ClusterQueue.IsPreemptor: this workload, at this generation, issued the CQ's last
@@ -137,14 +132,10 @@ class QueueState:
     def requeue_all(self) -> QueueState:
         return replace(self, inadmissible={})
 
-    def last_assignment(self, cq: ClusterQueue, wl: Workload) -> LastAssignment | None:
+    def last_assignment(self, cq: ClusterQueue, wl: Workload, cache: EngineCache | None = None,
+                        ) -> LastAssignment | None:
         la = self.last_assignments.get(wl.key)
-        return la if la is not None and la.valid_for(cq, wl) else None
-
-    def workload_index(self, snapshot: ClusterSnapshot) -> WorkloadIndex:
-        """The per-CQ index for this snapshot (reused and patched when this state carries one)."""
-        idx = self.index if self.index is not None else WorkloadIndex()
-        return idx.update(snapshot)
+        return la if la is not None and la.valid_for(cq, wl, cache) else None
 
 
 def same_queue_state(a: QueueState, b: QueueState) -> bool:
@@ -155,18 +146,16 @@ def same_queue_state(a: QueueState, b: QueueState) -> bool:
             and a.sticky is b.sticky and a.preemptors is b.preemptors)
 
 
-_TREES: tuple[Mapping, Mapping, dict[str, frozenset[str]]] | None = None  # see _tree_of
+def _tree_of(snapshot: ClusterSnapshot, cache: EngineCache | None) -> dict[str, frozenset[str]]:
+    """Per cohorted ClusterQueue, every CQ under the same cohort tree root. Kept in the cache
+    while the snapshot's ClusterQueues and Cohorts are the same mappings (a busy cluster
+    requeues after every finish, and walking a thousand queues for it was a fortieth of the run)."""
+    if cache is None or not cache.fast_paths:
+        return _cohort_trees(snapshot)
+    return cache.cohort_trees.get((snapshot.cluster_queues, snapshot.cohorts), lambda: _cohort_trees(snapshot))
 
 
-def _tree_of(snapshot: ClusterSnapshot) -> dict[str, frozenset[str]]:
-    """Per cohorted ClusterQueue, every CQ under the same cohort tree root. Kept while the
-    snapshot's ClusterQueues and Cohorts are the same mappings (a busy cluster requeues after
-    every finish, and walking a thousand queues for it was a fortieth of the run)."""
-    global _TREES
-    memo = _TREES
-    if memo is not None and memo[0] is snapshot.cluster_queues and memo[1] is snapshot.cohorts:
-        return memo[2]
-
+def _cohort_trees(snapshot: ClusterSnapshot) -> dict[str, frozenset[str]]:
     def root(cohort: str) -> str:
         seen: set[str] = set()
         while cohort and cohort not in seen:
@@ -181,14 +170,12 @@ def _tree_of(snapshot: ClusterSnapshot) -> dict[str, frozenset[str]]:
     for name, cq in snapshot.cluster_queues.items():
         if cq.cohort:
             by_root.setdefault(root(cq.cohort), set()).add(name)
-    trees = {name: frozenset(members) for members in by_root.values() for name in members}
-    _TREES = (snapshot.cluster_queues, snapshot.cohorts, trees)
-    return trees
+    return {name: frozenset(members) for members in by_root.values() for name in members}
 
 
-def _cohort_tree_members(snapshot: ClusterSnapshot, names: set[str]) -> set[str]:
+def _cohort_tree_members(snapshot: ClusterSnapshot, names: set[str], cache: EngineCache | None) -> set[str]:
     """Expand CQ names to every CQ sharing a cohort tree root with one of them."""
-    trees = _tree_of(snapshot)
+    trees = _tree_of(snapshot, cache)
     out = set(names)
     for n in names:
         members = trees.get(n)
@@ -197,8 +184,9 @@ def _cohort_tree_members(snapshot: ClusterSnapshot, names: set[str]) -> set[str]
     return out
 
 
-def changed_cluster_queues(prev: ClusterSnapshot, cur: ClusterSnapshot) -> set[str]:
-    """ClusterQueues whose inadmissible workloads Kueue would requeue after prev → cur.
+def changed_cluster_queues(prev: ClusterSnapshot, cur: ClusterSnapshot, cache: EngineCache | None = None) -> set[str]:
+    """ClusterQueues whose inadmissible workloads Kueue would requeue after prev → cur (Kueue:
+    pkg/cache/queue/inadmissible_workloads.go requeueWorkloadsCQ / requeueWorkloadsCohort).
 
     Triggers (Kueue's queue manager QueueInadmissibleWorkloads): a workload holding quota
     finished, was deleted, evicted or released its reservation; a CQ, Cohort or ResourceFlavor
@@ -235,5 +223,5 @@ def changed_cluster_queues(prev: ClusterSnapshot, cur: ClusterSnapshot) -> set[s
             direct.add(old.admission.cluster_queue)
     if not direct:
         return set()
-    expanded = _cohort_tree_members(cur, direct) | _cohort_tree_members(prev, direct)
+    expanded = _cohort_tree_members(cur, direct, cache) | _cohort_tree_members(prev, direct, cache)
     return expanded

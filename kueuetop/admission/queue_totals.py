@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kueuetop.admission.quota_tree import FR
-from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.cluster_queue import STOP_NONE
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import ADMISSION_GATED_BY_ANNOTATION, Workload
 
 LQKey = tuple[str, str]

@@ -1,4 +1,4 @@
-"""The cohort tree of ClusterQueues and Cohorts with quota and usage (Kueue's resource_node.go).
+"""The cohort tree of ClusterQueues and Cohorts with quota and usage (Kueue: pkg/cache/scheduler/resource_node.go).
 
 Per node and flavor-resource (fr):
   SubtreeQuota = own nominal + Σ children (child.SubtreeQuota − child.localQuota)
@@ -11,9 +11,9 @@ cheap to copy, so one scheduling cycle can accumulate usage on its own copy.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.kueue.cohort import Cohort
@@ -21,7 +21,7 @@ from kueuetop.kueue.quota import ResourceGroup, ResourceQuota
 
 FR = tuple[str, str]  # (flavor, resource)
 _NO_QUOTA = ResourceQuota(0)
-_NO_USAGE: dict = {}  # read only
+_NO_USAGE: Mapping = MappingProxyType({})
 
 
 @dataclass(eq=False)
@@ -161,31 +161,23 @@ class QuotaStructure:
         node = self.cqs.get(cq)
         return node is not None and node.in_cycle
 
-    def cohort_tree_cqs(self, cq: str) -> list[str]:
-        """Every CQ in the same cohort tree (just `cq` when it has no cohort)."""
-        node = self.cqs.get(cq)
-        if node is None:
-            return [cq]
-        return [n.name for n in node.root().subtree_cqs()]
-
-
-_VERSIONS = itertools.count(1)
-
 
 class QuotaTree:
     """Usage on top of a QuotaStructure: available / potentialAvailable / borrowing."""
 
-    __slots__ = ("_shared", "memo", "structure", "usage", "version")
+    __slots__ = ("_changes", "_shared", "memo", "structure", "usage", "version")
 
     def __init__(self, structure: QuotaStructure, usage: dict[str, dict[FR, int]] | None = None):
         self.structure = structure
         self.usage: dict[str, dict[FR, int]] = usage if usage is not None else {}
         # Node keys whose usage dict another tree shares (`clone`): copied before the first write.
         self._shared: set[str] = set()
-        # A new number for every usage change (never reused, so a state once left never
-        # matches again), so answers computed from the usage can be kept until it changes
-        # (`memo`); code that undoes its own trial changes may put the old number back.
-        self.version = next(_VERSIONS)
+        # A new number for every usage change (never reused by this tree, so a state once left
+        # never matches again), so answers computed from the usage can be kept in `memo` (this
+        # tree's own) until it changes; code that undoes its own trial changes may put the old
+        # number back.
+        self._changes = 0
+        self.version = 0
         self.memo: dict = {}
 
     # construction ------------------------------------------------------------
@@ -236,13 +228,15 @@ class QuotaTree:
     def used(self, node: Node, fr: FR) -> int:
         return self.usage.get(node.key, _NO_USAGE).get(fr, 0)
 
-    # queries (resource_node.go) ---------------------------------------------
+    # queries (Kueue: pkg/cache/scheduler/resource_node.go) ---------------------
     def local_available(self, node: Node, fr: FR) -> int:
+        """Kueue: pkg/cache/scheduler/resource_node.go LocalAvailable."""
         return max(0, node.local_quota(fr) - self.used(node, fr))
 
     def available(self, node: Node, fr: FR) -> int:
         """What this node can still take: local leftovers + what the parent can give, capped by
-        borrowingLimit. May be negative after over-admission."""
+        borrowingLimit. May be negative after over-admission (Kueue:
+        pkg/cache/scheduler/resource_node.go available)."""
         if node.parent is None:
             return node.subtree.get(fr, 0) - self.used(node, fr)
         parent_available = self.available(node.parent, fr)
@@ -254,7 +248,8 @@ class QuotaTree:
         return self.local_available(node, fr) + parent_available
 
     def potential_available(self, node: Node, fr: FR) -> int:
-        """The most this node could get with zero usage everywhere, respecting borrowing limits."""
+        """The most this node could get with zero usage everywhere, respecting borrowing limits
+        (Kueue: pkg/cache/scheduler/resource_node.go potentialAvailable)."""
         if node.parent is None:
             return node.subtree.get(fr, 0)
         avail = node.local_quota(fr) + self.potential_available(node.parent, fr)
@@ -270,13 +265,14 @@ class QuotaTree:
         return self.used(node, fr) + val > node.subtree.get(fr, 0)
 
     def within_nominal(self, node: Node, frs: Iterable[FR]) -> bool:
-        """IsWithinNominalInResources."""
+        """Kueue: pkg/cache/scheduler/resource_node.go IsWithinNominalInResources."""
         return all(self.used(node, fr) <= node.subtree.get(fr, 0) for fr in frs)
 
     def fits(self, node: Node, usage: Mapping[FR, int]) -> bool:
         return all(v <= self.available(node, fr) for fr, v in usage.items() if v)
 
     def quantities_fit_in_quota(self, node: Node, requests: Mapping[FR, int]) -> tuple[bool, dict[FR, int]]:
+        """Kueue: pkg/cache/scheduler/resource_node.go QuantitiesFitInQuota."""
         fits = True
         remaining: dict[FR, int] = {}
         for fr, v in requests.items():
@@ -286,7 +282,8 @@ class QuotaTree:
         return fits, remaining
 
     def lowest_fitting_subtree(self, cq: Node, fr: FR, val: int) -> tuple[int, bool]:
-        """FindHeightOfLowestSubtreeThatFits: (borrowing level, may reclaim in the hierarchy).
+        """(borrowing level, may reclaim in the hierarchy) (Kueue:
+        pkg/scheduler/preemption/classical/hierarchical_preemption.go FindHeightOfLowestSubtreeThatFits).
 
         Level 0 = fits in the CQ's own quota; otherwise the height of the lowest cohort whose
         subtree quota holds it. The flag is true when that subtree is not the whole tree.
@@ -303,7 +300,9 @@ class QuotaTree:
 
     # mutation (addUsage / removeUsage) ----------------------------------------
     def add(self, node: Node, fr: FR, val: int) -> None:
-        self.version = next(_VERSIONS)
+        """Kueue: pkg/cache/scheduler/resource_node.go addUsage."""
+        self._changes += 1
+        self.version = self._changes
         while True:
             local_avail = self.local_available(node, fr)
             u = self._own(node.key)
@@ -314,7 +313,9 @@ class QuotaTree:
             node = node.parent
 
     def remove(self, node: Node, fr: FR, val: int) -> None:
-        self.version = next(_VERSIONS)
+        """Kueue: pkg/cache/scheduler/resource_node.go removeUsage."""
+        self._changes += 1
+        self.version = self._changes
         while True:
             u = self._own(node.key)
             stored_in_parent = u.get(fr, 0) - node.local_quota(fr)
@@ -338,3 +339,44 @@ class QuotaTree:
     def borrowed(self, cq: Node, fr: FR) -> int:
         """Usage above nominal (status.flavorsUsage[].resources[].borrowed)."""
         return max(0, self.used(cq, fr) - cq.quota(fr).nominal)
+
+
+class KeptQuotaTree:
+    """The quota tree of the ClusterQueues' usage, kept between cycles (an EngineCache field):
+    most cycles change the usage of a few ClusterQueues out of hundreds, so their difference is
+    added and removed (addUsage / removeUsage keep every cohort's share as building from the
+    totals would) instead of building the whole tree; each cycle works on a copy."""
+
+    def __init__(self) -> None:
+        self.structure: QuotaStructure | None = None
+        self.tree: QuotaTree | None = None
+        self.seen: dict[str, dict[FR, int]] = {}  # per CQ, the usage the tree holds
+
+    def tree_for(self, structure: QuotaStructure, cq_usage: Mapping[str, Mapping[FR, int]],
+                 changed: set[str] | None = None) -> QuotaTree:
+        """A copy of the tree for these usage totals; `changed`: the only ClusterQueues whose
+        totals may differ from the last call's (None: any)."""
+        tree = self.tree
+        if tree is None or self.structure is not structure:
+            tree = self.tree = QuotaTree.build(structure, cq_usage)
+            self.structure = structure
+            self.seen = {name: dict(cq_usage.get(name, {})) for name in structure.cqs}
+            return tree.clone()
+        seen = self.seen
+        cqs = structure.cqs
+        for name in (cqs if changed is None else changed):
+            node = cqs.get(name)
+            if node is None:
+                continue  # usage of a ClusterQueue the structure does not hold: build ignores it too
+            now = cq_usage.get(name) or {}
+            was = seen[name]
+            if now == was:
+                continue
+            for fr in was.keys() | now.keys():
+                delta = now.get(fr, 0) - was.get(fr, 0)
+                if delta > 0:
+                    tree.add(node, fr, delta)
+                elif delta < 0:
+                    tree.remove(node, fr, -delta)
+            seen[name] = dict(now)
+        return tree.clone()

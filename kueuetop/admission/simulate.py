@@ -1,38 +1,38 @@
 """A small, pure admission loop over API dicts: Kueue's controllers and scheduler until nothing changes.
 
-Each step parses the objects, runs the workload controller (`workload_controller.reconcile`)
-and, when that has nothing to write, one scheduling cycle (`cycle.schedule`); decisions are
+Each step parses the objects and runs Kueue's loop (`kueue_loop.KueueLoop`): the workload
+controller and, when that has nothing to write, one scheduling cycle; decisions are
 written with `status_updates`, evicted workloads give their quota back (at once or after
 `release_delay`), and the loop repeats until a step changes nothing. With `advance_clock` the
 clock then jumps to the next timer (backoff end, PodsReady timeout, delayed release, a
 workload's `kueuetop.io/runtime` end) up to `until`.
 
 This is what what-if previews and the engine's multi-step tests run; the full simulator with
-pods, nodes and an API server reuses `status_updates` the same way.
+pods, nodes and an API server runs the same KueueLoop and `status_updates` over its store.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kueuetop.admission import status_updates as su
 from kueuetop.admission.decisions import Admit, Deactivate, Decision, Evict, MarkAdmitted, Preempt, Requeue
-from kueuetop.admission.queue_state import changed_cluster_queues
-from kueuetop.admission.snapshot import ClusterSnapshot
-from kueuetop.admission.workload_controller import next_event_at, reconcile
+from kueuetop.admission.engine_cache import EngineCache
+from kueuetop.admission.kueue_loop import KueueLoop, Scheduler
+from kueuetop.admission.workload_controller import next_event_at
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.durations import parse_duration
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 
 WorkloadKey = tuple[str, str]
 RUNTIME_ANNOTATION = "kueuetop.io/runtime"
-Scheduler = Callable[[ClusterSnapshot, float, Any], Any]  # (snapshot, now, state) -> CycleResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +65,6 @@ class SimulationResult:
 def _key(obj: Mapping) -> WorkloadKey:
     meta = obj.get("metadata") or {}
     return (meta.get("namespace", ""), meta.get("name", ""))
-
-
-def _default_scheduler() -> Scheduler:
-    from kueuetop.admission import cycle
-
-    return cycle.schedule
 
 
 def _decision_key(d: Decision) -> WorkloadKey:
@@ -222,37 +216,31 @@ def _pods(world: _World) -> tuple[bool, list[float]]:
 
 def simulate(objects: Iterable[Mapping], now: float, *, config: KueueConfig | None = None, state: Any = None,
              max_steps: int = 200, release_delay: float = 0.0, advance_clock: bool = False,
-             until: float | None = None, pods_run: bool = True, schedule: Scheduler | None = None) -> SimulationResult:
+             until: float | None = None, pods_run: bool = True, schedule: Scheduler | None = None,
+             cache: EngineCache | None = None) -> SimulationResult:
     """Run Kueue's controllers and scheduler over `objects` until nothing changes.
 
     `release_delay`: seconds between an eviction and the job integration releasing the quota.
     `advance_clock`: after a fixed point, jump to the next timer (≤ `until`) and go on.
     `pods_run`: admitted workloads' pods become ready (WaitForPodsReady) and finish after
     their `kueuetop.io/runtime` annotation; False leaves pods alone (no PodsReady, no finish).
+    `cache`: the EngineCache the default scheduler keeps its structures in (None: one for this run).
     """
     world = _World([copy.deepcopy(dict(o)) for o in objects], config or KueueConfig(), now)
     world.load()
-    run_cycle = schedule or _default_scheduler()
-    steps = 0
-    stable = False
-    prev: ClusterSnapshot | None = None
     if state is not None and hasattr(state, "requeue_all"):
         # Callers simulate after changing something (a what-if patch); parked workloads get
         # another look, as Kueue's queue manager gives them after any change in their cohort tree.
         state = state.requeue_all()
+    loop = KueueLoop(state, cache, schedule)
+    steps = 0
+    stable = False
     while steps < max_steps:
         steps += 1
         wake: list[float] = []
-        changed = _apply_all(world, reconcile(world.snapshot(), world.now))
+        changed = _apply_all(world, loop.reconcile(world.snapshot(), world.now)[0])
         if not changed:
-            snap = world.snapshot()
-            if prev is not None and state is not None:
-                # Kueue's queue manager moves parked (inadmissible) workloads back to the queue
-                # when quota in their cohort tree is released or their queues change.
-                state = state.requeue_inadmissible(changed_cluster_queues(prev, snap))
-            prev = snap
-            result = run_cycle(snap, world.now, state)
-            state = getattr(result, "state", state)
+            result = loop.cycle(world.snapshot(), world.now)
             changed = _apply_all(world, getattr(result, "decisions", ()))
         changed |= _release(world, release_delay)
         if pods_run:
@@ -273,4 +261,4 @@ def simulate(objects: Iterable[Mapping], now: float, *, config: KueueConfig | No
             break
         world.now = min(future)
     return SimulationResult(tuple(world.objects), tuple(world.events), tuple(world.kueue_events), steps, stable,
-                            world.now, state)
+                            world.now, loop.state)

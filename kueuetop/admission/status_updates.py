@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kueuetop.admission import cq_status
 from kueuetop.admission.decisions import (
@@ -37,14 +37,17 @@ from kueuetop.admission.decisions import (
     ResetRequeueState,
 )
 from kueuetop.admission.queue_totals import Reservations, local_queue_open, workload_may_queue
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.cluster_queue import STOP_NONE
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.fields import parse_time_or_none
 from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.quantity import format_quantity_for_api
 from kueuetop.kueue.quota import ResourceGroup
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import PodSetAssignment, Workload, parse_workload, workload_pod_sets
+
+if TYPE_CHECKING:
+    from kueuetop.admission.engine_cache import EngineCache
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GRANULAR_GATE = "UnadmittedWorkloadsObservability"  # beta, off in Kueue 0.19 (legacy reasons)
@@ -501,12 +504,6 @@ def decision_events(before: Mapping, after: Mapping, decision: Decision, now: fl
 
 # ClusterQueue and LocalQueue status ------------------------------------------------------------
 
-def cluster_queue_active(snapshot: ClusterSnapshot, name: str) -> tuple[bool, str, str]:
-    """The CQ Active condition as (status, reason, message), from the scheduler's cq_status."""
-    st = cq_status.cluster_queue_active(snapshot, name)
-    return st.active, st.reason, st.message
-
-
 def is_queued(snapshot: ClusterSnapshot, wl: Workload) -> bool:
     """In Kueue's queue manager (heap or inadmissible set): pending, active, through a running LocalQueue."""
     return workload_may_queue(wl) and local_queue_open(snapshot, (wl.namespace, wl.queue_name))
@@ -549,14 +546,16 @@ def _flavor_rows(groups: Iterable[ResourceGroup], usage: Mapping[tuple[str, str]
 def cluster_queue_status(snapshot: ClusterSnapshot, name: str, now: float, *,
                          previous: Mapping | None = None, pending_workloads: int | None = None,
                          active: tuple[bool, str, str] | None = None,
-                         weighted_share: int | None = None, reservations: Reservations | None = None) -> dict:
+                         weighted_share: int | None = None, reservations: Reservations | None = None,
+                         cache: EngineCache | None = None) -> dict:
     """status of ClusterQueue `name` as Kueue's ClusterQueue controller writes it.
 
     `previous` is the current status (to keep the Active condition's lastTransitionTime);
     `pending_workloads` comes from the queue state when known (else: queued workloads counted
     from the snapshot); `active` overrides the Active condition (e.g. the scheduler's cq_status);
     `weighted_share` is written only when fair sharing is on; `reservations` are the totals over
-    the CQ's workloads when the caller keeps them (`QueueTotals`), else counted from the snapshot.
+    the CQ's workloads when the caller keeps them (`QueueTotals`), else counted from the snapshot;
+    `cache`: the caller's EngineCache (activity is kept there).
     """
     cq = snapshot.cluster_queues[name]
     if reservations is None:
@@ -566,7 +565,10 @@ def cluster_queue_status(snapshot: ClusterSnapshot, name: str, now: float, *,
     if pending_workloads is None:
         pending_workloads = sum(1 for w in snapshot.workloads.values()
                                 if is_queued(snapshot, w) and snapshot.cluster_queue_of(w) == name)
-    ok, reason, message = active if active is not None else cluster_queue_active(snapshot, name)
+    if active is None:
+        st = cq_status.cluster_queue_active(snapshot, name, cache)
+        active = (st.active, st.reason, st.message)
+    ok, reason, message = active
     conditions = clone(list((previous or {}).get("conditions") or []))
     set_condition(conditions, "Active", ok, reason, message, now, cq.meta.generation or None)
     status: dict[str, Any] = {
@@ -584,7 +586,7 @@ def cluster_queue_status(snapshot: ClusterSnapshot, name: str, now: float, *,
 
 def local_queue_status(snapshot: ClusterSnapshot, key: tuple[str, str], now: float, *,
                        previous: Mapping | None = None, pending_workloads: int | None = None,
-                       reservations: Reservations | None = None) -> dict:
+                       reservations: Reservations | None = None, cache: EngineCache | None = None) -> dict:
     """status of a LocalQueue as Kueue's LocalQueue controller writes it (no `borrowed` in usage).
 
     `pending_workloads` and `reservations` are taken as given when the caller keeps them
@@ -592,7 +594,7 @@ def local_queue_status(snapshot: ClusterSnapshot, key: tuple[str, str], now: flo
     """
     lq = snapshot.local_queues[key]
     cq = snapshot.cluster_queues.get(lq.cluster_queue)
-    st = cq_status.local_queue_active(snapshot, key)
+    st = cq_status.local_queue_active(snapshot, key, cache)
     ok, reason, message = st.active, st.reason, st.message
     mine: list[Workload] = []
     if reservations is None or (pending_workloads is None and lq.stop_policy == STOP_NONE):

@@ -1,11 +1,10 @@
 """Preview an operator action: what Kueue would admit, evict or preempt because of it.
 
-Actions are applied exactly as the live path sends them (ARCHITECTURE §3, reference/kueue.md
-§5.3): JSON merge patches of `spec.active` on a Workload and `spec.stopPolicy` on a
-ClusterQueue or LocalQueue. Requeue is deactivate-then-reactivate (resets the backoff); preempt
-is deactivate, wait until the quota is released, reactivate (or keep it held). The cluster is
-then run to stability with `simulate`, once with the action and once without, and the two
-outcomes are compared.
+Actions are the live path's (`kueue.actions.plan`, ARCHITECTURE §3, reference/kueue.md §5.3):
+JSON merge patches of `spec.active` on a Workload and `spec.stopPolicy` on a ClusterQueue or
+LocalQueue, with waits between them. Each patch is applied and the cluster run to stability
+with `simulate` (which is what every wait waits for), once with the action and once without,
+and the two outcomes are compared.
 """
 
 from __future__ import annotations
@@ -16,48 +15,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kueuetop.admission.simulate import Scheduler, SimEvent, SimulationResult, simulate
-from kueuetop.admission.snapshot import ClusterSnapshot
+from kueuetop.admission.engine_cache import EngineCache
+from kueuetop.admission.kueue_loop import Scheduler
+from kueuetop.admission.simulate import SimEvent, SimulationResult, simulate
+from kueuetop.kueue.actions import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Patch, Target, plan
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload_state import derive_state
 
 WorkloadKey = tuple[str, str]
 
-HOLD = "hold"  # spec.active=false
-RESUME = "resume"  # spec.active=true
-REQUEUE = "requeue"  # deactivate, then reactivate (resets backoff)
-PREEMPT = "preempt"  # deactivate, quota released, reactivate
-PREEMPT_AND_HOLD = "preempt-and-hold"  # deactivate and keep it inactive
-CQ_HOLD, CQ_DRAIN, CQ_RESUME = "cq-hold", "cq-drain", "cq-resume"
-LQ_HOLD, LQ_DRAIN, LQ_RESUME = "lq-hold", "lq-drain", "lq-resume"
-
-WORKLOAD_VERBS = (HOLD, RESUME, REQUEUE, PREEMPT, PREEMPT_AND_HOLD)
-_STOP_POLICY = {CQ_HOLD: "Hold", CQ_DRAIN: "HoldAndDrain", CQ_RESUME: "None",
-                LQ_HOLD: "Hold", LQ_DRAIN: "HoldAndDrain", LQ_RESUME: "None"}
+_KINDS = {WORKLOAD: "Workload", CLUSTER_QUEUE: "ClusterQueue", LOCAL_QUEUE: "LocalQueue"}
 
 
-@dataclass(frozen=True, slots=True)
-class Action:
-    """`target` is (namespace, name) for workloads and LocalQueues, the name for a ClusterQueue."""
-
-    verb: str
-    target: WorkloadKey | str
-
-    def patches(self) -> list[tuple[str, Any, dict]]:
-        """The merge patches, in order, as (kind, key, patch); a None patch means "wait for stability"."""
-        if self.verb in (HOLD, PREEMPT_AND_HOLD):
-            return [("Workload", self.target, {"spec": {"active": False}})]
-        if self.verb == RESUME:
-            return [("Workload", self.target, {"spec": {"active": True}})]
-        if self.verb in (REQUEUE, PREEMPT):
-            return [("Workload", self.target, {"spec": {"active": False}}),
-                    ("Workload", self.target, {"spec": {"active": True}})]
-        if self.verb in (CQ_HOLD, CQ_DRAIN, CQ_RESUME):
-            return [("ClusterQueue", self.target, {"spec": {"stopPolicy": _STOP_POLICY[self.verb]}})]
-        if self.verb in (LQ_HOLD, LQ_DRAIN, LQ_RESUME):
-            return [("LocalQueue", self.target, {"spec": {"stopPolicy": _STOP_POLICY[self.verb]}})]
-        raise ValueError(f"unknown action {self.verb!r}")
+def _key(target: Target) -> WorkloadKey | str:
+    return target.name if target.kind == CLUSTER_QUEUE else (target.namespace, target.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +46,8 @@ class Change:
 
 @dataclass(frozen=True)
 class WhatIfResult:
-    action: Action
+    action: str  # a kueue.actions action name
+    target: Target
     admitted: tuple[Change, ...]  # admitted with the action, not without it
     evicted: tuple[Change, ...]  # evicted (any reason but preemption) with the action, not without it
     preempted: tuple[Change, ...]  # preempted with the action, not without it
@@ -163,23 +137,32 @@ def _diff(events: Iterable[SimEvent], outcome: SimulationResult, baseline: Simul
     return admitted, tuple(evicted), tuple(preempted)
 
 
-def what_if(objects: Iterable[Mapping], action: Action, now: float, *, config: KueueConfig | None = None,
-            state: Any = None, schedule: Scheduler | None = None, max_steps: int = 200) -> WhatIfResult:
-    """Apply `action` to the cluster described by `objects` (API dicts) and compare with doing nothing.
+def what_if(objects: Iterable[Mapping], action: str, target: Target, now: float, *,
+            config: KueueConfig | None = None,
+            state: Any = None, schedule: Scheduler | None = None, max_steps: int = 200,
+            cache: EngineCache | None = None) -> WhatIfResult:
+    """Apply `action` (a kueue.actions name) on `target` to the cluster described by `objects`
+    (API dicts) and compare with doing nothing. ValueError for an action the target can't take.
 
     Pure: the input objects are not modified.
     """
+    steps = plan(action, target)
     if isinstance(objects, ClusterSnapshot):
         raise TypeError("what_if needs the API objects (dicts) the snapshot was parsed from")
     base_objects = [copy.deepcopy(dict(o)) for o in objects]
-    kw: dict[str, Any] = {"config": config, "schedule": schedule, "max_steps": max_steps}
+    # One cache for the baseline and every step after it: each follows the one before.
+    kw: dict[str, Any] = {"config": config, "schedule": schedule, "max_steps": max_steps,
+                          "cache": cache if cache is not None else EngineCache()}
     baseline = simulate(base_objects, now, state=state, **kw)
     current = list(baseline.objects)
     outcome = baseline
     events: list[SimEvent] = []
     kueue_events: list[dict] = []
-    for kind, key, patch in action.patches():
-        if not apply_patch(current, kind, key, patch):
+    kind, key = _KINDS[target.kind], _key(target)
+    for step in steps:
+        if not isinstance(step, Patch):
+            continue  # a wait: each patch below is followed by a run to stability
+        if not apply_patch(current, kind, key, step.body):
             raise KeyError(f"{kind} {key} not found")
         outcome = simulate(current, now, state=outcome.state, **kw)
         events += outcome.events
@@ -188,8 +171,8 @@ def what_if(objects: Iterable[Mapping], action: Action, now: float, *, config: K
     outcome = dataclasses.replace(outcome, events=tuple(events), kueue_events=tuple(kueue_events))
     admitted, evicted, preempted = _diff(events, outcome, baseline)
     target_state = ""
-    if action.verb in WORKLOAD_VERBS:
-        wl = outcome.workloads().get(action.target)  # type: ignore[arg-type]
+    if target.kind == WORKLOAD:
+        wl = outcome.workloads().get(key)  # type: ignore[arg-type]
         if wl is not None:
             target_state = derive_state(parse_object(wl), now).phase.value
-    return WhatIfResult(action, admitted, evicted, preempted, target_state, outcome, baseline)
+    return WhatIfResult(action, target, admitted, evicted, preempted, target_state, outcome, baseline)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
+from kueuetop.admission.cq_status import cluster_queue_active
 from kueuetop.admission.decisions import (
     ADMISSION_CHECK,
     CLUSTER_QUEUE_STOPPED,
@@ -30,11 +32,14 @@ from kueuetop.admission.decisions import (
     Requeue,
     ResetRequeueState,
 )
-from kueuetop.admission.snapshot import ClusterSnapshot
-from kueuetop.admission.status_updates import BACKOFF_REASONS, cluster_queue_active, granular_reasons
+from kueuetop.admission.status_updates import BACKOFF_REASONS, granular_reasons
 from kueuetop.kueue.cluster_queue import HOLD_AND_DRAIN, STOP_NONE
 from kueuetop.kueue.config import WaitForPodsReady
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import CheckState, Workload
+
+if TYPE_CHECKING:
+    from kueuetop.admission.engine_cache import EngineCache
 
 WorkloadKey = tuple[str, str]  # (namespace, name)
 
@@ -119,7 +124,7 @@ def _inactive_phase(wl: Workload, out: _Result) -> bool:
     return False
 
 
-def _queue_blocker(snapshot: ClusterSnapshot, wl: Workload) -> tuple[str, str] | None:
+def _queue_blocker(snapshot: ClusterSnapshot, wl: Workload, cache: EngineCache | None) -> tuple[str, str] | None:
     """getQueueBlocker: (granular reason, message) when the workload's queues can't take it."""
     lq = snapshot.local_queues.get((wl.namespace, wl.queue_name))
     if lq is None:
@@ -128,12 +133,13 @@ def _queue_blocker(snapshot: ClusterSnapshot, wl: Workload) -> tuple[str, str] |
         return "Suspended", f"LocalQueue {wl.queue_name} is inactive"
     if lq.cluster_queue not in snapshot.cluster_queues:
         return "Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist"
-    if not cluster_queue_active(snapshot, lq.cluster_queue)[0]:
+    if not cluster_queue_active(snapshot, lq.cluster_queue, cache).active:
         return "Suspended", f"ClusterQueue {lq.cluster_queue} is inactive"
     return None
 
 
-def _pending_condition(snapshot: ClusterSnapshot, wl: Workload) -> tuple[str, str] | None:
+def _pending_condition(snapshot: ClusterSnapshot, wl: Workload, cache: EngineCache | None,
+                       ) -> tuple[str, str] | None:
     """syncQuotaReservedFalseCondition for a workload without reservation (controller-owned reasons only)."""
     granular = granular_reasons(snapshot.config)
     if granular and not wl.active:
@@ -141,7 +147,7 @@ def _pending_condition(snapshot: ClusterSnapshot, wl: Workload) -> tuple[str, st
     qr = wl.condition("QuotaReserved")
     if granular and qr is not None and qr.status == "False" and qr.reason == "OnHold":
         return None
-    blocker = _queue_blocker(snapshot, wl)
+    blocker = _queue_blocker(snapshot, wl, cache)
     if blocker is None:
         return None
     return blocker if granular else ("Inadmissible", blocker[1])
@@ -246,7 +252,8 @@ def _max_execution_phase(wl: Workload, admitted_at: float | None, now: float, ou
         out.decisions.append(Deactivate(wl.key, MAXIMUM_EXECUTION_TIME_EXCEEDED, "exceeding the maximum execution time"))
 
 
-def _reconcile_one(snapshot: ClusterSnapshot, wl: Workload, now: float, out: _Result) -> None:
+def _reconcile_one(snapshot: ClusterSnapshot, wl: Workload, now: float, out: _Result,
+                   cache: EngineCache | None = None) -> None:
     if wl.is_finished:
         return
     if wl.active:
@@ -267,7 +274,7 @@ def _reconcile_one(snapshot: ClusterSnapshot, wl: Workload, now: float, out: _Re
     admitted_at = wl.condition("Admitted").last_transition if admitted else None  # type: ignore[union-attr]
     if not admitted:
         if not wl.has_quota_reservation:
-            pending = _pending_condition(snapshot, wl)
+            pending = _pending_condition(snapshot, wl, cache)
             qr = wl.condition("QuotaReserved")
             if pending is not None and (qr is None or qr.status != "False" or (qr.reason, qr.message) != pending):
                 out.decisions.append(Pending(wl.key, pending[0], pending[1], inadmissible=True))
@@ -285,20 +292,20 @@ def _reconcile_one(snapshot: ClusterSnapshot, wl: Workload, now: float, out: _Re
     _max_execution_phase(wl, admitted_at, now, out)
 
 
-def _run(snapshot: ClusterSnapshot, now: float) -> _Result:
+def _run(snapshot: ClusterSnapshot, now: float, cache: EngineCache | None = None) -> _Result:
     out = _Result()
     for key in sorted(snapshot.workloads):
-        _reconcile_one(snapshot, snapshot.workloads[key], now, out)
+        _reconcile_one(snapshot, snapshot.workloads[key], now, out, cache)
     return out
 
 
-def reconcile(snapshot: ClusterSnapshot, now: float) -> tuple[Decision, ...]:
+def reconcile(snapshot: ClusterSnapshot, now: float, cache: EngineCache | None = None) -> tuple[Decision, ...]:
     """What Kueue's workload controller writes at `now`, workload by workload (sorted by key)."""
-    return tuple(_run(snapshot, now).decisions)
+    return tuple(_run(snapshot, now, cache).decisions)
 
 
 def reconcile_keys(snapshot: ClusterSnapshot, keys: Iterable[WorkloadKey], now: float,
-                   ) -> tuple[tuple[Decision, ...], dict[WorkloadKey, float | None]]:
+                   cache: EngineCache | None = None) -> tuple[tuple[Decision, ...], dict[WorkloadKey, float | None]]:
     """reconcile() restricted to `keys`, and each one's next_event_at, in one pass: a
     workload's rules read only itself and its queues, never the other workloads."""
     decisions: list[Decision] = []
@@ -306,7 +313,7 @@ def reconcile_keys(snapshot: ClusterSnapshot, keys: Iterable[WorkloadKey], now: 
     wls = snapshot.workloads
     for key in sorted(k for k in keys if k in wls):
         out = _Result()
-        _reconcile_one(snapshot, wls[key], now, out)
+        _reconcile_one(snapshot, wls[key], now, out, cache)
         decisions.extend(out.decisions)
         wakes[key] = min(out.wake) if out.wake else None
     return tuple(decisions), wakes

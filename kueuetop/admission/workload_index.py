@@ -9,22 +9,21 @@ object identity (unchanged objects are reused as-is) and updates only what chang
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kueuetop.admission.quota_tree import FR
-from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.cluster_queue import STOP_NONE
 from kueuetop.kueue.config import KueueConfig
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import ADMISSION_GATED_BY_ANNOTATION, Workload
 
 SortKey = tuple[int, float, str, str, str]
 
 
 def queue_order_timestamp(wl: Workload, config: KueueConfig) -> float:
-    """Kueue's Ordering.GetQueueOrderTimestamp."""
+    """Kueue: pkg/workload/workload.go Ordering.GetQueueOrderTimestamp."""
     ev = wl.condition("Evicted")
     if ev is not None and ev.status == "True" and ev.last_transition is not None:
         wfpr = config.wait_for_pods_ready
@@ -42,7 +41,8 @@ def queue_order_timestamp(wl: Workload, config: KueueConfig) -> float:
 
 
 def sort_key(wl: Workload, config: KueueConfig) -> SortKey:
-    """Queue order: higher effective priority, earlier queue-order timestamp, then UID."""
+    """Queue order: higher effective priority, earlier queue-order timestamp, then UID (Kueue:
+    pkg/cache/queue/cluster_queue.go queueOrderingFunc)."""
     return (-wl.effective_priority, queue_order_timestamp(wl, config), wl.uid, wl.namespace, wl.name)
 
 
@@ -90,9 +90,10 @@ class Entry:
     parked_until: float = -math.inf  # pending only: `parked_until(wl)`, cached for head scans
 
 
-_EPOCHS = itertools.count(1)
-
 class WorkloadIndex:
+    """Per ClusterQueue: the quota-holding workloads, their usage, and the queued workloads in
+    queue order; `update(snapshot)` patches it to a new snapshot. Owned by an EngineCache."""
+
     def __init__(self) -> None:
         self.entries: dict[WorkloadKey, Entry] = {}
         self.reserving: dict[str, dict[WorkloadKey, Entry]] = {}
@@ -104,9 +105,6 @@ class WorkloadIndex:
         # What the latest update() changed, so per-cycle bookkeeping that depends on which
         # workloads are pending (QueueState.last_assignments) can look at those keys only.
         self.serial = 0  # update() calls so far
-        # Answers derived from one ClusterQueue's quota-holding entries (preemption candidates),
-        # kept across cycles and checked against `reserving_version` of that queue.
-        self.memo: dict = {}
         self.reserving_version: dict[str, int] = {}  # per CQ: bumped when its reserving set changes
         # Per CQ: the usage of its quota-holding entries by effective priority (preemption's
         # quick bound on what any eviction could free).
@@ -117,15 +115,10 @@ class WorkloadIndex:
         # Per CQ: bumped whenever its pending list changes, so a head found by a scan can be
         # reused while neither the list nor the CQ's inadmissible set changed (queue_order.head_of).
         self.pending_version: dict[str, int] = {}
-        # ClusterQueues whose cq_usage changed, for a consumer that takes them (cycle's kept
-        # quota tree); `epoch` is new whenever the index starts from scratch.
+        # ClusterQueues whose usage, and whose pending list, the latest update() changed (what
+        # the cache's quota tree and heads memo follow).
         self.usage_changed: set[str] = set()
-        self.epoch = next(_EPOCHS)
-        self.head_memo: dict[str, tuple] = {}
-        # queue_order.heads' answers from its last call, and the queues whose pending list
-        # changed since (a rebuild starts both afresh).
-        self.heads_cache: object | None = None
-        self.heads_dirty: set[str] = set()
+        self.pending_changed: set[str] = set()
         self.added_pending: dict[str, list[WorkloadKey]] = {}  # per CQ, by the latest update()
         # ClusterQueues with a workload queued, and the same in name order once asked for: a
         # cycle looks for heads only there (most of 1,000 queues have none on `xl`).
@@ -149,7 +142,7 @@ class WorkloadIndex:
                 rebuilt = True
             self._lq_source = lqs
         self.serial, self.rebuilt, self.touched = serial, rebuilt, set()
-        self.added_pending = {}
+        self.added_pending, self.usage_changed, self.pending_changed = {}, set(), set()
         changed = None if rebuilt else snapshot.workloads_changed_since(self._seen)
         if changed is None:
             self._scan_all(snapshot)
@@ -210,7 +203,7 @@ class WorkloadIndex:
                     self._queued_sorted = None
                 bisect.insort(lst, (sk, key))
                 self.pending_version[cq] = self.pending_version.get(cq, 0) + 1
-                self.heads_dirty.add(cq)
+                self.pending_changed.add(cq)
                 self.added_pending.setdefault(cq, []).append(key)
         self.entries[key] = e
         self.touched.add(key)
@@ -238,7 +231,7 @@ class WorkloadIndex:
                     self.queued_cqs.discard(e.cq)
                     self._queued_sorted = None
             self.pending_version[e.cq] = self.pending_version.get(e.cq, 0) + 1
-            self.heads_dirty.add(e.cq)
+            self.pending_changed.add(e.cq)
 
     # queries ----------------------------------------------------------------------
     def pending_keys(self, cq: str) -> list[tuple[SortKey, WorkloadKey]]:

@@ -18,17 +18,17 @@ from collections.abc import Callable
 from typing import Any
 
 from kueuetop.admission import status_updates as su
-from kueuetop.admission.cycle import schedule
 from kueuetop.admission.decisions import Admit, Decision, Evict, MarkAdmitted, Pending, Preempt
-from kueuetop.admission.queue_state import QueueState, changed_cluster_queues, same_queue_state
+from kueuetop.admission.engine_cache import EngineCache
+from kueuetop.admission.kueue_loop import KueueLoop
+from kueuetop.admission.queue_state import QueueState, same_queue_state
 from kueuetop.admission.queue_totals import QueueTotals
 from kueuetop.admission.shared_map import DELETE, SharedMap
-from kueuetop.admission.snapshot import ClusterSnapshot, WorkloadDelta
-from kueuetop.admission.workload_controller import reconcile_keys
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.kueue.workload import Workload, reparse_workload
 from kueuetop.sim.kueue_metrics import KueueCounters
 from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent
@@ -57,7 +57,8 @@ class KueueController:
         self.store = store
         self.config = config or KueueConfig()
         self.record_events = record_events
-        self.state = QueueState()
+        # Kueue's loop state: the queue state, the last cycle's snapshot, the EngineCache.
+        self.loop = KueueLoop(QueueState())
         self._workloads: dict[WorkloadKey, Workload] = {}
         # The stored object each entry of _workloads was parsed from (stored objects are never
         # mutated), so the next version reparses only what changed.
@@ -65,7 +66,6 @@ class KueueController:
         self._dirty_wl: set[WorkloadKey] = set()
         self._base_dirty = True
         self._base = ClusterSnapshot(config=self.config)
-        self._prev: ClusterSnapshot | None = None
         self._wls = SharedMap.of()  # _workloads as the latest snapshot saw it
         self._last_snap: tuple[ClusterSnapshot | None, ClusterSnapshot, ClusterSnapshot] | None = None
         # Workload keys changed since the last scheduled snapshot, handed to the engine with
@@ -106,6 +106,19 @@ class KueueController:
             self._base_dirty = True
 
     # ------------------------------------------------------------------ views
+    @property
+    def state(self) -> QueueState:
+        """The queue state after the last cycle."""
+        return self.loop.state
+
+    @property
+    def cache(self) -> EngineCache:
+        return self.loop.cache
+
+    @property
+    def _prev(self) -> ClusterSnapshot | None:
+        return self.loop.prev
+
     def _refresh(self) -> ClusterSnapshot:
         if self._base_dirty:
             self._base_dirty = False
@@ -323,7 +336,7 @@ class KueueController:
                 continue
             status = su.cluster_queue_status(snap, name, now, previous=cur.get("status"),
                                              pending_workloads=totals.cq_pending(snap, name),
-                                             reservations=totals.cq_reservations(name))
+                                             reservations=totals.cq_reservations(name), cache=self.cache)
             wrote |= self._put_status("clusterqueues", None, name, cur, status)
         for key in sorted(want_lq):
             if key not in snap.local_queues:
@@ -333,7 +346,7 @@ class KueueController:
                 continue
             status = su.local_queue_status(snap, key, now, previous=cur.get("status"),
                                            pending_workloads=totals.lq_pending(snap, key),
-                                           reservations=totals.lq_reservations(key))
+                                           reservations=totals.lq_reservations(key), cache=self.cache)
             wrote |= self._put_status("localqueues", key[0], key[1], cur, status)
         self._status_dirty_cq = set()
         self._status_dirty_lq = set()
@@ -356,7 +369,7 @@ class KueueController:
         self._to_reconcile = set()
         if not keys:
             return ()
-        decisions, wakes = reconcile_keys(snap, keys, now)
+        decisions, wakes = self.loop.reconcile(snap, now, keys)
         for k in keys:
             t = wakes.get(k)
             if t is None:
@@ -373,19 +386,14 @@ class KueueController:
             key = d.victim if isinstance(d, Preempt) else d.workload
             wrote |= self._write(key, d, now, snap)
         if not wrote and not self._cycle_would_repeat(now):
-            if self._prev is not None:
-                changed = changed_cluster_queues(self._prev, snap)
-                if changed:
-                    self.state = self.state.requeue_inadmissible(changed)
+            self.loop.requeue_inadmissible(snap)
             t0 = time.perf_counter()
-            before = self.state
-            result = schedule(snap, now, before)
+            before = self.loop.state
+            result = self.loop.schedule(snap, now)
             self.cycles += 1
             admitted = any(isinstance(d, Admit) for d in result.decisions)
             self.counters.record_admission_attempt("success" if admitted else "inadmissible",
                                                    time.perf_counter() - t0)
-            self.state = result.state
-            self._prev = snap
             self._changed_since_cycle = set()
             self._last_cycle = (now, self._base, same_queue_state(before, result.state))
             for d in result.decisions:

@@ -1,6 +1,6 @@
 """kueuetop actions scheduled in a scenario (`kind: Action`), run against the simulated API.
 
-They follow `actions.plan` step by step — the same patches the console sends to a real cluster —
+They follow `kueue.actions` step by step — the same patches the console sends to a real cluster —
 so a scripted what-if run shows exactly what the keyboard action would do.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from kueuetop.actions.plan import (
+from kueuetop.kueue.actions import (
     CLUSTER_QUEUE,
     LOCAL_QUEUE,
     WORKLOAD,

@@ -120,7 +120,7 @@ def _hooks(parts: SimParts) -> ServerHooks:
             else:
                 cq = target
             items, per_lq = [], defaultdict(int)
-            for pos, wl in enumerate(queue_order.pending_workloads(snap, kueue.state, cq)):
+            for pos, wl in enumerate(queue_order.pending_workloads(snap, kueue.state, cq, kueue.cache.workload_index(snap))):
                 lq_key = (wl.namespace, wl.queue_name)
                 lq_pos = per_lq[lq_key]
                 per_lq[lq_key] += 1

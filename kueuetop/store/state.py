@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from kueuetop.admission.snapshot import ClusterSnapshot
 from kueuetop.kueue.core import Pod
 from kueuetop.kueue.gpu import GpuSample
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
 from kueuetop.store import events as K
@@ -40,7 +40,6 @@ GPU_HISTORY_POINTS = 120
 _SNAPSHOT_FIELDS = {
     K.CLUSTER_QUEUES: "cluster_queues", K.COHORTS: "cohorts", K.RESOURCE_FLAVORS: "flavors",
     K.ADMISSION_CHECKS: "admission_checks", K.LOCAL_QUEUES: "local_queues", K.WORKLOADS: "workloads",
-    K.PRIORITY_CLASSES: "priority_classes", K.PROVISIONING_CONFIGS: "provisioning_configs",
 }
 _NAMESPACED_SNAPSHOT = {K.LOCAL_QUEUES, K.WORKLOADS}
 

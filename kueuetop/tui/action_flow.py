@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from kueuetop.actions.audit import AuditRecord
 from kueuetop.actions.cancellable import CancellableClient
 from kueuetop.actions.journal import Journal, JournalError
-from kueuetop.actions.plan import DANGEROUS, Target, plan
+from kueuetop.kueue.actions import DANGEROUS, Target, plan
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.screens import Confirmation, ConfirmScreen
 

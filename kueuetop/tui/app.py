@@ -21,7 +21,7 @@ from textual.suggester import SuggestFromList
 from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Input
 
-from kueuetop.actions.plan import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Target
+from kueuetop.kueue.actions import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Target
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.tui import keymap as KM

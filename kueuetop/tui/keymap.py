@@ -20,7 +20,7 @@ from pathlib import Path
 from textual.binding import Binding
 from textual.keys import Keys, _character_to_key
 
-from kueuetop.actions.plan import DANGEROUS
+from kueuetop.kueue.actions import DANGEROUS
 from kueuetop.tui._paths import config_dir
 
 GLOBAL = "global"

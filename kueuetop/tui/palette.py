@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from kueuetop.actions.plan import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Target
+from kueuetop.kueue.actions import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Target
 from kueuetop.tui import keymap as KM
 
 if TYPE_CHECKING:

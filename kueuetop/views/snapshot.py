@@ -47,10 +47,11 @@ from typing import Any, Protocol
 from kueuetop.admission import cq_status
 from kueuetop.admission.queue_order import pending_workloads
 from kueuetop.admission.queue_state import QueueState
-from kueuetop.admission.snapshot import ClusterSnapshot
+from kueuetop.admission.workload_index import WorkloadIndex
 from kueuetop.kueue.core import GPU_RESOURCE, Node, Pod
 from kueuetop.kueue.gpu import GpuSample
 from kueuetop.kueue.quantity import format_resource_value
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.views.safe_text import clean
@@ -148,7 +149,7 @@ def cluster_queue_rows(store: Store, snap: ClusterSnapshot) -> list[dict[str, An
 def _engine_positions(snap: ClusterSnapshot) -> dict[tuple[str, str], tuple[int, int]]:
     """(position in CQ, position in LQ), 0-based, in the embedded engine's queue order."""
     state = QueueState()
-    index = state.workload_index(snap)  # once: it indexes every ClusterQueue's pending workloads
+    index = WorkloadIndex().update(snap)  # once: it indexes every ClusterQueue's pending workloads
     out: dict[tuple[str, str], tuple[int, int]] = {}
     for cq in snap.cluster_queues:
         per_lq: dict[tuple[str, str], int] = {}

@@ -29,9 +29,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.explain import explain
 from kueuetop.admission.queue_state import QueueState
-from kueuetop.admission.workload_index import WorkloadIndex
 from kueuetop.kueue.admission_check import AdmissionCheck
 from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.kueue.config import KueueConfig
@@ -166,7 +166,8 @@ class TriageModel:
         self._evictions: dict[Key, _Eviction] = {}
         self._util: dict[Key, tuple[float, int]] = {}  # admitted workload → (mean util, GPUs)
         self._explained: dict[Key, tuple[str, str]] = {}  # key → (resourceVersion, headline)
-        self._queue_state = QueueState(index=WorkloadIndex())
+        self._queue_state = QueueState()
+        self._engine = EngineCache()  # explain() keeps its workload index here between calls
         self._want: list[Key] = []
         # pods, nodes, GPUs
         self._pod_wl: dict[Key, Key] = {}
@@ -771,7 +772,7 @@ class TriageModel:
             return ""
         try:
             # One queue state kept across calls: its workload index is patched, not rebuilt.
-            verdict = explain(self.store.snapshot(), key, now, self._queue_state).verdict
+            verdict = explain(self.store.snapshot(), key, now, self._queue_state, self._engine).verdict
         except Exception as e:  # the engine must never take the board down
             verdict = f"explain unavailable: {type(e).__name__}"
         headline = clean(verdict.split("; ")[0])

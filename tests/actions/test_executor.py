@@ -10,7 +10,7 @@ from kubernetes import client, config
 
 from kueuetop.actions import executor as ex_mod
 from kueuetop.actions.executor import Executor
-from kueuetop.actions.plan import parse_target
+from kueuetop.kueue.actions import parse_target
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.workload_state import derive_state
 from kueuetop.sim.serve import ServedCluster

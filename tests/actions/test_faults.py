@@ -21,7 +21,7 @@ import pytest
 from kubernetes import client, config
 
 from kueuetop.actions.executor import Executor
-from kueuetop.actions.plan import parse_target
+from kueuetop.kueue.actions import parse_target
 from kueuetop.sim.apiserver import auth as sim_auth
 from kueuetop.sim.apiserver import server as sim_server
 from kueuetop.sim.apiserver import write_kubeconfig

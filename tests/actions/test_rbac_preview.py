@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kueuetop.actions.plan import parse_target
 from kueuetop.actions.preview import fetch_objects, preview, summary_lines
 from kueuetop.actions.rbac import check_access, required_permissions
+from kueuetop.kueue.actions import parse_target
 
 from .conftest import CQ, LQ, NS, Kueue
 

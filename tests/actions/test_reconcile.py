@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kueuetop.actions.plan import parse_target
 from kueuetop.actions.reconcile import APPLIED, HELD, NOT_APPLIED, before_state, next_step, what_landed
+from kueuetop.kueue.actions import parse_target
 
 
 def wl(active: bool, generation: int) -> dict:

@@ -15,130 +15,19 @@
   of the queues above nominal serves every head of the cohort, across cycles (each skips its own subtree) instead of a list gathered and sorted
   per head.
 
-Random cohorts and workloads (some admitted, so that heads preempt) are scheduled for several
-cycles both ways; decisions and queue state must be identical.
+Random clusters are compared both ways in tests/admission/test_fast_paths_differential.py
+(EngineCache(fast_paths=False) runs the plain algorithms); these are the cases found by hand.
 """
 
-from contextlib import ExitStack
 from unittest import mock
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from kueuetop.admission import cycle, preemption
 from kueuetop.admission import decisions as d
+from kueuetop.admission import preemption_classical
 from kueuetop.admission.cycle import schedule
-from kueuetop.admission.quota_tree import QuotaTree
-from tests.admission.test_properties import TOL, build, cq_spec
+from kueuetop.admission.engine_cache import EngineCache
 from tests.builders import T0, admit, snapshot, workload
 
-wl_spec = st.fixed_dictionaries({
-    "cq": st.integers(0, 2), "cpu": st.integers(1, 4), "priority": st.integers(0, 4),
-    "tolerates": st.booleans(), "admitted": st.booleans(), "spot": st.booleans(),
-})
-
-
-class _RemoveAllEachTime:
-    """Kueue's fits() as written: remove every preempted workload and the new targets."""
-
-    def __init__(self, tree):
-        self.tree = tree
-        self.preempted = []
-
-    def add_usage(self, node, usage):
-        pass  # the caller already added it to the cycle's tree
-
-    def preempt(self, targets):
-        self.preempted.extend(targets)
-
-    def fits_after_removal(self, node, usage, targets):
-        removed = [*self.preempted, *targets]
-        for t in removed:
-            self.tree.remove_usage(self.tree.cq(t.cluster_queue), t.usage)
-        ok = self.tree.fits(node, usage)
-        for t in removed:
-            self.tree.add_usage(self.tree.cq(t.cluster_queue), t.usage)
-        return ok
-
-
-def _plain_ordered(ctx):
-    """The candidates as collectCandidatesForHierarchicalReclaim gathers them for this one
-    preemptor, each group sorted (no pools shared between heads)."""
-    hierarchy, priority = [], []
-    if ctx.node.parent is not None and ctx.cq.preemption.reclaim_within_cohort != "Never":
-        advantage, remaining = ctx.tree.quantities_fit_in_quota(ctx.node, ctx.usage)
-        previous = None
-        for current in ctx.node.path_to_root():
-            for cq_node, top in preemption._above_nominal_cqs(ctx.tree, current, frozenset(ctx.frs)):
-                if top is previous or cq_node is ctx.node:
-                    continue
-                (hierarchy if advantage else priority).extend(preemption._from_cq(ctx, cq_node.name, current, advantage))
-            fits, remaining = ctx.tree.quantities_fit_in_quota(current, remaining)
-            advantage = advantage or fits
-            previous = current
-    same = (preemption._from_cq(ctx, ctx.cq.name, None, False)
-            if ctx.cq.preemption.within_cluster_queue != "Never" else [])
-
-    def pool(lst):
-        return preemption._Pool([(c, None) for c in sorted(lst, key=lambda c: c.key)])
-
-    return preemption._Ordered([(pool(hierarchy), preemption._NOTHING)] if hierarchy else [],
-                               [(pool(priority), preemption._NOTHING)] if priority else [], pool(same))
-
-
-def _plain():
-    stack = ExitStack()
-    stack.enter_context(mock.patch.object(cycle._BASE_TREE, "tree_for_index",
-                                          lambda structure, index: QuotaTree.build(structure, index.cq_usage)))
-    stack.enter_context(mock.patch.object(preemption, "_ordered_candidates", _plain_ordered))
-    stack.enter_context(mock.patch.object(cycle, "_MinusPreempted", _RemoveAllEachTime))
-    stack.enter_context(mock.patch.object(preemption, "_cannot_cover", lambda ctx, c: False))
-    stack.enter_context(mock.patch.object(preemption, "_surely_uncoverable", lambda ctx: False))
-    plain_memo = lambda ctx, memo: preemption.get_targets(ctx)  # noqa: E731
-    stack.enter_context(mock.patch.object(preemption, "memo_targets", plain_memo))
-    stack.enter_context(mock.patch.object(cycle, "memo_targets", plain_memo))
-    stack.enter_context(mock.patch.object(preemption, "_cq_memo", lambda ctx: {}))
-    walk = preemption._above_nominal_cqs
-
-    def unmemoized_walk(tree, current, frs):
-        tree.memo.clear()
-        return walk(tree, current, frs)
-
-    stack.enter_context(mock.patch.object(preemption, "_above_nominal_cqs", unmemoized_walk))
-    return stack
-
-
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cqs=st.lists(cq_spec, min_size=3, max_size=3), cohorted=st.booleans(),
-       wls=st.lists(wl_spec, min_size=2, max_size=12))
-def test_shortcuts_decide_like_plain_algorithms(cqs, cohorted, wls):
-    base = build(cqs, cohorted)
-    model = {}
-    for i, w in enumerate(wls):
-        wl = workload("ns", f"w{i}", f"lq{w['cq']}", {"cpu": str(w["cpu"])}, priority=w["priority"],
-                      created=T0 + i, tolerations=TOL if w["tolerates"] else None)
-        if w["admitted"]:
-            wl = admit(wl, f"cq{w['cq']}", {"cpu": "spot" if w["spot"] and w["tolerates"] else "on-demand"})
-        model[f"w{i}"] = wl
-    state = None
-    for n in range(4):
-        snap = snapshot(*base, *model.values())
-        fast = schedule(snap, T0 + 100 + n, state)
-        with _plain():
-            plain = schedule(snapshot(*base, *model.values()), T0 + 100 + n, state)
-        assert fast.decisions == plain.decisions
-        assert fast.state == plain.state
-        state = fast.state
-        for x in fast.decisions:
-            if isinstance(x, d.Preempt):
-                victim = snap.workloads[x.victim]
-                model[x.victim[1]] = workload("ns", x.victim[1], victim.queue_name,
-                                              {"cpu": str(victim.pod_sets[0].requests["cpu"] // 1000)},
-                                              priority=victim.priority, created=victim.meta.creation,
-                                              tolerations=TOL if victim.pod_sets[0].shape.tolerations else None)
-            elif isinstance(x, d.Admit):
-                model[x.workload[1]] = admit(model[x.workload[1]], x.cluster_queue, dict(x.assignments[0].flavors),
-                                             counts={"main": x.assignments[0].count})
+PLAIN = EngineCache(fast_paths=False)  # holds nothing: every call builds afresh
 
 
 def test_fits_check_sees_usage_admitted_after_a_preemption():
@@ -162,8 +51,7 @@ def test_fits_check_sees_usage_admitted_after_a_preemption():
     assert [x.victim[1] for x in r.decisions if isinstance(x, d.Preempt)] == ["a-low"]
     hb = next(x for x in r.decisions if isinstance(x, d.Pending) and x.workload[1] == "hb")
     assert hb.message == "Workload no longer fits after processing another workload"
-    with _plain():
-        assert schedule(snapshot(*objs), T0 + 100).decisions == r.decisions
+    assert schedule(snapshot(*objs), T0 + 100, None, PLAIN).decisions == r.decisions
 
 
 def test_quick_bound_follows_the_cohorts_workloads_between_cycles():
@@ -187,10 +75,13 @@ def test_quick_bound_follows_the_cohorts_workloads_between_cycles():
     low = parsed(admit(workload("ns", "low", "lq1", {"cpu": "4"}, priority=0), "cq1", {"cpu": "f"}))
     # Low priority usage elsewhere: the cluster-wide sum alone can't rule the head out.
     away = parsed(admit(workload("ns", "away", "lq2", {"cpu": "2"}, priority=0), "cq2", {"cpu": "f"}))
-    first = schedule(replace(base, workloads={head.key: head, high.key: high, away.key: away}), T0 + 100, None)
+    cache = EngineCache()  # kept across both cycles, as a scheduler keeps it
+    first = schedule(replace(base, workloads={head.key: head, high.key: high, away.key: away}), T0 + 100, None,
+                     cache)
     assert not any(isinstance(x, (d.Preempt, d.Admit)) for x in first.decisions)
     state = first.state.requeue_inadmissible(["cq0", "cq1"])
-    second = schedule(replace(base, workloads={head.key: head, low.key: low, away.key: away}), T0 + 101, state)
+    second = schedule(replace(base, workloads={head.key: head, low.key: low, away.key: away}), T0 + 101, state,
+                      cache)
     assert [x.victim for x in second.decisions if isinstance(x, d.Preempt)] == [low.key]
 
 
@@ -213,11 +104,10 @@ def test_quick_bound_skips_queues_within_nominal_and_only_them():
         raise AssertionError("candidates gathered although none could cover the shortfall")
 
     # low holds cq1's own 2: the head (4, borrowing) is short by 2 and low is no candidate.
-    with mock.patch.object(preemption, "_ordered_candidates", gathered):
+    with mock.patch.object(preemption_classical, "new_candidate_iterator", gathered):
         within = schedule(snapshot(*objs("2", "4")), T0 + 100)
     assert not any(isinstance(x, (d.Preempt, d.Admit)) for x in within.decisions)
-    with _plain():
-        assert schedule(snapshot(*objs("2", "4")), T0 + 100).decisions == within.decisions
+    assert schedule(snapshot(*objs("2", "4")), T0 + 100, None, PLAIN).decisions == within.decisions
     # low borrows 1 of cq0's quota: the head (2, within cq0's nominal) reclaims it.
     above = schedule(snapshot(*objs("3", "2")), T0 + 100)
     assert [x.victim[1] for x in above.decisions if isinstance(x, d.Preempt)] == ["low"]

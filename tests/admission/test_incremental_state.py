@@ -8,6 +8,7 @@ of pending workloads in head scans (§6.1), queue totals for ClusterQueue/LocalQ
 from dataclasses import replace
 
 from kueuetop.admission.cycle import schedule
+from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.queue_totals import QueueTotals
 from kueuetop.admission.status_updates import cluster_queue_status, local_queue_status
 from tests.builders import (
@@ -44,16 +45,17 @@ def test_last_assignment_forgotten_when_workload_leaves_queue():
     """§6.3 the memory of a workload that is no longer pending is dropped, also when only that
     workload changed since the previous cycle (incremental pruning)."""
     s1 = snapshot(*BASE, workload("ns", "w", "lqa", {"cpu": "2"}), workload("ns", "other", "lqb", {"cpu": "2"}))
-    r1 = schedule(s1, NOW, None)
+    cache = EngineCache()
+    r1 = schedule(s1, NOW, None, cache)
     assert {W, OTHER} <= r1.state.last_assignments.keys()
     s2 = _with(s1, W, workload("ns", "w", "lqa", {"cpu": "2"}, active=False))
-    r2 = schedule(s2, NOW + 1, r1.state)
+    r2 = schedule(s2, NOW + 1, r1.state, cache)
     assert W not in r2.state.last_assignments and OTHER in r2.state.last_assignments
     # Replaying an older state (what-if) against a later snapshot prunes from scratch.
     s3 = _with(s1, OTHER, workload("ns", "other", "lqb", {"cpu": "2"}, active=False))
-    r3 = schedule(s3, NOW + 1, r1.state)
+    r3 = schedule(s3, NOW + 1, r1.state, cache)
     assert OTHER not in r3.state.last_assignments
-    fresh = schedule(s3, NOW + 1, replace(r1.state, index=None))
+    fresh = schedule(s3, NOW + 1, r1.state)
     assert r3.state == fresh.state
 
 
@@ -63,9 +65,10 @@ def test_backoff_ends_between_cycles_without_workload_change():
     wl["status"] = {"requeueState": {"count": 1, "requeueAt": ts(NOW + 10)},
                     "conditions": [condition("Requeued", True, "BackoffFinished")]}
     s = snapshot(*BASE, wl)
-    r1 = schedule(s, NOW, None)
+    cache = EngineCache()  # the head scan kept from the first cycle must see the backoff end
+    r1 = schedule(s, NOW, None, cache)
     assert not r1.decisions
-    r2 = schedule(s, NOW + 10, r1.state)
+    r2 = schedule(s, NOW + 10, r1.state, cache)
     assert [type(d).__name__ for d in r2.decisions] == ["Admit"]
 
 
@@ -95,11 +98,13 @@ def test_workload_delta_gives_same_index_and_requeues_as_a_full_scan():
     """§6.1 with a WorkloadDelta the index and the requeue triggers only look at the listed
     keys, and end up exactly where a full scan of the workloads does."""
     from kueuetop.admission.queue_state import changed_cluster_queues
-    from kueuetop.admission.snapshot import WorkloadDelta
+    from kueuetop.kueue.snapshot import WorkloadDelta
     running = admit(workload("ns", "r1", "lqa", {"cpu": "1"}), "a", {"cpu": "f1"})
     s1 = snapshot(*BASE, running, workload("ns", "p1", "lqa", {"cpu": "1"}, created=T0 + 1),
                   workload("ns", "p2", "lqb", {"cpu": "2"}))
-    r1 = schedule(s1, NOW, None)
+    fast_cache, full_cache = EngineCache(), EngineCache()
+    r1 = schedule(s1, NOW, None, fast_cache)
+    schedule(s1, NOW, None, full_cache)
     done = dict(running, status={**running["status"], "conditions": [
         *running["status"]["conditions"], condition("Finished", True, "Succeeded")]})
     wls = dict(s1.workloads)
@@ -110,10 +115,10 @@ def test_workload_delta_gives_same_index_and_requeues_as_a_full_scan():
     with_delta = replace(s1, workloads=wls, workload_delta=delta)
     plain = replace(s1, workloads=dict(wls))
     assert changed_cluster_queues(s1, with_delta) == changed_cluster_queues(s1, plain) == {"a"}
-    fast = schedule(with_delta, NOW + 1, r1.state)
-    full = schedule(plain, NOW + 1, replace(r1.state, index=None))
+    fast = schedule(with_delta, NOW + 1, r1.state, fast_cache)
+    full = schedule(plain, NOW + 1, r1.state, full_cache)
     assert fast.decisions == full.decisions and fast.state == full.state
-    a, b = fast.state.index, full.state.index
+    a, b = fast_cache.index, full_cache.index
     assert {k: (e.cq, e.reserving, e.key) for k, e in a.entries.items()} == \
         {k: (e.cq, e.reserving, e.key) for k, e in b.entries.items()}
     def nonzero(usage):
@@ -127,8 +132,9 @@ def test_workload_delta_gives_same_index_and_requeues_as_a_full_scan():
     shared_prev = replace(s1, workloads=v1)
     shared = replace(s1, workloads=v2, workload_delta=WorkloadDelta(v1, v2, delta.keys))
     assert changed_cluster_queues(shared_prev, shared) == {"a"}
-    r1s = schedule(shared_prev, NOW, None)
-    via_shared = schedule(shared, NOW + 1, r1s.state)
+    shared_cache = EngineCache()
+    r1s = schedule(shared_prev, NOW, None, shared_cache)
+    via_shared = schedule(shared, NOW + 1, r1s.state, shared_cache)
     assert via_shared.decisions == full.decisions and via_shared.state == full.state
 
 
@@ -136,13 +142,14 @@ def test_queues_with_nothing_queued_are_not_looked_at_for_heads():
     """The index keeps which ClusterQueues have a queued workload; a queue whose last one
     leaves drops out, and one that gets one back returns."""
     s1 = snapshot(*BASE, workload("ns", "w", "lqa", {"cpu": "2"}), workload("ns", "other", "lqb", {"cpu": "2"}))
-    r1 = schedule(s1, NOW, None)
-    assert r1.state.index.queued_in_order() == ["a", "b"]
+    cache = EngineCache()
+    r1 = schedule(s1, NOW, None, cache)
+    assert cache.index.queued_in_order() == ["a", "b"]
     s2 = _with(s1, W, workload("ns", "w", "lqa", {"cpu": "2"}, active=False))
-    r2 = schedule(s2, NOW + 1, r1.state)
-    assert r2.state.index.queued_in_order() == ["b"]
-    r3 = schedule(s1, NOW + 2, r2.state)
-    assert r3.state.index.queued_in_order() == ["a", "b"]
+    r2 = schedule(s2, NOW + 1, r1.state, cache)
+    assert cache.index.queued_in_order() == ["b"]
+    schedule(s1, NOW + 2, r2.state, cache)
+    assert cache.index.queued_in_order() == ["a", "b"]
 
 
 def test_unchanged_queue_state_keeps_its_mappings():
@@ -150,16 +157,17 @@ def test_unchanged_queue_state_keeps_its_mappings():
     simulator's fixpoint check compares states, by identity first); a cycle that changes one
     entry copies only the mapping it changed, never the previous state's."""
     s1 = snapshot(*BASE, workload("ns", "w", "lqa", {"cpu": "2"}), workload("ns", "other", "lqb", {"cpu": "2"}))
-    r1 = schedule(s1, NOW, None)
+    cache = EngineCache()
+    r1 = schedule(s1, NOW, None, cache)
     before = r1.state
     parked = {cq: dict(keys) for cq, keys in before.inadmissible.items()}  # the per-queue sets too
-    r2 = schedule(s1, NOW, before)  # the same input: the same decisions, nothing to remember anew
+    r2 = schedule(s1, NOW, before, cache)  # the same input: the same decisions, nothing to remember anew
     assert r2.state == before
     assert r2.state.inadmissible is before.inadmissible
     assert r2.state.last_assignments is before.last_assignments
     # One workload leaves: its entries go, in new mappings; the old state is left as it was.
     s2 = _with(s1, W, workload("ns", "w", "lqa", {"cpu": "2"}, active=False))
-    r3 = schedule(s2, NOW + 1, before)
+    r3 = schedule(s2, NOW + 1, before, cache)
     assert W not in r3.state.last_assignments and W in before.last_assignments
     assert {cq: dict(keys) for cq, keys in before.inadmissible.items()} == parked
     assert r3.state.last_assignments is not before.last_assignments
@@ -170,9 +178,10 @@ def test_parking_adds_to_the_workloads_already_parked_in_a_queue():
     parked a cycle later joins the first (the per-queue set is copied, then written)."""
     s1 = snapshot(*BASE, workload("ns", "w", "lqa", {"cpu": "2"}, created=T0 + 1),
                   workload("ns", "other", "lqa", {"cpu": "3"}, created=T0 + 2))
-    r1 = schedule(s1, NOW, None)
+    cache = EngineCache()
+    r1 = schedule(s1, NOW, None, cache)
     assert set(r1.state.inadmissible.get("a", {})) == {W}
-    r2 = schedule(s1, NOW + 1, r1.state)
+    r2 = schedule(s1, NOW + 1, r1.state, cache)
     assert set(r2.state.inadmissible["a"]) == {W, OTHER}
     assert set(r1.state.inadmissible["a"]) == {W}  # the earlier state is left as it was
 
@@ -183,7 +192,8 @@ def test_heads_kept_between_cycles_match_heads_found_afresh():
     fresh index finds, over random sequences of arrivals, departures, backoffs and requeues."""
     import random
 
-    from kueuetop.admission.cycle import _active_map
+    from kueuetop.admission.cq_status import active_map
+    from kueuetop.admission.engine_cache import EngineCache
     from kueuetop.admission.queue_order import heads
 
     rng = random.Random(7)
@@ -192,6 +202,7 @@ def test_heads_kept_between_cycles_match_heads_found_afresh():
     base = snapshot(namespace("ns"), flavor("f1"), *cqs, *(local_queue("ns", f"l{i}", f"q{i}") for i in range(5)))
     wls: dict = {}  # parsed once: unchanged workloads keep their identity, as in the simulator
     state, now, compared = None, NOW, 0
+    cache = EngineCache()
     for step in range(120):
         for _ in range(rng.randint(0, 3)):
             name = f"w{step}-{rng.randint(0, 999)}"
@@ -207,11 +218,11 @@ def test_heads_kept_between_cycles_match_heads_found_afresh():
         if state is not None and rng.random() < 0.3:
             state = state.requeue_inadmissible([f"q{rng.randrange(5)}"])
         if state is not None:
-            kept = heads(snap, state, now, state.workload_index(snap), _active_map(snap))
-            fresh = heads(snap, replace(state, index=None), now, None, None)
+            kept = heads(snap, state, now, cache.workload_index(snap), active_map(snap, cache), cache)
+            fresh = heads(snap, state, now)
             assert [w.key for w in kept] == [w.key for w in fresh], step
             compared += bool(fresh)
-        state = schedule(snap, now, state).state
+        state = schedule(snap, now, state, cache).state
         now += rng.choice([0, 1, 2])
     assert compared > 50  # the sequences did put heads in front of the check
 

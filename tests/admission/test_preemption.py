@@ -159,21 +159,24 @@ def test_above_nominal_walk_follows_usage_changes_and_trial_searches_restore_the
     and a target search, which removes and restores candidates, leaves the tree's state (and so
     its version) as it found it."""
     from kueuetop.admission import preemption as p
+    from kueuetop.admission import preemption_classical as classical
+    from kueuetop.admission.preemption_common import PreemptionContext
 
     cc = _cycle_context(*BASE, *cohort({"reclaim": "Any"}), running("b1", "b", "4"), running("b2", "b", "4"),
                         workload("ns", "wa", "lqa", {"cpu": "4"}, priority=1))
     tree, frs = cc.tree, frozenset({("f", "cpu")})
     root = tree.cq("a").parent
-    assert [n.name for n, _ in p._above_nominal_cqs(tree, root, frs)] == ["b"]
+    assert [n.name for n, _ in classical._above_nominal_cqs(tree, root, frs)] == ["b"]
     b = tree.cq("b")
     tree.remove_usage(b, {("f", "cpu"): 8000})  # b back within nominal
-    assert p._above_nominal_cqs(tree, root, frs) == []
+    assert classical._above_nominal_cqs(tree, root, frs) == []
     tree.add_usage(b, {("f", "cpu"): 8000})
-    assert [n.name for n, _ in p._above_nominal_cqs(tree, root, frs)] == ["b"]
+    assert [n.name for n, _ in classical._above_nominal_cqs(tree, root, frs)] == ["b"]
 
     wl = cc.snapshot.workloads[("ns", "wa")]
-    ctx = p.PreemptionContext(tree, cc.index, cc.snapshot.cluster_queues, wl, cc.snapshot.cluster_queues["a"],
-                              tree.cq("a"), set(frs), {("f", "cpu"): 4000}, cc.snapshot.config, cc.now)
+    ctx = PreemptionContext(tree, cc.index, cc.snapshot.cluster_queues, wl, cc.snapshot.cluster_queues["a"],
+                              tree.cq("a"), set(frs), {("f", "cpu"): 4000}, cc.snapshot.config, cc.now,
+                              cc.cache)
     before_version, before_usage = tree.version, {k: dict(v) for k, v in tree.usage.items()}
     targets = p.get_targets(ctx)
     assert len(targets) == 1 and targets[0].workload.name in ("b1", "b2")  # same reservation time
@@ -183,4 +186,4 @@ def test_above_nominal_walk_follows_usage_changes_and_trial_searches_restore_the
     # A state left by a trial never comes back as a version: memos from it can't be reused.
     tree.remove_usage(b, {("f", "cpu"): 4000})
     assert tree.version != before_version
-    assert p._above_nominal_cqs(tree, root, frs) == []  # b uses 4 of its nominal 4
+    assert classical._above_nominal_cqs(tree, root, frs) == []  # b uses 4 of its nominal 4

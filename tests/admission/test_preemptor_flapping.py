@@ -18,6 +18,7 @@ import pytest
 
 from kueuetop.admission import decisions as d
 from kueuetop.admission.cycle import schedule
+from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.queue_state import QueueState, changed_cluster_queues
 from kueuetop.kueue.config import parse_kueue_config
 from tests.builders import (
@@ -66,14 +67,15 @@ def drive(config, cycles: int) -> list[tuple]:
     returns (admitted, preempted (victim, preemptor, reason)) per cycle."""
     objs = _setup()
     state = QueueState()
+    cache = EngineCache()
     now = T0 + 100
     prev = None
     log = []
     for _ in range(cycles):
         snap = snapshot(*objs.values(), config=config)
         if prev is not None:
-            state = state.requeue_inadmissible(changed_cluster_queues(prev, snap))
-        r = schedule(snap, now, state)
+            state = state.requeue_inadmissible(changed_cluster_queues(prev, snap, cache))
+        r = schedule(snap, now, state, cache)
         state, prev = r.state, snap
         log.append((tuple(sorted(x.workload[1] for x in r.decisions if isinstance(x, d.Admit))),
                     tuple(sorted((x.victim[1], x.preemptor[1], x.reason) for x in r.decisions

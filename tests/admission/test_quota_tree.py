@@ -100,18 +100,18 @@ def test_no_cohort_means_no_borrowing():
 
 
 def test_the_tree_kept_between_cycles_follows_usage_like_a_fresh_build():
-    """cycle._BaseTree: usage changes of a few ClusterQueues applied as add/remove give the tree
+    """quota_tree.KeptQuotaTree (EngineCache.quota_tree): usage changes of a few ClusterQueues applied as add/remove give the tree
     QuotaTree.build gives for the new totals, in a hierarchy with lending limits and a
     Cohort's own quota; each cycle gets a copy it may change freely."""
     import random
 
-    from kueuetop.admission.cycle import _BaseTree
+    from kueuetop.admission.quota_tree import KeptQuotaTree
 
     s = snapshot(flavor(F), cohort("root", group("cpu", fq(F, cpu="4"))),
                  cohort("team", group("cpu", fq(F, cpu="2")), parent="root"),
                  cq("a", 3, "team", lending=1), cq("b", 2, "team"), cq("c", 5, "root", lending=2), cq("d", 4, ""))
     structure = QuotaStructure.build(s.cluster_queues, s.cohorts)
-    base, rng = _BaseTree(), random.Random(7)
+    base, rng = KeptQuotaTree(), random.Random(7)
     usage: dict[str, dict] = {}
     for step in range(300):
         name = rng.choice("abcd")

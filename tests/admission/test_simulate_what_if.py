@@ -14,7 +14,8 @@ import pytest
 from kueuetop.admission.decisions import Admit
 from kueuetop.admission.simulate import simulate
 from kueuetop.admission.status_updates import is_queued
-from kueuetop.admission.what_if import CQ_DRAIN, CQ_RESUME, PREEMPT, REQUEUE, Action, what_if
+from kueuetop.admission.what_if import what_if
+from kueuetop.kueue.actions import CLUSTER_QUEUE, WORKLOAD, Target
 from kueuetop.kueue.config import KueueConfig, WaitForPodsReady
 from kueuetop.kueue.workload import PodSetAssignment
 from tests.admission.helpers import (
@@ -82,7 +83,7 @@ def test_simulate_admits_until_full_and_is_stable() -> None:
 
 def test_drain_then_resume_readmits() -> None:
     objs = base(admitted("a"), admitted("b", at=T0 + 1))
-    drained = what_if(objs, Action(CQ_DRAIN, "cq"), T0 + 10, schedule=fifo)
+    drained = what_if(objs, "drain", Target(CLUSTER_QUEUE, "cq"), T0 + 10, schedule=fifo)
     assert [(c.workload[1], c.reason) for c in drained.evicted] == [("a", "ClusterQueueStopped"),
                                                                     ("b", "ClusterQueueStopped")]
     assert drained.admitted == () and drained.preempted == ()
@@ -91,7 +92,7 @@ def test_drain_then_resume_readmits() -> None:
     assert conds(after)["QuotaReserved"] == ("False", "Inadmissible")  # CQ stopped (legacy reason)
     assert after["status"]["schedulingStats"]["evictions"] == [
         {"reason": "ClusterQueueStopped", "underlyingCause": "", "count": 1}]
-    resumed = what_if(list(drained.outcome.objects), Action(CQ_RESUME, "cq"), T0 + 20, schedule=fifo)
+    resumed = what_if(list(drained.outcome.objects), "resume-queue", Target(CLUSTER_QUEUE, "cq"), T0 + 20, schedule=fifo)
     assert [c.workload[1] for c in resumed.admitted] == ["a", "b"]
     wl = resumed.outcome.workloads()[(NS, "a")]
     assert conds(wl)["Requeued"] == ("True", "ClusterQueueRestarted")
@@ -107,7 +108,7 @@ def test_requeue_resets_backoff() -> None:
     objs = base(backing_off)
     idle = simulate(objs, T0 + 10, schedule=fifo)
     assert idle.events == ()  # still backing off
-    r = what_if(objs, Action(REQUEUE, (NS, "a")), T0 + 10, schedule=fifo)
+    r = what_if(objs, "requeue", Target(WORKLOAD, "a", NS), T0 + 10, schedule=fifo)
     assert [c.workload[1] for c in r.admitted] == ["a"]
     wl = r.outcome.workloads()[(NS, "a")]
     assert "requeueState" not in wl["status"]
@@ -117,7 +118,7 @@ def test_requeue_resets_backoff() -> None:
 
 
 def test_preempt_action_deactivates_releases_and_requeues() -> None:
-    r = what_if(base(admitted("a"), admitted("b"), pending("c", created=T0 + 5)), Action(PREEMPT, (NS, "a")),
+    r = what_if(base(admitted("a"), admitted("b"), pending("c", created=T0 + 5)), "preempt", Target(WORKLOAD, "a", NS),
                 T0 + 10, schedule=fifo)
     assert [(c.workload[1], c.reason) for c in r.evicted] == [("a", "Deactivated")]
     assert [c.workload[1] for c in r.admitted] == ["c"]  # c takes a's place; a waits behind it

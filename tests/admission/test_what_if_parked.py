@@ -6,7 +6,8 @@ eviction but not the admission it makes room for.
 """
 
 from kueuetop.admission.simulate import simulate
-from kueuetop.admission.what_if import Action, what_if
+from kueuetop.admission.what_if import what_if
+from kueuetop.kueue.actions import WORKLOAD, Target
 from tests.builders import T0, admit, cluster_queue, flavor, fq, group, local_queue, namespace, workload
 
 
@@ -18,6 +19,6 @@ def test_preempt_preview_admits_the_parked_workload():
             workload("ns", "high", "lq", {"cpu": "3"}, priority=100, created=T0 + 1)]
     parked = simulate(objs, T0 + 10)
     assert any(("ns", "high") in m for m in parked.state.inadmissible.values())
-    result = what_if(list(parked.objects), Action("preempt", ("ns", "low")), T0 + 20, state=parked.state)
+    result = what_if(list(parked.objects), "preempt", Target(WORKLOAD, "low", "ns"), T0 + 20, state=parked.state)
     assert [c.workload for c in result.admitted] == [("ns", "high")]
     assert [(c.workload, c.reason) for c in result.evicted] == [(("ns", "low"), "Deactivated")]

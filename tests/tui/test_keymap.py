@@ -1,6 +1,6 @@
 from textual.binding import Binding
 
-from kueuetop.actions.plan import DANGEROUS
+from kueuetop.kueue.actions import DANGEROUS
 from kueuetop.tui import keymap as K
 
 

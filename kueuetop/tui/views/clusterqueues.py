@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from kueuetop.actions.plan import Target
+from kueuetop.kueue.actions import Target
 from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.store import events as K
 from kueuetop.tui.charts import queue_workloads

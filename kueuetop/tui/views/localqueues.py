@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from kueuetop.actions.plan import Target
+from kueuetop.kueue.actions import Target
 from kueuetop.kueue.local_queue import LocalQueue
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext

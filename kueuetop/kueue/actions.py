@@ -8,7 +8,8 @@ and `spec.stopPolicy` on ClusterQueues and LocalQueues, exactly the patches kueu
   preempt          = deactivate, wait until the quota is released, reactivate (back in its queue)
   preempt-and-hold = deactivate, wait until the quota is released, stay inactive
   stop / drain / resume-queue = stopPolicy Hold / HoldAndDrain / None
-The same plan drives the simulator's scripted actions and live API calls.
+The same plan drives live API calls (actions/executor), the simulator's scripted actions
+(sim/scripted_actions) and the what-if preview (admission/what_if): one action vocabulary.
 """
 
 from __future__ import annotations

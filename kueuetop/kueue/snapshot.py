@@ -6,14 +6,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kueuetop.kueue.admission_check import AdmissionCheck, PriorityClass
+from kueuetop.kueue.admission_check import AdmissionCheck
 from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.kueue.cohort import Cohort
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.core import Namespace
 from kueuetop.kueue.flavor import ResourceFlavor
 from kueuetop.kueue.local_queue import LocalQueue
-from kueuetop.kueue.provisioning import ProvisioningRequestConfig
 from kueuetop.kueue.workload import Workload
 
 WorkloadKey = tuple[str, str]  # (namespace, name)
@@ -40,8 +39,6 @@ class ClusterSnapshot:
     local_queues: Mapping[tuple[str, str], LocalQueue] = field(default_factory=dict)
     workloads: Mapping[WorkloadKey, Workload] = field(default_factory=dict)
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name → labels
-    priority_classes: Mapping[str, PriorityClass] = field(default_factory=dict)
-    provisioning_configs: Mapping[str, ProvisioningRequestConfig] = field(default_factory=dict)
     config: KueueConfig = field(default_factory=KueueConfig)
     workload_delta: WorkloadDelta | None = field(default=None, compare=False, repr=False)
 
@@ -55,8 +52,6 @@ class ClusterSnapshot:
         lqs: dict[tuple[str, str], LocalQueue] = {}
         wls: dict[WorkloadKey, Workload] = {}
         nss: dict[str, Mapping[str, str]] = {}
-        pcs: dict[str, PriorityClass] = {}
-        prcs: dict[str, ProvisioningRequestConfig] = {}
         for o in objects:
             if isinstance(o, Workload):
                 wls[o.key] = o
@@ -72,11 +67,7 @@ class ClusterSnapshot:
                 checks[o.name] = o
             elif isinstance(o, Namespace):
                 nss[o.name] = o.labels
-            elif isinstance(o, PriorityClass):
-                pcs[o.name] = o
-            elif isinstance(o, ProvisioningRequestConfig):
-                prcs[o.name] = o
-        return ClusterSnapshot(cqs, cohorts, flavors, checks, lqs, wls, nss, pcs, prcs, config or KueueConfig())
+        return ClusterSnapshot(cqs, cohorts, flavors, checks, lqs, wls, nss, config or KueueConfig())
 
     def workloads_changed_since(self, since: Mapping[WorkloadKey, Workload] | None) -> frozenset[WorkloadKey] | None:
         """Keys whose workload may differ from `since[key]`, or None when unknown (scan all)."""
