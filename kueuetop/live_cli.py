@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kueuetop.admission.snapshot import ClusterSnapshot
+    from kueuetop.kueue.snapshot import ClusterSnapshot
     from kueuetop.sources.gpu_join import WorkloadGpuUse
     from kueuetop.sources.gpu_poller import GpuPoller
     from kueuetop.sources.session import LiveSession

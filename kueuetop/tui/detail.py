@@ -30,8 +30,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from kueuetop.actions.plan import WORKLOAD, Target
 from kueuetop.admission.explain import explain
+from kueuetop.kueue.actions import WORKLOAD, Target
 from kueuetop.kueue.core import Node, Pod
 from kueuetop.kueue.event import ObjectEvent
 from kueuetop.kueue.flavor import ResourceFlavor

@@ -10,7 +10,7 @@ from collections.abc import Hashable, Sequence
 
 from textual.message import Message
 
-from kueuetop.actions.plan import Target
+from kueuetop.kueue.actions import Target
 
 
 class OpenWorkload(Message):

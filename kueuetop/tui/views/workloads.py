@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
-from kueuetop.actions.plan import WORKLOAD, Target
+from kueuetop.kueue.actions import WORKLOAD, Target
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase
 from kueuetop.store import Store
