@@ -41,7 +41,7 @@ from typing import Any
 
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.scenario import load_scenario
 
 KUEUE = "kueue.x-k8s.io"
 HORIZON = 30 * 24 * 3600.0  # a bound on simulated time only; runs end when the cluster is idle

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from kueuetop.sim.kueue_metrics import (
+from kueuetop.sim.kueue.metrics import (
     ADMISSION_WAIT_BUCKETS,
     KueueCounters,
     exponential_buckets,

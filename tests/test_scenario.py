@@ -1,10 +1,10 @@
-"""The scenario format and its loader (kueuetop.sim.scenario)."""
+"""The scenario format and its loader (kueuetop.sim.scenarios.scenario)."""
 
 import textwrap
 
 import pytest
 
-from kueuetop.sim.scenario import (
+from kueuetop.sim.scenarios.scenario import (
     ScenarioAction,
     ScenarioError,
     capacity_limit_at,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kueuetop.sim.scenario import (
+from kueuetop.sim.scenarios.scenario import (
     LazySteps,
     load_scenario,
     parse_scenario,

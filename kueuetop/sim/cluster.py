@@ -22,9 +22,9 @@ from kueuetop.sim.apiserver.patch import merge_patch
 from kueuetop.sim.apiserver.validation import validate
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.gc_pacing import sparse_collections
-from kueuetop.sim.kinds import Kind, kind_for_object
-from kueuetop.sim.objectstore import Invalid, ObjectStore, StoreError, WatchEvent
-from kueuetop.sim.scenario import Scenario, ScenarioStep
+from kueuetop.sim.scenarios.scenario import Scenario, ScenarioStep
+from kueuetop.sim.storage.kinds import Kind, kind_for_object
+from kueuetop.sim.storage.objectstore import Invalid, ObjectStore, StoreError, WatchEvent
 
 _log = logging.getLogger(__name__)
 

@@ -10,11 +10,11 @@ from typing import Any
 from kueuetop.kueue.config import KueueConfig, parse_kueue_config
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cluster import SimCluster
-from kueuetop.sim.kueue_controller import KueueController
+from kueuetop.sim.kueue.controller import KueueController
 from kueuetop.sim.recorder import EventRecorder
 from kueuetop.sim.report import build_report
-from kueuetop.sim.scenario import Scenario, ScenarioStep
-from kueuetop.sim.scripted_actions import ScriptedActions
+from kueuetop.sim.scenarios.scenario import Scenario, ScenarioStep
+from kueuetop.sim.scenarios.scripted_actions import ScriptedActions
 
 # A fixed epoch for virtual runs makes reports reproducible: 2026-01-01T00:00:00Z.
 VIRTUAL_EPOCH = 1_767_225_600.0
@@ -68,7 +68,7 @@ def build_cluster(scenario: Scenario, clock: SimClock, *, record_events: bool = 
 
 def _write_manager_config(store: Any, fields: dict[str, Any]) -> None:
     """Kueue's ConfigMap, as its manifests install it (read by the console like a real one's)."""
-    from kueuetop.sim import kueue_configmap as KC
+    from kueuetop.sim.kueue import configmap as KC
 
     if store.try_get("", "namespaces", None, KC.NAMESPACE, copy=False) is None:
         store.create("", "namespaces", {"apiVersion": "v1", "kind": "Namespace",

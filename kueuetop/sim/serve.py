@@ -31,9 +31,9 @@ from kueuetop.sim.apiserver.defaults import prepare_for_create
 from kueuetop.sim.apiserver.kubeconfig import private_dir
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cluster import SimCluster
-from kueuetop.sim.objectstore import ObjectStore
 from kueuetop.sim.runner import SimParts, build_cluster
-from kueuetop.sim.scenario import Scenario, ScenarioStep, split_first_instant
+from kueuetop.sim.scenarios.scenario import Scenario, ScenarioStep, split_first_instant
+from kueuetop.sim.storage.objectstore import ObjectStore
 
 _log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def _hooks(parts: SimParts) -> ServerHooks:
     cluster, kueue, store = parts.cluster, parts.kueue, parts.cluster.store
 
     def metrics_text() -> str:
-        from kueuetop.sim.kueue_metrics import render_kueue_metrics
+        from kueuetop.sim.kueue.metrics import render_kueue_metrics
 
         with cluster.lock:
             kueue.counters.inadmissible = {k for m in kueue.state.inadmissible.values() for k in m}
@@ -95,7 +95,7 @@ def _hooks(parts: SimParts) -> ServerHooks:
         return out
 
     def dcgm_text(node_name: str | None) -> str:
-        from kueuetop.sim.gpu_telemetry import iter_dcgm_fleet, render_dcgm
+        from kueuetop.sim.cloud.gpu_telemetry import iter_dcgm_fleet, render_dcgm
 
         now = cluster.now
         if node_name is not None:

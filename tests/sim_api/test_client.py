@@ -13,7 +13,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from kueuetop.sim.apiserver import ApiServer
-from kueuetop.sim.objectstore import ObjectStore
+from kueuetop.sim.storage.objectstore import ObjectStore
 
 from .conftest import ADMIN_TOKEN, KUEUE, VIEWER_TOKEN, cluster_queue, make_client, workload
 

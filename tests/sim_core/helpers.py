@@ -14,16 +14,16 @@ from kueuetop.admission import status_updates
 from kueuetop.admission.decisions import Admit, Evict, MarkAdmitted, Preempt
 from kueuetop.kueue.workload import PodSetAssignment, parse_workload
 from kueuetop.sim.clock import SimClock
+from kueuetop.sim.cloud.node_pools import NodePoolController
+from kueuetop.sim.cloud.provisioning import ProvisioningController
 from kueuetop.sim.cluster import SimCluster
-from kueuetop.sim.job_integration import JobIntegration
-from kueuetop.sim.kubelet import Kubelet
-from kueuetop.sim.node_pools import NodePoolController
-from kueuetop.sim.objectstore import WatchEvent
-from kueuetop.sim.perf_runner import PerfRunner
-from kueuetop.sim.pod_integration import PodIntegration
-from kueuetop.sim.provisioning import ProvisioningController
-from kueuetop.sim.scenario import parse_scenario
-from kueuetop.sim.sim_events import EventWriter
+from kueuetop.sim.jobs.batch_job import JobIntegration
+from kueuetop.sim.jobs.perf_runner import PerfRunner
+from kueuetop.sim.jobs.pods import PodIntegration
+from kueuetop.sim.kube.events import EventWriter
+from kueuetop.sim.kube.kubelet import Kubelet
+from kueuetop.sim.scenarios.scenario import parse_scenario
+from kueuetop.sim.storage.objectstore import WatchEvent
 
 T0 = 1_700_000_000.0
 KUEUE = "kueue.x-k8s.io"

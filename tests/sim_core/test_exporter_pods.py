@@ -1,6 +1,6 @@
 """The simulated GPU Operator: one Running dcgm-exporter pod per GPU node, gone with the node."""
 
-from kueuetop.sim.gpu_exporters import EXPORTER_APP, EXPORTER_NAMESPACE
+from kueuetop.sim.cloud.gpu_exporters import EXPORTER_APP, EXPORTER_NAMESPACE
 
 from .helpers import Sim, node_pool
 
@@ -43,10 +43,10 @@ def test_exporters_follow_autoscaled_nodes_and_do_not_keep_them_alive():
 
 def test_exporter_pods_do_not_change_the_scenario_story(monkeypatch):
     """Uids come from a seeded generator; exporters must not shift the other objects' names."""
-    from kueuetop.sim import node_pools
     from kueuetop.sim.clock import SimClock
+    from kueuetop.sim.cloud import node_pools
     from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
-    from kueuetop.sim.scenario import load_scenario
+    from kueuetop.sim.scenarios.scenario import load_scenario
 
     names = []
     original = node_pools.NodePoolController.__init__

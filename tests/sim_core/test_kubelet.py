@@ -177,7 +177,7 @@ def test_buckets_skipped_by_their_free_bounds_place_pods_as_a_full_scan_would():
     override path scans without the bounds)."""
     import random
 
-    from kueuetop.sim.kubelet import Placement
+    from kueuetop.sim.kube.kubelet import Placement
 
     rng = random.Random(7)
     sim = Sim(node_pool("gpu", size=6, gpus=4, machine="g2-standard-48") + "---\n"

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kueuetop.sim.kinds import KUEUE_GROUP, Kind
-from kueuetop.sim.objectstore import ObjectStore
+from kueuetop.sim.storage.kinds import KUEUE_GROUP, Kind
+from kueuetop.sim.storage.objectstore import ObjectStore
 
 Obj = dict[str, Any]
 QueueRef = str | tuple[str, str]  # ClusterQueue name, or (namespace, LocalQueue name)

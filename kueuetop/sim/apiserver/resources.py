@@ -25,8 +25,8 @@ from kueuetop.sim.apiserver.status import (
 )
 from kueuetop.sim.apiserver.validation import validate
 from kueuetop.sim.apiserver.versions import ALL_VERSIONS, ServedVersions
-from kueuetop.sim.kinds import Kind
-from kueuetop.sim.objectstore import Conflict, Expired, NotFound, ObjectStore
+from kueuetop.sim.storage.kinds import Kind
+from kueuetop.sim.storage.objectstore import Conflict, Expired, NotFound, ObjectStore
 
 Obj = dict[str, Any]
 

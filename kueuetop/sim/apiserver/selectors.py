@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueuetop.sim.apiserver.status import bad_request
-from kueuetop.sim.kinds import Kind
+from kueuetop.sim.storage.kinds import Kind
 
 Obj = dict[str, Any]
 

@@ -22,8 +22,8 @@ from kueuetop.sim.apiserver.routing import Route
 from kueuetop.sim.apiserver.status import ApiError, bad_request, from_store_error, not_found
 from kueuetop.sim.apiserver.versions import KUEUE_VERSIONS, ServedVersions
 from kueuetop.sim.apiserver.watch import WatchStream
-from kueuetop.sim.kinds import VISIBILITY_GROUP, get_kind
-from kueuetop.sim.objectstore import ObjectStore, StoreError, Watcher
+from kueuetop.sim.storage.kinds import VISIBILITY_GROUP, get_kind
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, Watcher
 
 _log = logging.getLogger(__name__)
 

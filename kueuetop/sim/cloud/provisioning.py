@@ -48,7 +48,8 @@ from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.fields import Fields
 from kueuetop.kueue.pod_requests import parse_pod_shape
 from kueuetop.kueue.scheduling_terms import Toleration
-from kueuetop.sim.job_integration import (
+from kueuetop.sim.cloud.node_pools import NodePoolController, ScaleUp
+from kueuetop.sim.jobs.batch_job import (
     DEFAULT_PODSET,
     KUEUE_GROUP,
     PROVREQ_ANNOTATION_PREFIX,
@@ -58,10 +59,7 @@ from kueuetop.sim.job_integration import (
     meta_of,
     podset_infos,
 )
-from kueuetop.sim.kubelet import CONSUME_PROVREQ_ANNOTATION, QUEUED_TAINT, Kubelet, Placement
-from kueuetop.sim.node_pools import NodePoolController, ScaleUp
-from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
-from kueuetop.sim.sim_events import (
+from kueuetop.sim.kube.events import (
     CLUSTER_AUTOSCALER,
     KUEUE,
     EventWriter,
@@ -72,6 +70,8 @@ from kueuetop.sim.sim_events import (
     patch_status,
     set_condition,
 )
+from kueuetop.sim.kube.kubelet import CONSUME_PROVREQ_ANNOTATION, QUEUED_TAINT, Kubelet, Placement
+from kueuetop.sim.storage.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
 from kueuetop.sim.work_queue import drain
 
 _log = logging.getLogger(__name__)
@@ -815,10 +815,10 @@ def build_core_controllers(scenario: Any, store: ObjectStore, cluster: Any, extr
     Signature of the runner's wiring hook: NodePool steps are routed through `handlers`, and the
     controllers are stored in `extra` by name for reports and the console.
     """
-    from kueuetop.sim.job_integration import JobIntegration
-    from kueuetop.sim.node_faults import NodeFaults
-    from kueuetop.sim.perf_runner import PerfRunner
-    from kueuetop.sim.pod_integration import PodIntegration
+    from kueuetop.sim.jobs.batch_job import JobIntegration
+    from kueuetop.sim.jobs.perf_runner import PerfRunner
+    from kueuetop.sim.jobs.pods import PodIntegration
+    from kueuetop.sim.kube.node_faults import NodeFaults
 
     events = EventWriter(store, cluster.clock.now) if record_events else None
     kubelet = Kubelet(store, events=events)

@@ -17,7 +17,7 @@ import copy
 import logging
 from typing import Any
 
-from kueuetop.sim.job_integration import (
+from kueuetop.sim.jobs.batch_job import (
     DEFAULT_PODSET,
     KUEUE_GROUP,
     PODSET_LABEL,
@@ -36,8 +36,8 @@ from kueuetop.sim.job_integration import (
     set_pods_ready,
     workload_name_for_owner,
 )
-from kueuetop.sim.objectstore import ObjectStore, StoreError, WatchEvent, rfc3339
-from kueuetop.sim.sim_events import EventWriter, NullEvents, condition_is, find_condition
+from kueuetop.sim.kube.events import EventWriter, NullEvents, condition_is, find_condition
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent, rfc3339
 from kueuetop.sim.work_queue import drain
 
 _log = logging.getLogger(__name__)

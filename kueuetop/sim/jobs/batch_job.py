@@ -35,11 +35,8 @@ from kueuetop.admission import status_updates
 from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.workload import JOB_UID_LABEL, PODSET_LABEL
 from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
-from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
-from kueuetop.sim.perf_runner import runs_workload
-from kueuetop.sim.pod_faults import ANN_FAULT
-from kueuetop.sim.scenario import ANN_GPU_UTIL, ANN_RUNTIME
-from kueuetop.sim.sim_events import (
+from kueuetop.sim.jobs.perf_runner import runs_workload
+from kueuetop.sim.kube.events import (
     JOB_CONTROLLER,
     EventWriter,
     NullEvents,
@@ -49,6 +46,9 @@ from kueuetop.sim.sim_events import (
     set_condition,
     write_condition,
 )
+from kueuetop.sim.kube.pod_faults import ANN_FAULT
+from kueuetop.sim.scenarios.scenario import ANN_GPU_UTIL, ANN_RUNTIME
+from kueuetop.sim.storage.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
 from kueuetop.sim.work_queue import drain
 
 _log = logging.getLogger(__name__)

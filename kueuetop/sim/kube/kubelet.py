@@ -37,10 +37,10 @@ from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.pod_requests import PodShape
 from kueuetop.kueue.scheduling_terms import Taint, Toleration, tolerated
 from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
-from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
-from kueuetop.sim.pod_faults import CRASH_LOOP, PodFaults, pod_fault
-from kueuetop.sim.scenario import ANN_RUNTIME
-from kueuetop.sim.sim_events import KUBELET, SCHEDULER, EventWriter, NullEvents, find_condition
+from kueuetop.sim.kube.events import KUBELET, SCHEDULER, EventWriter, NullEvents, find_condition
+from kueuetop.sim.kube.pod_faults import CRASH_LOOP, PodFaults, pod_fault
+from kueuetop.sim.scenarios.scenario import ANN_RUNTIME
+from kueuetop.sim.storage.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
 
 _log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from kueuetop.kueue.api_versions import to_v1beta2
 from kueuetop.kueue.json_copy import clone, clone_except
-from kueuetop.sim.kinds import KINDS, Kind, get_kind, kind_for_object
-from kueuetop.sim.list_snapshots import DEFAULT_TTL, SnapshotChain, page_at
+from kueuetop.sim.storage.kinds import KINDS, Kind, get_kind, kind_for_object
+from kueuetop.sim.storage.list_snapshots import DEFAULT_TTL, SnapshotChain, page_at
 
 _log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ A scenario is what users `kubectl apply`, plus a few annotations (ARCHITECTURE �
 * `kueuetop.io/gpu-util: "85"` (mean % busy) or `"idle"` on a Job, Pod or Workload: a hint
   for the GPU telemetry generator.
 * `kueuetop.io/fault: ImagePullBackOff` or `CrashLoopBackOff` on a Job, Pod or Workload: its
-  pods' first container fails as the kubelet reports it (`sim.pod_faults`).
+  pods' first container fails as the kubelet reports it (`sim.kube.pod_faults`).
 
 and three kinds of `apiVersion: kueuetop.io/v1`:
 
@@ -21,7 +21,7 @@ and three kinds of `apiVersion: kueuetop.io/v1`:
   Pod), `cq/NAME` or `lq/NS/NAME`. `metadata.name` is optional. The node faults of
   `NODE_ACTIONS` (`gpu-xid` and `gpu-ecc` with `spec.value: "GPU=CODE[,…]"`, `node-not-ready`,
   `cordon`) target `node/NAME` or `nodepool/POOL[/INDEX]` (the pool's nodes by name, first
-  by default) and are played by `sim.node_faults`.
+  by default) and are played by `sim.kube.node_faults`.
 * `NodePool`: nodes the simulator creates (see `scenario_nodes.expand_node_pool`):
   `spec: {machineType, gpu: {model, count, memoryMiB?, accelerator?}, capacity?, nodeLabels?,
   nodeTaints?, zones?, size, minSize?, maxSize?, autoscaling?, provisioningDelay?, spot?,
@@ -55,7 +55,7 @@ import yaml
 
 from kueuetop.kueue.api_versions import is_kueue_api_version, to_v1beta2
 from kueuetop.kueue.durations import format_duration, parse_duration
-from kueuetop.sim.scenario_nodes import DEFAULT_CLUSTER, expand_node_pool
+from kueuetop.sim.scenarios.nodes import DEFAULT_CLUSTER, expand_node_pool
 
 __all__ = [
     "ACTIONS",
@@ -91,7 +91,7 @@ KUEUETOP_API_VERSION = "kueuetop.io/v1"
 WORKLOAD_ACTIONS = ("hold", "resume", "requeue", "preempt", "preempt-and-hold")
 QUEUE_ACTIONS = ("stop", "drain", "resume-queue")
 ACTIONS = WORKLOAD_ACTIONS + QUEUE_ACTIONS
-# What happens to hardware, not what an operator does: played by sim.node_faults.
+# What happens to hardware, not what an operator does: played by sim.kube.node_faults.
 NODE_ACTIONS = ("gpu-xid", "gpu-ecc", "node-not-ready", "cordon")
 _VALUE_ACTIONS = ("gpu-xid", "gpu-ecc")
 _GPU_VALUE = re.compile(r"\d+=\d+(,\d+=\d+)*")
@@ -123,8 +123,8 @@ _NAMELESS_KINDS = {("kueuetop.io", "Action"), ("kueuetop.io", "SimConfig")}
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
-# Shipped as package data (pyproject: "kueuetop.sim" = ["scenarios/*.yaml"]).
-SCENARIO_DIR = Path(__file__).with_name("scenarios")
+# Shipped as package data (pyproject: "kueuetop.sim.scenarios" = ["*.yaml"]).
+SCENARIO_DIR = Path(__file__).parent
 SIM_CONFIG_DEFAULTS: dict[str, Any] = {"clusterName": DEFAULT_CLUSTER, "speed": 1.0}
 
 
@@ -640,14 +640,14 @@ def _file_builtins() -> dict[str, Path]:
 
 def list_builtins() -> list[str]:
     """Names `load_scenario` accepts besides file paths."""
-    from kueuetop.sim.scenario_generators import GENERATORS
+    from kueuetop.sim.scenarios.generators import GENERATORS
 
     return sorted(set(_file_builtins()) | set(GENERATORS))
 
 
 def load_scenario(name_or_path: str) -> Scenario:
     """A built-in scenario by name (`refarch`, `large`, …) or a scenario file by path."""
-    from kueuetop.sim.scenario_generators import GENERATORS
+    from kueuetop.sim.scenarios.generators import GENERATORS
 
     if name_or_path in GENERATORS:
         return GENERATORS[name_or_path]()

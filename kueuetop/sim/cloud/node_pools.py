@@ -35,12 +35,12 @@ from kueuetop.kueue.core import parse_node, parse_pod
 from kueuetop.kueue.durations import DurationError, parse_duration
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.sim.apiserver.patch import merge_patch
-from kueuetop.sim.gpu_exporters import ExporterPods
-from kueuetop.sim.kubelet import PODS, Kubelet, Placement
-from kueuetop.sim.objectstore import ObjectStore, StoreError, WatchEvent
-from kueuetop.sim.scenario import KUEUETOP_API_VERSION, ScenarioStep, capacity_limit_at
-from kueuetop.sim.scenario_nodes import expand_node_pool
-from kueuetop.sim.sim_events import CLUSTER_AUTOSCALER, EventWriter, NullEvents, find_condition
+from kueuetop.sim.cloud.gpu_exporters import ExporterPods
+from kueuetop.sim.kube.events import CLUSTER_AUTOSCALER, EventWriter, NullEvents, find_condition
+from kueuetop.sim.kube.kubelet import PODS, Kubelet, Placement
+from kueuetop.sim.scenarios.nodes import expand_node_pool
+from kueuetop.sim.scenarios.scenario import KUEUETOP_API_VERSION, ScenarioStep, capacity_limit_at
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent
 
 _log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ import zlib
 from typing import Any
 
 from kueuetop.kueue.core import GPU_RESOURCE
-from kueuetop.sim.kubelet import _running_status  # the kubelet's own "Running" status shape
-from kueuetop.sim.objectstore import ObjectStore, StoreError, WatchEvent
+from kueuetop.sim.kube.kubelet import _running_status  # the kubelet's own "Running" status shape
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent
 
 _log = logging.getLogger(__name__)
 
