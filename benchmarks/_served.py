@@ -94,10 +94,10 @@ def paused_store(name: str) -> Any:
 
     from kueuetop.kueue.json_copy import clone
     from kueuetop.sim.clock import SimClock
-    from kueuetop.sim.runner import build_cluster
     from kueuetop.sim.scenarios.scenario import load_scenario
     from kueuetop.sim.storage.kinds import KINDS, VIRTUAL_PLURALS
     from kueuetop.sim.storage.objectstore import ObjectStore
+    from kueuetop.sim.wiring import build_cluster
 
     scenario = load_scenario(name)
     workloads = [s.obj for s in scenario.steps if s.obj is not None and s.obj.get("kind") == "Workload"]

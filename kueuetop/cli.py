@@ -224,7 +224,8 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from kueuetop.admission.explain import explain
     from kueuetop.sim.clock import SimClock
-    from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
+    from kueuetop.sim.runner import VIRTUAL_EPOCH
+    from kueuetop.sim.wiring import build_cluster
     from kueuetop.views.explain_text import explain_lines
 
     if args.workload.count("/") != 1 or not all(args.workload.split("/")):

@@ -9,8 +9,9 @@ instant, as evictions complete at once in the simulator).
 import pytest
 
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
+from kueuetop.sim.runner import VIRTUAL_EPOCH
 from kueuetop.sim.scenarios.scenario import load_scenario
+from kueuetop.sim.wiring import build_cluster
 from tests.test_sim_scenarios import check_invariants
 
 KUEUE = "kueue.x-k8s.io"

@@ -31,9 +31,9 @@ from kueuetop.sim.apiserver.defaults import prepare_for_create
 from kueuetop.sim.apiserver.kubeconfig import private_dir
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cluster import SimCluster
-from kueuetop.sim.runner import SimParts, build_cluster
 from kueuetop.sim.scenarios.scenario import Scenario, ScenarioStep, split_first_instant
 from kueuetop.sim.storage.objectstore import ObjectStore
+from kueuetop.sim.wiring import SimParts, build_cluster
 
 _log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.runner import build_cluster
 from kueuetop.sim.scenarios.scenario import load_scenario
 from kueuetop.sim.serve import KUEUE_API_VERSIONS, _hooks
+from kueuetop.sim.wiring import build_cluster
 
 EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: object timestamps never depend on today
 AT = 17 * 60.0  # after the high-priority and compact-placement waves: queues, preemptions, idle GPUs

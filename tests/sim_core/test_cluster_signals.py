@@ -4,8 +4,8 @@ import yaml
 
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cloud.gpu_telemetry import render_dcgm
-from kueuetop.sim.runner import build_cluster
 from kueuetop.sim.scenarios.scenario import ScenarioError, parse_scenario
+from kueuetop.sim.wiring import build_cluster
 
 from .helpers import GPU_TOLERATION, T0, Sim, cond, node_pool
 from .test_kubelet import bare_pod

@@ -45,8 +45,9 @@ def test_exporter_pods_do_not_change_the_scenario_story(monkeypatch):
     """Uids come from a seeded generator; exporters must not shift the other objects' names."""
     from kueuetop.sim.clock import SimClock
     from kueuetop.sim.cloud import node_pools
-    from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
+    from kueuetop.sim.runner import VIRTUAL_EPOCH
     from kueuetop.sim.scenarios.scenario import load_scenario
+    from kueuetop.sim.wiring import build_cluster
 
     names = []
     original = node_pools.NodePoolController.__init__

@@ -806,27 +806,3 @@ def _serves(store: ObjectStore, group: str, plural: str) -> bool:
         return True
     except NotFound:
         return False
-
-
-def build_core_controllers(scenario: Any, store: ObjectStore, cluster: Any, extra: dict[str, Any],
-                           handlers: list[Any], *, record_events: bool = True) -> list[Any]:
-    """The core controllers in the order they should run (before Kueue's), wired together.
-
-    Signature of the runner's wiring hook: NodePool steps are routed through `handlers`, and the
-    controllers are stored in `extra` by name for reports and the console.
-    """
-    from kueuetop.sim.jobs.batch_job import JobIntegration
-    from kueuetop.sim.jobs.perf_runner import PerfRunner
-    from kueuetop.sim.jobs.pods import PodIntegration
-    from kueuetop.sim.kube.node_faults import NodeFaults
-
-    events = EventWriter(store, cluster.clock.now) if record_events else None
-    kubelet = Kubelet(store, events=events)
-    pools = NodePoolController(store, kubelet, events=events, start=cluster.clock.start)
-    handlers.append(pools.handle_step)
-    faults = NodeFaults(store, events)
-    handlers.insert(0, faults.handle_step)
-    controllers = [faults, PodIntegration(store, events=events), JobIntegration(store, events=events),
-                   PerfRunner(store), ProvisioningController(store, kubelet, pools, events=events), pools, kubelet]
-    extra.update({c.name: c for c in controllers})
-    return controllers
