@@ -47,6 +47,31 @@ class Controller(Protocol):
         """Earliest simulated time this controller has timed work, or None."""
 
 
+class OneTurn:
+    """Controllers that take one turn together: each reconciles in order, and events reach them
+    at the same moments (before their turn, not between them). Kueue's provisioning check and
+    the autoscaler answering it run this way, so the autoscaler sees a request the round after
+    the check created it, as it always has."""
+
+    def __init__(self, *controllers: Controller) -> None:
+        self.controllers = controllers
+        self.name = "+".join(c.name for c in controllers)
+
+    def on_event(self, event: WatchEvent) -> None:
+        for c in self.controllers:
+            c.on_event(event)
+
+    def reconcile(self, now: float) -> bool:
+        worked = False
+        for c in self.controllers:
+            worked = c.reconcile(now) or worked
+        return worked
+
+    def next_wakeup(self, now: float) -> float | None:
+        times = [t for t in (c.next_wakeup(now) for c in self.controllers) if t is not None]
+        return min(times) if times else None
+
+
 class SimCluster:
     def __init__(self, scenario: Scenario, clock: SimClock, store: ObjectStore | None = None) -> None:
         self.scenario = scenario

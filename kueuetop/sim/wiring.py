@@ -14,8 +14,8 @@ from typing import Any
 from kueuetop.kueue.config import KueueConfig, parse_kueue_config
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cloud.node_pools import NodePoolController
-from kueuetop.sim.cloud.provisioning import ProvisioningController
-from kueuetop.sim.cluster import SimCluster
+from kueuetop.sim.cloud.provisioning import ProvisioningAutoscaler
+from kueuetop.sim.cluster import OneTurn, SimCluster
 from kueuetop.sim.jobs.batch_job import JobIntegration
 from kueuetop.sim.jobs.perf_runner import PerfRunner
 from kueuetop.sim.jobs.pods import PodIntegration
@@ -24,6 +24,7 @@ from kueuetop.sim.kube.kubelet import Kubelet
 from kueuetop.sim.kube.node_faults import NodeFaults
 from kueuetop.sim.kueue import configmap as KC
 from kueuetop.sim.kueue.controller import KueueController
+from kueuetop.sim.kueue.provisioning_check import ProvisioningCheck
 from kueuetop.sim.recorder import EventRecorder
 from kueuetop.sim.scenarios.scenario import Scenario, ScenarioStep
 from kueuetop.sim.scenarios.scripted_actions import ScriptedActions
@@ -88,17 +89,18 @@ def _write_manager_config(store: ObjectStore, fields: dict[str, Any]) -> None:
 def _workload_controllers(store: ObjectStore, cluster: SimCluster, extra: dict[str, Any],
                           handlers: list[Callable[[ScenarioStep, float], bool]],
                           record_events: bool) -> list[Any]:
-    """Node faults, the Pod and Job integrations, the perf runner, provisioning, node pools and the
-    kubelet, in the order they run (before Kueue's). Node faults see a step before anyone else and
-    NodePool steps go to the node pools; the controllers are kept in `extra` by name for reports
-    and the console."""
+    """Node faults, the Pod and Job integrations, the perf runner, Kueue's provisioning check with
+    the autoscaler answering its requests (one turn), node pools and the kubelet, in the order
+    they run (before Kueue's). Node faults see a step before anyone else and NodePool steps go to
+    the node pools; the controllers are kept in `extra` by name for reports and the console."""
     events = EventWriter(store, cluster.clock.now) if record_events else None
     kubelet = Kubelet(store, events=events)
     pools = NodePoolController(store, kubelet, events=events, start=cluster.clock.start)
     handlers.append(pools.handle_step)
     faults = NodeFaults(store, events)
     handlers.insert(0, faults.handle_step)
-    controllers = [faults, PodIntegration(store, events=events), JobIntegration(store, events=events),
-                   PerfRunner(store), ProvisioningController(store, kubelet, pools, events=events), pools, kubelet]
-    extra.update({c.name: c for c in controllers})
-    return controllers
+    check = ProvisioningCheck(store, events=events)
+    autoscaler = ProvisioningAutoscaler(store, kubelet, pools, pod_templates=check.pod_templates, events=events)
+    pods, jobs, perf = PodIntegration(store, events=events), JobIntegration(store, events=events), PerfRunner(store)
+    extra.update({c.name: c for c in (faults, pods, jobs, perf, check, autoscaler, pools, kubelet)})
+    return [faults, pods, jobs, perf, OneTurn(check, autoscaler), pools, kubelet]

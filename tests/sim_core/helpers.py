@@ -15,13 +15,14 @@ from kueuetop.admission.decisions import Admit, Evict, MarkAdmitted, Preempt
 from kueuetop.kueue.workload import PodSetAssignment, parse_workload
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cloud.node_pools import NodePoolController
-from kueuetop.sim.cloud.provisioning import ProvisioningController
-from kueuetop.sim.cluster import SimCluster
+from kueuetop.sim.cloud.provisioning import ProvisioningAutoscaler
+from kueuetop.sim.cluster import OneTurn, SimCluster
 from kueuetop.sim.jobs.batch_job import JobIntegration
 from kueuetop.sim.jobs.perf_runner import PerfRunner
 from kueuetop.sim.jobs.pods import PodIntegration
 from kueuetop.sim.kube.events import EventWriter
 from kueuetop.sim.kube.kubelet import Kubelet
+from kueuetop.sim.kueue.provisioning_check import ProvisioningCheck
 from kueuetop.sim.scenarios.scenario import parse_scenario
 from kueuetop.sim.storage.objectstore import WatchEvent
 
@@ -123,9 +124,12 @@ class Sim:
         self.pods = PodIntegration(self.store, events=ev)
         self.pools = NodePoolController(self.store, self.kubelet, events=ev)
         self.pools.install(self.cluster)
-        self.provisioning = ProvisioningController(self.store, self.kubelet, self.pools, events=ev)
+        self.provisioning = ProvisioningCheck(self.store, events=ev)
+        self.autoscaler = ProvisioningAutoscaler(self.store, self.kubelet, self.pools,
+                                                 pod_templates=self.provisioning.pod_templates, events=ev)
         self.perf = PerfRunner(self.store)
-        for c in (self.kueue, self.jobs, self.pods, self.perf, self.provisioning, self.pools, self.kubelet):
+        for c in (self.kueue, self.jobs, self.pods, self.perf, OneTurn(self.provisioning, self.autoscaler),
+                  self.pools, self.kubelet):
             self.cluster.add_controller(c)
         self.times: list[float] = []
 

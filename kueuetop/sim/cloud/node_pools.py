@@ -20,7 +20,7 @@ given) behave like cluster-autoscaler node groups:
 Every GPU node, whoever created it, gets a Running dcgm-exporter pod in `gpu-operator`
 (`gpu_exporters.ExporterPods`), removed with the node, so the direct-scrape GPU source works.
 
-`ProvisioningController` uses `pools_for`, `nodes_needed`, `room` and `request_nodes` to
+`ProvisioningAutoscaler` (sim.cloud.provisioning) uses `pools_for`, `nodes_needed`, `room` and `request_nodes` to
 serve ProvisioningRequests from the same pools.
 """
 

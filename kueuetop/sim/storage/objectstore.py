@@ -258,6 +258,10 @@ class ObjectStore:
     def kind(self, group: str, plural: str) -> Kind:
         return self._bucket(group, plural).kind
 
+    def serves(self, group: str, plural: str) -> bool:
+        """Whether this resource is stored (served), e.g. PodTemplates may be switched off."""
+        return (group, plural) in self._buckets
+
     @staticmethod
     def _key(kind: Kind, namespace: str | None, name: str) -> ObjKey:
         return ((namespace or "") if kind.namespaced else "", name)
