@@ -17,11 +17,11 @@ import copy
 import logging
 from typing import Any
 
-from kueuetop.sim.jobs.batch_job import (
+from kueuetop.kueue.workload import PODSET_LABEL
+from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
+from kueuetop.sim.jobs.framework import (
     DEFAULT_PODSET,
     KUEUE_GROUP,
-    PODSET_LABEL,
-    QUEUE_LABEL,
     MissingFlavor,
     MissingPriorityClass,
     controller_ref,

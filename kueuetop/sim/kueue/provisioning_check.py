@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kueuetop.sim.cloud.provisioning import CLASS_ANNOTATION, PR_API, PR_GROUP
-from kueuetop.sim.jobs.batch_job import (
+from kueuetop.sim.jobs.framework import (
     DEFAULT_PODSET,
     KUEUE_GROUP,
     PROVREQ_ANNOTATION_PREFIX,
