@@ -94,7 +94,7 @@ def paused_store(name: str) -> Any:
 
     from kueuetop.kueue.json_copy import clone
     from kueuetop.sim.clock import SimClock
-    from kueuetop.sim.scenarios.scenario import load_scenario
+    from kueuetop.sim.scenarios.loader import load_scenario
     from kueuetop.sim.storage.kinds import KINDS, VIRTUAL_PLURALS
     from kueuetop.sim.storage.objectstore import ObjectStore
     from kueuetop.sim.wiring import build_cluster
@@ -291,7 +291,7 @@ def serve_paused_child(name: str, port: int, kubeconfig: str, count_bytes: bool 
 
 def serve_live_child(name: str, port: int, kubeconfig: str) -> int:
     """`kueuetop sim serve NAME` with byte counting: the simulation runs, pods and exporters too."""
-    from kueuetop.sim.scenarios.scenario import load_scenario
+    from kueuetop.sim.scenarios.loader import load_scenario
     from kueuetop.sim.serve import serve_forever, start_served, stop_on_signals
 
     done = stop_on_signals()

@@ -42,7 +42,8 @@ from kueuetop.kueue.quantity import parse_resource_value
 from kueuetop.sim.recorder import ADMITTED, CREATED, EVICTED, FINISHED
 from kueuetop.sim.runner import run_scenario
 from kueuetop.sim.scenarios.generators import PERF_CLASS_LABEL
-from kueuetop.sim.scenarios.scenario import Scenario, load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
+from kueuetop.sim.scenarios.scenario import Scenario
 
 # Kueue's published results for the baseline config (the perf runner's summary on main).
 PUBLISHED = {

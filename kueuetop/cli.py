@@ -152,7 +152,8 @@ def _add_action_parsers(sub: Any) -> None:
 
 
 def _load(name: str) -> Any:
-    from kueuetop.sim.scenarios.scenario import ScenarioError, load_scenario
+    from kueuetop.sim.scenarios.loader import load_scenario
+    from kueuetop.sim.scenarios.scenario import ScenarioError
 
     try:
         return load_scenario(name)
@@ -433,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "sim":
         handlers = {"run": cmd_sim_run, "serve": cmd_sim_serve}
         if args.sim_command == "list":
-            from kueuetop.sim.scenarios.scenario import list_builtins
+            from kueuetop.sim.scenarios.loader import list_builtins
 
             print("\n".join(list_builtins()))
             return EXIT_OK

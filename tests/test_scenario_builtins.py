@@ -10,7 +10,8 @@ import pytest
 from kueuetop.kueue.durations import parse_duration
 from kueuetop.kueue.quantity import parse_quantity
 from kueuetop.sim.scenarios.generators import PERF_BASELINE, PERF_LARGE_SCALE
-from kueuetop.sim.scenarios.scenario import capacity_limit_at, expand_node_pool, list_builtins, load_scenario
+from kueuetop.sim.scenarios.loader import list_builtins, load_scenario
+from kueuetop.sim.scenarios.scenario import capacity_limit_at, expand_node_pool
 
 EXPECTED_BUILTINS = ["dws", "incident", "kueue-perf-baseline", "kueue-perf-large", "large", "refarch", "skypilot", "xl"]
 

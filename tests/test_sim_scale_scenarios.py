@@ -10,7 +10,7 @@ import pytest
 
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.runner import VIRTUAL_EPOCH
-from kueuetop.sim.scenarios.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.wiring import build_cluster
 from tests.test_sim_scenarios import check_invariants
 

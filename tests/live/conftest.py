@@ -11,7 +11,7 @@ import pytest
 
 from kueuetop.connection import Connection, connect
 from kueuetop.sim.apiserver import write_kubeconfig
-from kueuetop.sim.scenarios.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources.kube import MANAGED_LABEL, PODSET_LABEL, KubeSources
 from kueuetop.store import Store

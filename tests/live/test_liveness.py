@@ -12,7 +12,7 @@ import pytest
 
 from kueuetop.connection import connect
 from kueuetop.sim.apiserver import write_kubeconfig
-from kueuetop.sim.scenarios.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.store import SourceState
 from kueuetop.tui.statusbar import summarize_sources

@@ -14,7 +14,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from kueuetop.sim.apiserver import ApiServer
-from kueuetop.sim.scenarios.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import start_served
 from kueuetop.sim.storage.list_snapshots import ABSENT, SnapshotChain
 from kueuetop.sim.storage.objectstore import ObjectStore

@@ -171,7 +171,7 @@ def test_node_fault_actions_are_checked_when_the_scenario_loads():
 
 
 def test_kueues_events_are_bounded_like_the_other_components():
-    from kueuetop.sim.scenarios.scenario import load_scenario
+    from kueuetop.sim.scenarios.loader import load_scenario
 
     parts = build_cluster(load_scenario("incident"), SimClock(T0))
     parts.kueue.max_events = 10

@@ -46,7 +46,7 @@ def test_exporter_pods_do_not_change_the_scenario_story(monkeypatch):
     from kueuetop.sim.clock import SimClock
     from kueuetop.sim.cloud import node_pools
     from kueuetop.sim.runner import VIRTUAL_EPOCH
-    from kueuetop.sim.scenarios.scenario import load_scenario
+    from kueuetop.sim.scenarios.loader import load_scenario
     from kueuetop.sim.wiring import build_cluster
 
     names = []

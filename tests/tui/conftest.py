@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kueuetop.connection import Connection, connect
-from kueuetop.sim.scenarios.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources.kube import KubeSources
 from kueuetop.store import Store

@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from kueuetop.connection import connect
 from kueuetop.kueue.core import Pod
 from kueuetop.kueue.workload import Workload
-from kueuetop.sim.scenarios.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import start_served
 from kueuetop.sources.kube import KubeSources
 from kueuetop.sources.object_events import ObjectEvent, fetch_object_events

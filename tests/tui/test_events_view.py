@@ -13,7 +13,7 @@ import pytest
 from textual.pilot import Pilot
 
 from kueuetop.connection import connect
-from kueuetop.sim.scenarios.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources.event_retention import EventRetention
 from kueuetop.sources.kube import KubeSources

@@ -16,7 +16,7 @@ from textual.pilot import Pilot
 
 from kueuetop.connection import connect
 from kueuetop.kueue.config import KueueConfig, parse_kueue_config
-from kueuetop.sim.scenarios.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sim.wiring import kueue_config_of
 from kueuetop.sources.kueue_config import read_kueue_config

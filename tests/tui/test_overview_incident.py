@@ -16,7 +16,7 @@ from textual.pilot import Pilot
 from kueuetop.connection import Connection, connect
 from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.scenarios.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import KUEUE_API_VERSIONS, _hooks
 from kueuetop.sim.wiring import build_cluster
 from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
