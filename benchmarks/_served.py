@@ -276,11 +276,11 @@ def _instrument(server: Any, store: Any, ready: Any = None) -> None:
 
 def serve_paused_child(name: str, port: int, kubeconfig: str, count_bytes: bool = False) -> int:
     from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
-    from kueuetop.sim.serve import serve_forever, stop_on_signals
+    from kueuetop.sim.serve import paused_hooks, serve_forever, stop_on_signals
 
     done = stop_on_signals()
     store = paused_store(name)
-    server = ApiServer(store, port=port)
+    server = ApiServer(store, port=port, hooks=paused_hooks(store))
     if count_bytes:
         _instrument(server, store)
     server.start()
