@@ -8,7 +8,6 @@ there; in real time it sleeps until then or until a client's write wakes it.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import threading
 from collections import deque
@@ -81,8 +80,6 @@ class SimCluster:
         self.controllers: list[Controller] = []
         self._steps = list(scenario.steps)
         self._next_step = 0
-        self._timers: list[tuple[float, int, Callable[[float], None]]] = []
-        self._timer_seq = 0
         self.wake = threading.Event()
         self._events: deque[WatchEvent] = deque()
         self.errors: list[str] = []  # scenario steps the API refused, for reports
@@ -108,11 +105,6 @@ class SimCluster:
                     c.on_event(event)
                 except Exception:
                     _log.exception("controller %s failed on an event", getattr(c, "name", c))
-
-    def call_at(self, t: float, fn: Callable[[float], None]) -> None:
-        self._timer_seq += 1
-        heapq.heappush(self._timers, (t, self._timer_seq, fn))
-        self.wake.set()
 
     @property
     def now(self) -> float:
@@ -241,9 +233,6 @@ class SimCluster:
             now = self.clock.now()
             for step in self._due_steps(now):
                 self._apply_step(step, now)
-            while self._timers and self._timers[0][0] <= now:
-                _, _, fn = heapq.heappop(self._timers)
-                fn(now)
             for _ in range(MAX_SETTLE_ROUNDS):
                 worked = False
                 for c in self.controllers:
@@ -261,7 +250,8 @@ class SimCluster:
     def next_event(self) -> float | None:
         self._deliver_events()
         now = self.clock.now()
-        times = [t for t in (self.next_step_time(), self._timers[0][0] if self._timers else None) if t is not None]
+        nxt = self.next_step_time()
+        times = [nxt] if nxt is not None else []
         for c in self.controllers:
             t = c.next_wakeup(now)
             if t is not None:

@@ -102,9 +102,6 @@ class ExporterPods:
     def is_exporter(self, key: tuple[str, str]) -> bool:
         return key[0] == EXPORTER_NAMESPACE and key[1] in self._names
 
-    def pod_of(self, node: str) -> str | None:
-        return self._pods.get(node)
-
     def reconcile(self, now: float) -> bool:
         if not self._want:
             return False

@@ -164,11 +164,6 @@ class NodePoolController:
         self._pending_docs.append((obj, step.update))
         return True
 
-    def add_pool(self, doc: Mapping[str, Any]) -> None:
-        """Add (or merge an update into) a pool outside a scenario; nodes appear at the next reconcile."""
-        name = str((doc.get("metadata") or {}).get("name", ""))
-        self._pending_docs.append((dict(doc), name in self.pools))
-
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
         try:

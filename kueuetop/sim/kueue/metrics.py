@@ -405,10 +405,6 @@ def _qty(resource: str, value: Any) -> float | None:
         return None
 
 
-def _priority_class(wl: Mapping[str, Any]) -> str:
-    return _str(wl, "spec", "priorityClassRef", "name") or _str(wl, "spec", "priorityClassName")
-
-
 def _cohort_of(cq: Mapping[str, Any]) -> str:
     return _str(cq, "spec", "cohortName") or _str(cq, "spec", "cohort")  # v1beta1 spelling
 

@@ -433,10 +433,6 @@ class ObjectStore:
                 return len(b.objects)
             return len(b.by_ns.get(namespace, {}))
 
-    def history_floor(self, group: str, plural: str) -> int:
-        with self._lock:
-            return self._bucket(group, plural).floor
-
     # ----------------------------------------------------------------- writes
     def create_object(self, obj: Obj, *, dry_run: bool = False) -> Obj:
         """Create an object whose kind is taken from its apiVersion/kind (v1beta1 Kueue
@@ -850,15 +846,6 @@ class ObjectStore:
         version cannot overtake an undelivered event), else None."""
         with self._lock:
             return self._rv if watcher.queue.empty() else None
-
-    def close_watchers(self) -> None:
-        """End every open watch (their consumers see the stream end)."""
-        with self._lock:
-            watchers = [w for b in self._buckets.values() for w in b.watchers]
-            for b in self._buckets.values():
-                b.watchers.clear()
-        for w in watchers:
-            w._close()
 
     def compact(self) -> int:
         """Drop all retained history, as an etcd compaction would: watches and continue
