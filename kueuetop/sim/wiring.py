@@ -20,7 +20,7 @@ from kueuetop.sim.jobs.batch_job import JobIntegration
 from kueuetop.sim.jobs.perf_runner import PerfRunner
 from kueuetop.sim.jobs.pods import PodIntegration
 from kueuetop.sim.kube.events import EventWriter
-from kueuetop.sim.kube.kubelet import Kubelet
+from kueuetop.sim.kube.kubelet import KubeNodes
 from kueuetop.sim.kube.node_faults import NodeFaults
 from kueuetop.sim.kueue import configmap as KC
 from kueuetop.sim.kueue.controller import KueueController
@@ -90,17 +90,17 @@ def _workload_controllers(store: ObjectStore, cluster: SimCluster, extra: dict[s
                           handlers: list[Callable[[ScenarioStep, float], bool]],
                           record_events: bool) -> list[Any]:
     """Node faults, the Pod and Job integrations, the perf runner, Kueue's provisioning check with
-    the autoscaler answering its requests (one turn), node pools and the kubelet, in the order
+    the autoscaler answering its requests (one turn), node pools and the kube-scheduler with the kubelets, in the order
     they run (before Kueue's). Node faults see a step before anyone else and NodePool steps go to
     the node pools; the controllers are kept in `extra` by name for reports and the console."""
     events = EventWriter(store, cluster.clock.now) if record_events else None
-    kubelet = Kubelet(store, events=events)
-    pools = NodePoolController(store, kubelet, events=events, start=cluster.clock.start)
+    kubelet = KubeNodes(store, events=events)
+    pools = NodePoolController(store, kubelet.scheduler, events=events, start=cluster.clock.start)
     handlers.append(pools.handle_step)
     faults = NodeFaults(store, events)
     handlers.insert(0, faults.handle_step)
     check = ProvisioningCheck(store, events=events)
-    autoscaler = ProvisioningAutoscaler(store, kubelet, pools, pod_templates=check.pod_templates, events=events)
+    autoscaler = ProvisioningAutoscaler(store, kubelet.scheduler, pools, pod_templates=check.pod_templates, events=events)
     pods, jobs, perf = PodIntegration(store, events=events), JobIntegration(store, events=events), PerfRunner(store)
     extra.update({c.name: c for c in (faults, pods, jobs, perf, check, autoscaler, pools, kubelet)})
     return [faults, pods, jobs, perf, OneTurn(check, autoscaler), pools, kubelet]

@@ -21,7 +21,7 @@ from kueuetop.sim.jobs.batch_job import JobIntegration
 from kueuetop.sim.jobs.perf_runner import PerfRunner
 from kueuetop.sim.jobs.pods import PodIntegration
 from kueuetop.sim.kube.events import EventWriter
-from kueuetop.sim.kube.kubelet import Kubelet
+from kueuetop.sim.kube.kubelet import KubeNodes
 from kueuetop.sim.kueue.provisioning_check import ProvisioningCheck
 from kueuetop.sim.scenarios.scenario import parse_scenario
 from kueuetop.sim.storage.objectstore import WatchEvent
@@ -119,13 +119,13 @@ class Sim:
         self.store = self.cluster.store
         ev = EventWriter(self.store, self.clock.now) if events else None
         self.kueue = FakeKueue(self.cluster)
-        self.kubelet = Kubelet(self.store, default_runtime=default_runtime, events=ev)
+        self.kubelet = KubeNodes(self.store, default_runtime=default_runtime, events=ev)
         self.jobs = JobIntegration(self.store, events=ev)
         self.pods = PodIntegration(self.store, events=ev)
-        self.pools = NodePoolController(self.store, self.kubelet, events=ev)
+        self.pools = NodePoolController(self.store, self.kubelet.scheduler, events=ev)
         self.pools.install(self.cluster)
         self.provisioning = ProvisioningCheck(self.store, events=ev)
-        self.autoscaler = ProvisioningAutoscaler(self.store, self.kubelet, self.pools,
+        self.autoscaler = ProvisioningAutoscaler(self.store, self.kubelet.scheduler, self.pools,
                                                  pod_templates=self.provisioning.pod_templates, events=ev)
         self.perf = PerfRunner(self.store)
         for c in (self.kueue, self.jobs, self.pods, self.perf, OneTurn(self.provisioning, self.autoscaler),

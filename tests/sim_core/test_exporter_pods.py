@@ -26,7 +26,7 @@ def test_every_gpu_node_gets_a_running_exporter_that_takes_no_gpu():
         c = pod["spec"]["containers"][0]
         assert {"name": "metrics", "containerPort": 9400, "protocol": "TCP"} in c["ports"]
         assert "nvidia.com/gpu" not in str(c.get("resources"))
-        assert sim.kubelet.free(node)["nvidia.com/gpu"] == 8  # all GPUs still free
+        assert sim.kubelet.scheduler.free(node)["nvidia.com/gpu"] == 8  # all GPUs still free
     sim.run(3600)
     assert exporters(sim).keys() == pods.keys()  # never "finish" like a job pod
     assert all(p["status"]["phase"] == "Running" for p in exporters(sim).values())

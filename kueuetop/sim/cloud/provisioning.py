@@ -38,7 +38,7 @@ from kueuetop.sim.kube.events import (
     patch_status,
     set_condition,
 )
-from kueuetop.sim.kube.kubelet import QUEUED_TAINT, Kubelet, Placement
+from kueuetop.sim.kube.scheduler import QUEUED_TAINT, Placement, Scheduler
 from kueuetop.sim.storage.objectstore import ObjectStore, WatchEvent
 
 _log = logging.getLogger(__name__)
@@ -72,10 +72,10 @@ class ProvisioningAutoscaler:
 
     name = "provisioning-autoscaler"
 
-    def __init__(self, store: ObjectStore, kubelet: Kubelet, pools: NodePoolController, *,
+    def __init__(self, store: ObjectStore, scheduler: Scheduler, pools: NodePoolController, *,
                  pod_templates: Mapping[Key, Obj] | None = None, events: EventWriter | None = None) -> None:
         self.store = store
-        self.kubelet = kubelet
+        self.scheduler = scheduler
         self.pools = pools
         self.events = events or NullEvents()
         self._dirty_prs: dict[Key, None] = {}
@@ -203,7 +203,7 @@ class ProvisioningAutoscaler:
         placements = self._placements(pr, queued=False)
         if placements is None:
             return worked
-        if self.kubelet.simulate(placements) >= len(placements):
+        if self.scheduler.simulate(placements) >= len(placements):
             self._waiting.pop(key, None)
             return self._set(key, pr, "Provisioned", "True", "CapacityIsFound", MSG_FOUND, now) or worked
         return self._not_found(key, pr, now) or worked

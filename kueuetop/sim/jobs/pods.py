@@ -3,7 +3,7 @@
 A standalone Pod labelled `kueue.x-k8s.io/queue-name` is gated by Kueue's pod webhook
 (scheduling gate `kueue.x-k8s.io/admission`, label `kueue.x-k8s.io/managed: "true"`); here that
 happens right after creation, before the scheduler may take it (see
-`kubelet.awaiting_admission_webhook`). Its Workload is `pod-<name>-<hash>`, owned by the Pod,
+`scheduler.awaiting_admission_webhook`). Its Workload is `pod-<name>-<hash>`, owned by the Pod,
 with one pod set `main` of one pod. On admission the gate is removed and the flavors'
 nodeSelector, tolerations and labels are added (Pod.Run → prepare). On eviction the pod gets
 the `TerminationTarget` condition and is deleted (Pod.Stop); a single pod never counts as

@@ -50,7 +50,7 @@ from kueuetop.sim.kube.events import (
     patch_status,
     set_condition,
 )
-from kueuetop.sim.kube.kubelet import CONSUME_PROVREQ_ANNOTATION
+from kueuetop.sim.kube.scheduler import CONSUME_PROVREQ_ANNOTATION
 from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent, rfc3339
 from kueuetop.sim.work_queue import drain
 
