@@ -28,7 +28,7 @@ import heapq
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kueuetop.kueue.core import GPU_RESOURCE, parse_node, parse_pod
 from kueuetop.kueue.errors import KueueParseError
@@ -166,6 +166,27 @@ class _Waiting:
         self.message = first if all(messages.get(k) == first for _, k in self.members) else None
 
 
+class _Candidate(NamedTuple):
+    """A pod waiting for a node, as a scheduling pass sees it (ordered by priority, then age)."""
+
+    neg_priority: int
+    created: str
+    key: PodKey
+    pod: Obj
+    shape: PodShape
+    placement: Placement
+    fit_key: tuple
+
+
+class _WaitingPod(NamedTuple):
+    """An unschedulable pod: its group, its rank there, and what it was judged on."""
+
+    group: _Waiting
+    rank: tuple
+    spec: object
+    consumed: object  # its consume-provisioning-request annotation
+
+
 def _consumed_request(pod: Obj) -> object:
     return ((pod.get("metadata") or {}).get("annotations") or {}).get(CONSUME_PROVREQ_ANNOTATION)
 
@@ -214,7 +235,7 @@ class Scheduler:
         # The same pods by fit key, in scheduling order, so a capacity change tries one pod of
         # a key that fits nowhere instead of sorting and walking every waiting pod again.
         self._waiting: dict[tuple, _Waiting] = {}
-        self._waiting_of: dict[PodKey, tuple[_Waiting, tuple, object, object]] = {}  # → group, order, spec, ann
+        self._waiting_of: dict[PodKey, _WaitingPod] = {}
         self._waiting_seq = 0  # order of entry into _unschedulable (the old queue's tie-break)
         self._retry_waiting = False
         self._node_gone: list[str] = []
@@ -228,7 +249,7 @@ class Scheduler:
         self._node_version = 0
         self._shapes: dict[str, PodShape] = {}  # spec content → parsed shape
         self._shape_by_spec: dict[int, tuple[object, PodShape]] = {}  # id(spec) → (spec, shape)
-        self._examined: dict[PodKey, tuple[Obj, tuple | None]] = {}  # pod → (object, _examine's answer)
+        self._examined: dict[PodKey, tuple[Obj, _Candidate | None]] = {}  # pod → (object, _examine's answer)
 
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
@@ -324,13 +345,13 @@ class Scheduler:
             waiting = self._waiting_of.get(key)
             if waiting is None:
                 self._to_schedule[key] = None
-            elif waiting[2] is not pod.get("spec") or waiting[3] != _consumed_request(pod):
-                if self._fit_key_of(pod) != waiting[0].fit_key:
+            elif waiting.spec is not pod.get("spec") or waiting.consumed != _consumed_request(pod):
+                if self._fit_key_of(pod) != waiting.group.fit_key:
                     # What decides where it fits changed: it queues again like a new pod.
                     self._unwait(key)
                     self._to_schedule[key] = None
                 else:
-                    self._waiting_of[key] = (*waiting[:2], pod.get("spec"), _consumed_request(pod))
+                    self._waiting_of[key] = waiting._replace(spec=pod.get("spec"), consumed=_consumed_request(pod))
             return
         # Bound (by us or by a client that set nodeName): account for it on its node.
         self._examined.pop(key, None)
@@ -505,10 +526,10 @@ class Scheduler:
             if entry is not None:
                 new.append(entry)
         self._to_schedule.clear()
-        new.sort(key=lambda p: (p[0], p[1]))
+        new.sort(key=lambda p: (p.neg_priority, p.created))
         n_new = len(new)
         # One heap of the new pods and each waiting group's next pod (order keys are unique).
-        heap: list[tuple[tuple, int]] = [((e[0], e[1], 0, i), i) for i, e in enumerate(new)]
+        heap: list[tuple[tuple, int]] = [((e.neg_priority, e.created, 0, i), i) for i, e in enumerate(new)]
         groups: list[tuple[_Waiting, list[tuple[tuple, PodKey]]]] = []
         if self._retry_waiting:
             self._retry_waiting = False
@@ -547,7 +568,7 @@ class Scheduler:
                 self._no_fit[fit_key] = epoch
                 if w is not None and w.message is not None and w.message == self._message(placement, fit_key, now):
                     continue  # every pod of the group already says so: the rest would write nothing
-                worked = self._mark_unschedulable(key, pod, placement, now, fit_key, (entry[0], entry[1])) or worked
+                worked = self._mark_unschedulable(key, pod, placement, now, fit_key, (entry.neg_priority, entry.created)) or worked
                 if w is not None and (not walked or walked[-1] is not w):
                     walked.append(w)
             else:
@@ -558,7 +579,7 @@ class Scheduler:
             w.settle(self._unschedulable)
         return worked
 
-    def _entry(self, key: PodKey) -> tuple | None:
+    def _entry(self, key: PodKey) -> _Candidate | None:
         pod = self.store.try_get("", "pods", key[0], key[1], copy=False)
         if pod is None:
             return None
@@ -577,7 +598,7 @@ class Scheduler:
         waiting = self._waiting_of.pop(key, None)
         if waiting is None:
             return
-        w, rank = waiting[0], waiting[1]
+        w, rank = waiting.group, waiting.rank
         i = bisect.bisect_left(w.members, (rank,))
         if i < len(w.members) and w.members[i][1] == key:
             del w.members[i]
@@ -590,8 +611,8 @@ class Scheduler:
         except KueueParseError:
             return None
 
-    def _examine(self, key: PodKey, pod: Obj) -> tuple | None:
-        """(-priority, created, key, pod, shape, placement, fit key) of a pod waiting for a
+    def _examine(self, key: PodKey, pod: Obj) -> _Candidate | None:
+        """The `_Candidate` of a pod waiting for a
         node, or None when it is not the scheduler's to place (bound, gated, not Pending)."""
         spec = pod.get("spec") or {}
         if spec.get("nodeName") or spec.get("schedulingGates") or awaiting_admission_webhook(pod):
@@ -606,7 +627,7 @@ class Scheduler:
         prio = spec.get("priority") if isinstance(spec.get("priority"), int) else 0
         created = (pod.get("metadata") or {}).get("creationTimestamp", "")
         placement = Placement.from_shape(shape, self._implicit_tolerations(pod))
-        return (-prio, created, key, pod, shape, placement, _fit_key(placement))
+        return _Candidate(-prio, created, key, pod, shape, placement, _fit_key(placement))
 
     def _shape_of(self, pod: Obj) -> PodShape:
         """The pod's requests and placement constraints. Pods of one template have equal specs:
@@ -691,9 +712,9 @@ class Scheduler:
             rank = (*order, 1, self._waiting_seq)
             bisect.insort(w.members, (rank, key))
             w.message = message if len(w.members) == 1 or w.message == message else None
-            self._waiting_of[key] = (w, rank, pod.get("spec"), _consumed_request(pod))
-        elif waiting[0].message != message:
-            waiting[0].message = None
+            self._waiting_of[key] = _WaitingPod(w, rank, pod.get("spec"), _consumed_request(pod))
+        elif waiting.group.message != message:
+            waiting.group.message = None
         cond = find_condition(pod, "PodScheduled")
         if cond is not None and cond.get("status") == "False" and cond.get("message") == message:
             return False
