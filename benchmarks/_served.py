@@ -94,10 +94,10 @@ def paused_store(name: str) -> Any:
 
     from kueuetop.kueue.json_copy import clone
     from kueuetop.sim.clock import SimClock
-    from kueuetop.sim.kinds import KINDS, VIRTUAL_PLURALS
-    from kueuetop.sim.objectstore import ObjectStore
-    from kueuetop.sim.runner import build_cluster
-    from kueuetop.sim.scenario import load_scenario
+    from kueuetop.sim.scenarios.loader import load_scenario
+    from kueuetop.sim.storage.kinds import KINDS, VIRTUAL_PLURALS
+    from kueuetop.sim.storage.objectstore import ObjectStore
+    from kueuetop.sim.wiring import build_cluster
 
     scenario = load_scenario(name)
     workloads = [s.obj for s in scenario.steps if s.obj is not None and s.obj.get("kind") == "Workload"]
@@ -293,11 +293,11 @@ def _instrument(server: Any, store: Any, ready: Any = None) -> None:
 
 def serve_paused_child(name: str, port: int, kubeconfig: str, count_bytes: bool = False) -> int:
     from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
-    from kueuetop.sim.serve import serve_forever, stop_on_signals
+    from kueuetop.sim.serve import paused_hooks, serve_forever, stop_on_signals
 
     done = stop_on_signals()
     store = paused_store(name)
-    server = ApiServer(store, port=port)
+    server = ApiServer(store, port=port, hooks=paused_hooks(store))
     if count_bytes:
         _instrument(server, store)
     server.start()
@@ -308,7 +308,7 @@ def serve_paused_child(name: str, port: int, kubeconfig: str, count_bytes: bool 
 
 def serve_live_child(name: str, port: int, kubeconfig: str) -> int:
     """`kueuetop sim serve NAME` with byte counting: the simulation runs, pods and exporters too."""
-    from kueuetop.sim.scenario import load_scenario
+    from kueuetop.sim.scenarios.loader import load_scenario
     from kueuetop.sim.serve import serve_forever, start_served, stop_on_signals
 
     done = stop_on_signals()

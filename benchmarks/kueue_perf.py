@@ -5,7 +5,7 @@ Runs the `kueue-perf-baseline` (or, with --large, `kueue-perf-large`) built-in s
 JSON document: wall and CPU seconds, scheduling cycles, and the figures Kueue's perf runner
 reports (test/performance/scheduler), each beside Kueue's published value for the same config
 and the bounds of its rangespec.yaml. As in Kueue's harness, no nodes or pods exist: the
-harness's controller (`kueuetop/sim/perf_runner.py`) finishes each Workload once it has been
+harness's controller (`kueuetop/sim/jobs/perf_runner.py`) finishes each Workload once it has been
 admitted for its running time.
 
 - makespan: first Workload created → last Workload finished, in *simulated* milliseconds (virtual
@@ -41,8 +41,9 @@ from typing import Any
 from kueuetop.kueue.quantity import parse_resource_value
 from kueuetop.sim.recorder import ADMITTED, CREATED, EVICTED, FINISHED
 from kueuetop.sim.runner import run_scenario
-from kueuetop.sim.scenario import Scenario, load_scenario
-from kueuetop.sim.scenario_generators import PERF_CLASS_LABEL
+from kueuetop.sim.scenarios.generators import PERF_CLASS_LABEL
+from kueuetop.sim.scenarios.loader import load_scenario
+from kueuetop.sim.scenarios.scenario import Scenario
 
 # Kueue's published results for the baseline config (the perf runner's summary on main).
 PUBLISHED = {
@@ -126,7 +127,7 @@ def physical_lower_bound_s(scenario: Scenario, workloads: Mapping[Key, WorkloadI
                            queues: Mapping[str, QueueInfo]) -> float | None:
     """Σ requested cpu·s ÷ Σ nominal cpu: no schedule can finish sooner (runtimes from the
     generator's running-ms label)."""
-    from kueuetop.sim.scenario_generators import PERF_RUNTIME_LABEL
+    from kueuetop.sim.scenarios.generators import PERF_RUNTIME_LABEL
 
     nominal = sum(q.nominal_milli for q in queues.values())
     if not nominal:

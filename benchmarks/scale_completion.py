@@ -1,6 +1,6 @@
 """A built-in scenario run to completion in virtual time, headless: does it finish, and at what cost.
 
-Builds the scenario's simulated cluster (`kueuetop.sim.runner.build_cluster`, no event
+Builds the scenario's simulated cluster (`kueuetop.sim.wiring.build_cluster`, no event
 recording) and runs it until nothing is scheduled any more (`run_for(..., until_idle=True)`),
 watching for instants the clock never leaves. Prints one JSON document:
 
@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.runner import VIRTUAL_EPOCH
+from kueuetop.sim.scenarios.loader import load_scenario
+from kueuetop.sim.wiring import build_cluster
 
 KUEUE = "kueue.x-k8s.io"
 HORIZON = 30 * 24 * 3600.0  # a bound on simulated time only; runs end when the cluster is idle

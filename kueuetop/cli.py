@@ -152,7 +152,8 @@ def _add_action_parsers(sub: Any) -> None:
 
 
 def _load(name: str) -> Any:
-    from kueuetop.sim.scenario import ScenarioError, load_scenario
+    from kueuetop.sim.scenarios.loader import load_scenario
+    from kueuetop.sim.scenarios.scenario import ScenarioError
 
     try:
         return load_scenario(name)
@@ -224,7 +225,8 @@ def cmd_sim_serve(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from kueuetop.admission.explain import explain
     from kueuetop.sim.clock import SimClock
-    from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
+    from kueuetop.sim.runner import VIRTUAL_EPOCH
+    from kueuetop.sim.wiring import build_cluster
     from kueuetop.views.explain_text import explain_lines
 
     if args.workload.count("/") != 1 or not all(args.workload.split("/")):
@@ -432,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "sim":
         handlers = {"run": cmd_sim_run, "serve": cmd_sim_serve}
         if args.sim_command == "list":
-            from kueuetop.sim.scenario import list_builtins
+            from kueuetop.sim.scenarios.loader import list_builtins
 
             print("\n".join(list_builtins()))
             return EXIT_OK

@@ -12,7 +12,7 @@ import urllib3
 from kubernetes import client
 
 from kueuetop.sim.apiserver import ApiServer
-from kueuetop.sim.objectstore import ObjectStore
+from kueuetop.sim.storage.objectstore import ObjectStore
 from tests.fault_proxy import FaultProxy
 from tests.waiting import wait_until
 

@@ -160,7 +160,7 @@ def test_console_on_sigterm_stops_the_demo_and_removes_its_files(tmp_path: Path)
 def test_a_stale_kubeconfig_in_the_private_dir_is_replaced(tmp_path: Path, monkeypatch) -> None:
     """A server killed with SIGKILL leaves its kubeconfig; the next one on that port replaces
     it (the private directory is ours alone), rather than refusing to start."""
-    from kueuetop.sim.scenario import load_scenario
+    from kueuetop.sim.scenarios.loader import load_scenario
     from kueuetop.sim.serve import start_served
     from tests.sim.test_serve_process import free_port
 

@@ -116,6 +116,11 @@ class QueueState:
     sticky: Mapping[str, WorkloadKey] = field(default_factory=dict)
     preemptors: Mapping[str, tuple[WorkloadKey, int]] = field(default_factory=dict)
 
+    def is_inadmissible(self, cq: str, wl: Workload) -> bool:
+        """Parked in the ClusterQueue's inadmissible set at the workload's current generation."""
+        gen = self.inadmissible.get(cq, {}).get(wl.key)
+        return gen is not None and gen == wl.meta.generation
+
     def is_preemptor(self, cq: str, wl: Workload) -> bool:
         """ClusterQueue.IsPreemptor: this workload, at this generation, issued the CQ's last
         preemptions and waits for them."""

@@ -8,7 +8,6 @@ there; in real time it sleeps until then or until a client's write wakes it.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import threading
 from collections import deque
@@ -22,9 +21,9 @@ from kueuetop.sim.apiserver.patch import merge_patch
 from kueuetop.sim.apiserver.validation import validate
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.gc_pacing import sparse_collections
-from kueuetop.sim.kinds import Kind, kind_for_object
-from kueuetop.sim.objectstore import Invalid, ObjectStore, StoreError, WatchEvent
-from kueuetop.sim.scenario import Scenario, ScenarioStep
+from kueuetop.sim.scenarios.scenario import Scenario, ScenarioStep
+from kueuetop.sim.storage.kinds import Kind, kind_for_object
+from kueuetop.sim.storage.objectstore import Invalid, ObjectStore, StoreError, WatchEvent
 
 _log = logging.getLogger(__name__)
 
@@ -47,6 +46,31 @@ class Controller(Protocol):
         """Earliest simulated time this controller has timed work, or None."""
 
 
+class OneTurn:
+    """Controllers that take one turn together: each reconciles in order, and events reach them
+    at the same moments (before their turn, not between them). Kueue's provisioning check and
+    the autoscaler answering it run this way, so the autoscaler sees a request the round after
+    the check created it, as it always has."""
+
+    def __init__(self, *controllers: Controller) -> None:
+        self.controllers = controllers
+        self.name = "+".join(c.name for c in controllers)
+
+    def on_event(self, event: WatchEvent) -> None:
+        for c in self.controllers:
+            c.on_event(event)
+
+    def reconcile(self, now: float) -> bool:
+        worked = False
+        for c in self.controllers:
+            worked = c.reconcile(now) or worked
+        return worked
+
+    def next_wakeup(self, now: float) -> float | None:
+        times = [t for t in (c.next_wakeup(now) for c in self.controllers) if t is not None]
+        return min(times) if times else None
+
+
 class SimCluster:
     def __init__(self, scenario: Scenario, clock: SimClock, store: ObjectStore | None = None) -> None:
         self.scenario = scenario
@@ -56,8 +80,6 @@ class SimCluster:
         self.controllers: list[Controller] = []
         self._steps = list(scenario.steps)
         self._next_step = 0
-        self._timers: list[tuple[float, int, Callable[[float], None]]] = []
-        self._timer_seq = 0
         self.wake = threading.Event()
         self._events: deque[WatchEvent] = deque()
         self.errors: list[str] = []  # scenario steps the API refused, for reports
@@ -83,11 +105,6 @@ class SimCluster:
                     c.on_event(event)
                 except Exception:
                     _log.exception("controller %s failed on an event", getattr(c, "name", c))
-
-    def call_at(self, t: float, fn: Callable[[float], None]) -> None:
-        self._timer_seq += 1
-        heapq.heappush(self._timers, (t, self._timer_seq, fn))
-        self.wake.set()
 
     @property
     def now(self) -> float:
@@ -216,9 +233,6 @@ class SimCluster:
             now = self.clock.now()
             for step in self._due_steps(now):
                 self._apply_step(step, now)
-            while self._timers and self._timers[0][0] <= now:
-                _, _, fn = heapq.heappop(self._timers)
-                fn(now)
             for _ in range(MAX_SETTLE_ROUNDS):
                 worked = False
                 for c in self.controllers:
@@ -236,7 +250,8 @@ class SimCluster:
     def next_event(self) -> float | None:
         self._deliver_events()
         now = self.clock.now()
-        times = [t for t in (self.next_step_time(), self._timers[0][0] if self._timers else None) if t is not None]
+        nxt = self.next_step_time()
+        times = [nxt] if nxt is not None else []
         for c in self.controllers:
             t = c.next_wakeup(now)
             if t is not None:

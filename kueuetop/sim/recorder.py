@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from kueuetop.sim.objectstore import WatchEvent
+from kueuetop.sim.storage.objectstore import WatchEvent
 
 ADMITTED, QUOTA_RESERVED, EVICTED, PREEMPTED, FINISHED, DEACTIVATED, CREATED = (
     "admitted", "quotaReserved", "evicted", "preempted", "finished", "deactivated", "created")

@@ -6,22 +6,12 @@ from collections import defaultdict
 from typing import Any
 
 from kueuetop.kueue.errors import KueueParseError
-from kueuetop.kueue.fields import parse_time
 from kueuetop.kueue.quantity import format_resource_value, parse_resource_value
 from kueuetop.kueue.workload import parse_workload
 from kueuetop.kueue.workload_state import derive_state
 from kueuetop.sim.recorder import ADMITTED, EVICTED, SimEvent
 
 REPORT_VERSION = 1
-
-
-def _rel(ts: str | None, start: float) -> float | None:
-    if not ts:
-        return None
-    try:
-        return round(parse_time(ts) - start, 3)
-    except ValueError:
-        return None
 
 
 def build_report(scenario: str, start: float, now: float, workloads: list[dict], cluster_queues: list[dict],

@@ -30,9 +30,9 @@ from kueuetop.sim.apiserver.auth import load_tokens
 from kueuetop.sim.apiserver.defaults import prepare_for_create
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cluster import SimCluster
-from kueuetop.sim.objectstore import ObjectStore
-from kueuetop.sim.runner import SimParts, build_cluster
-from kueuetop.sim.scenario import Scenario, ScenarioStep, split_first_instant
+from kueuetop.sim.scenarios.scenario import Scenario, ScenarioStep, split_first_instant
+from kueuetop.sim.storage.objectstore import ObjectStore
+from kueuetop.sim.wiring import SimParts, build_cluster
 from kueuetop.xdg import private_dir
 
 _log = logging.getLogger(__name__)
@@ -72,18 +72,46 @@ class ServedCluster:
 
 
 def _hooks(parts: SimParts) -> ServerHooks:
-    cluster, kueue, store = parts.cluster, parts.kueue, parts.cluster.store
+    return _kueue_hooks(parts.kueue, parts.cluster.store, parts.cluster.lock, lambda: parts.cluster.now)
+
+
+def paused_hooks(store: ObjectStore) -> ServerHooks:
+    """Kueue's metrics and visibility for a store no simulation runs on (a paused backlog): a
+    Kueue controller reads the store as the serving one does, and never schedules."""
+    from kueuetop.sim.kueue.controller import KueueController
+    from kueuetop.sim.storage.kinds import get_kind
+    from kueuetop.sim.storage.objectstore import WatchEvent
+
+    kueue = KueueController(store, record_events=False)
+    lock = threading.RLock()  # writers' threads note changes; hooks read under the same lock
+
+    def note(event: WatchEvent) -> None:
+        with lock:
+            kueue.on_event(event)
+
+    with lock:
+        store.subscribe(note)
+        kind = get_kind(KUEUE, "workloads")
+        assert kind is not None
+        for wl in store.list(KUEUE, "workloads", copy=False)[0]:
+            kueue.on_event(WatchEvent("ADDED", kind, wl, None, 0))
+    return _kueue_hooks(kueue, store, lock, time.time)
+
+
+def _kueue_hooks(kueue: Any, store: ObjectStore, lock: Any, clock: Any) -> ServerHooks:
 
     def metrics_text() -> str:
-        from kueuetop.sim.kueue_metrics import render_kueue_metrics
+        from kueuetop.sim.kueue.metrics import render_kueue_metrics
+        from kueuetop.sim.kueue.queue_view import queued_workloads
 
-        with cluster.lock:
-            kueue.counters.inadmissible = {k for m in kueue.state.inadmissible.values() for k in m}
+        with lock:
+            snap = kueue.snapshot()
+            queued = queued_workloads(snap, kueue.state, clock(), kueue.cache.workload_index(snap))
             cqs, _ = store.list(KUEUE, "clusterqueues", copy=False)
             lqs, _ = store.list(KUEUE, "localqueues", copy=False)
             wls, _ = store.list(KUEUE, "workloads", copy=False)
             cohorts, _ = store.list(KUEUE, "cohorts", copy=False)
-            return render_kueue_metrics(cqs, lqs, wls, cohorts, kueue.counters, now=cluster.now)
+            return render_kueue_metrics(cqs, lqs, wls, cohorts, kueue.counters, queued=queued)
 
     def pods_by_node() -> dict[str, list[dict]]:
         pods, _ = store.list("", "pods", copy=False)
@@ -95,9 +123,9 @@ def _hooks(parts: SimParts) -> ServerHooks:
         return out
 
     def dcgm_text(node_name: str | None) -> str:
-        from kueuetop.sim.gpu_telemetry import iter_dcgm_fleet, render_dcgm
+        from kueuetop.sim.cloud.gpu_telemetry import iter_dcgm_fleet, render_dcgm
 
-        now = cluster.now
+        now = clock()
         if node_name is not None:
             node = store.try_get("", "nodes", None, node_name, copy=False)
             if node is None:
@@ -108,9 +136,9 @@ def _hooks(parts: SimParts) -> ServerHooks:
         return "".join(iter_dcgm_fleet(nodes, pods_by_node(), now))
 
     def pending_workloads(target: Any, limit: int, offset: int) -> list[dict]:
-        from kueuetop.admission import queue_order
+        from kueuetop.sim.kueue.queue_view import queued_in_cluster_queue
 
-        with cluster.lock:
+        with lock:
             snap = kueue.snapshot()
             if isinstance(target, tuple):
                 lq = snap.local_queues.get(target)
@@ -120,7 +148,9 @@ def _hooks(parts: SimParts) -> ServerHooks:
             else:
                 cq = target
             items, per_lq = [], defaultdict(int)
-            for pos, wl in enumerate(queue_order.pending_workloads(snap, kueue.state, cq, kueue.cache.workload_index(snap))):
+            index = kueue.cache.workload_index(snap)
+            for pos, q in enumerate(queued_in_cluster_queue(snap, kueue.state, cq, clock(), index)):
+                wl = q.workload
                 lq_key = (wl.namespace, wl.queue_name)
                 lq_pos = per_lq[lq_key]
                 per_lq[lq_key] += 1

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import serve_frozen
 
 EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: object timestamps never depend on today

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client, config
 
 from kueuetop.sim.apiserver import write_kubeconfig
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 
 ADMIN_TOKEN = "admin-secret-token-0123456789"

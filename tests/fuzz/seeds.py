@@ -8,8 +8,9 @@ from typing import Any
 
 from kueuetop.kueue.api_versions import is_kueue_api_version, to_v1beta1
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.runner import VIRTUAL_EPOCH, SimParts, build_cluster
-from kueuetop.sim.scenario import SCENARIO_DIR, load_scenario
+from kueuetop.sim.runner import VIRTUAL_EPOCH
+from kueuetop.sim.scenarios.loader import SCENARIO_DIR, load_scenario
+from kueuetop.sim.wiring import SimParts, build_cluster
 
 PER_KIND = 3  # objects kept of each kind per scenario: variety without a slow sampled_from
 SKIP = frozenset({"events", "selfsubjectaccessreviews"})

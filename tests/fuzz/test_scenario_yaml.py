@@ -1,4 +1,4 @@
-"""Scenario YAML (kueuetop.sim.scenario.parse_scenario): documents of the shipped scenarios, as
+"""Scenario YAML (kueuetop.sim.scenarios.scenario.parse_scenario): documents of the shipped scenarios, as
 text with characters inserted, cut or repeated, and as objects with mutated fields. Each loads
 or raises ScenarioError naming the file; nothing else escapes (`kueuetop sim run` turns that
 into its one-line error)."""
@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kueuetop.kueue.json_copy import clone
-from kueuetop.sim.scenario import ScenarioError, parse_scenario
+from kueuetop.sim.scenarios.scenario import ScenarioError, parse_scenario
 
 from .seeds import scenario_documents
 from .strategies import FUZZ, WORD, as_json, mutate_text, mutate_tree

@@ -14,16 +14,17 @@ from kueuetop.admission import status_updates
 from kueuetop.admission.decisions import Admit, Evict, MarkAdmitted, Preempt
 from kueuetop.kueue.workload import PodSetAssignment, parse_workload
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.cluster import SimCluster
-from kueuetop.sim.job_integration import JobIntegration
-from kueuetop.sim.kubelet import Kubelet
-from kueuetop.sim.node_pools import NodePoolController
-from kueuetop.sim.objectstore import WatchEvent
-from kueuetop.sim.perf_runner import PerfRunner
-from kueuetop.sim.pod_integration import PodIntegration
-from kueuetop.sim.provisioning import ProvisioningController
-from kueuetop.sim.scenario import parse_scenario
-from kueuetop.sim.sim_events import EventWriter
+from kueuetop.sim.cloud.node_pools import NodePoolController
+from kueuetop.sim.cloud.provisioning import ProvisioningAutoscaler
+from kueuetop.sim.cluster import OneTurn, SimCluster
+from kueuetop.sim.jobs.batch_job import JobIntegration
+from kueuetop.sim.jobs.perf_runner import PerfRunner
+from kueuetop.sim.jobs.pods import PodIntegration
+from kueuetop.sim.kube.events import EventWriter
+from kueuetop.sim.kube.kubelet import KubeNodes
+from kueuetop.sim.kueue.provisioning_check import ProvisioningCheck
+from kueuetop.sim.scenarios.scenario import parse_scenario
+from kueuetop.sim.storage.objectstore import WatchEvent
 
 T0 = 1_700_000_000.0
 KUEUE = "kueue.x-k8s.io"
@@ -118,14 +119,17 @@ class Sim:
         self.store = self.cluster.store
         ev = EventWriter(self.store, self.clock.now) if events else None
         self.kueue = FakeKueue(self.cluster)
-        self.kubelet = Kubelet(self.store, default_runtime=default_runtime, events=ev)
+        self.kubelet = KubeNodes(self.store, default_runtime=default_runtime, events=ev)
         self.jobs = JobIntegration(self.store, events=ev)
         self.pods = PodIntegration(self.store, events=ev)
-        self.pools = NodePoolController(self.store, self.kubelet, events=ev)
+        self.pools = NodePoolController(self.store, self.kubelet.scheduler, events=ev)
         self.pools.install(self.cluster)
-        self.provisioning = ProvisioningController(self.store, self.kubelet, self.pools, events=ev)
+        self.provisioning = ProvisioningCheck(self.store, events=ev)
+        self.autoscaler = ProvisioningAutoscaler(self.store, self.kubelet.scheduler, self.pools,
+                                                 pod_templates=self.provisioning.pod_templates, events=ev)
         self.perf = PerfRunner(self.store)
-        for c in (self.kueue, self.jobs, self.pods, self.perf, self.provisioning, self.pools, self.kubelet):
+        for c in (self.kueue, self.jobs, self.pods, self.perf, OneTurn(self.provisioning, self.autoscaler),
+                  self.pools, self.kubelet):
             self.cluster.add_controller(c)
         self.times: list[float] = []
 

@@ -3,9 +3,9 @@
 import yaml
 
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.gpu_telemetry import render_dcgm
-from kueuetop.sim.runner import build_cluster
-from kueuetop.sim.scenario import ScenarioError, parse_scenario
+from kueuetop.sim.cloud.gpu_telemetry import render_dcgm
+from kueuetop.sim.scenarios.scenario import ScenarioError, parse_scenario
+from kueuetop.sim.wiring import build_cluster
 
 from .helpers import GPU_TOLERATION, T0, Sim, cond, node_pool
 from .test_kubelet import bare_pod
@@ -171,7 +171,7 @@ def test_node_fault_actions_are_checked_when_the_scenario_loads():
 
 
 def test_kueues_events_are_bounded_like_the_other_components():
-    from kueuetop.sim.scenario import load_scenario
+    from kueuetop.sim.scenarios.loader import load_scenario
 
     parts = build_cluster(load_scenario("incident"), SimClock(T0))
     parts.kueue.max_events = 10

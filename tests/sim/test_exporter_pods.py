@@ -1,6 +1,6 @@
 """The simulated GPU Operator: one Running dcgm-exporter pod per GPU node, gone with the node."""
 
-from kueuetop.sim.gpu_exporters import EXPORTER_APP, EXPORTER_NAMESPACE
+from kueuetop.sim.cloud.gpu_exporters import EXPORTER_APP, EXPORTER_NAMESPACE
 
 from .helpers import Sim, node_pool
 
@@ -26,7 +26,7 @@ def test_every_gpu_node_gets_a_running_exporter_that_takes_no_gpu():
         c = pod["spec"]["containers"][0]
         assert {"name": "metrics", "containerPort": 9400, "protocol": "TCP"} in c["ports"]
         assert "nvidia.com/gpu" not in str(c.get("resources"))
-        assert sim.kubelet.free(node)["nvidia.com/gpu"] == 8  # all GPUs still free
+        assert sim.kubelet.scheduler.free(node)["nvidia.com/gpu"] == 8  # all GPUs still free
     sim.run(3600)
     assert exporters(sim).keys() == pods.keys()  # never "finish" like a job pod
     assert all(p["status"]["phase"] == "Running" for p in exporters(sim).values())
@@ -43,10 +43,11 @@ def test_exporters_follow_autoscaled_nodes_and_do_not_keep_them_alive():
 
 def test_exporter_pods_do_not_change_the_scenario_story(monkeypatch):
     """Uids come from a seeded generator; exporters must not shift the other objects' names."""
-    from kueuetop.sim import node_pools
     from kueuetop.sim.clock import SimClock
-    from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
-    from kueuetop.sim.scenario import load_scenario
+    from kueuetop.sim.cloud import node_pools
+    from kueuetop.sim.runner import VIRTUAL_EPOCH
+    from kueuetop.sim.scenarios.loader import load_scenario
+    from kueuetop.sim.wiring import build_cluster
 
     names = []
     original = node_pools.NodePoolController.__init__

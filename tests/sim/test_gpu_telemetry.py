@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kueuetop.sim.gpu_telemetry import (
+from kueuetop.sim.cloud.gpu_telemetry import (
     FIELDS,
     MODELS,
     gpu_assignments,

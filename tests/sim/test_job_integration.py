@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from kueuetop.sim.job_integration import workload_name_for_owner
+from kueuetop.sim.jobs.framework import workload_name_for_owner
 
 from .helpers import GPU_TOLERATION, KUEUE, Sim, cond, is_true, job, node_pool
 

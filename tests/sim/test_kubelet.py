@@ -107,8 +107,8 @@ def test_pods_of_a_shape_that_fits_nowhere_cost_one_node_scan_until_capacity_fre
     sim.create(bare_pod("hog-1", cpu="7", runtime="30s"))
     sim.run(1)
     scans = []
-    real = sim.kubelet.find_node
-    monkeypatch.setattr(sim.kubelet, "find_node", lambda p, free=None: scans.append(p) or real(p, free))
+    real = sim.kubelet.scheduler.find_node
+    monkeypatch.setattr(sim.kubelet.scheduler, "find_node", lambda p, free=None: scans.append(p) or real(p, free))
     for i in range(20):
         sim.create(bare_pod(f"big-{i}", cpu="4"))
     sim.create(bare_pod("small", cpu="500m"))  # another shape: still looked for, and it fits
@@ -151,8 +151,8 @@ def test_waiting_pods_keep_kube_schedulers_order_and_a_stuck_shape_costs_one_loo
     sim.run(1)
     assert all(running_on(sim, n) is None for n in ("low-big", "high-big", "mid-small"))
     looked = []
-    real = sim.kubelet._entry
-    monkeypatch.setattr(sim.kubelet, "_entry", lambda key: looked.append(key[1]) or real(key))
+    real = sim.kubelet.scheduler._entry
+    monkeypatch.setattr(sim.kubelet.scheduler, "_entry", lambda key: looked.append(key[1]) or real(key))
     sim.run(8)  # `tick` ends: capacity changes, nothing new fits
     assert "tick" not in looked and sum(n.startswith("stuck-") for n in looked) == 1
     assert all(running_on(sim, n) is None for n in ("low-big", "high-big", "mid-small"))
@@ -177,13 +177,13 @@ def test_buckets_skipped_by_their_free_bounds_place_pods_as_a_full_scan_would():
     override path scans without the bounds)."""
     import random
 
-    from kueuetop.sim.kubelet import Placement
+    from kueuetop.sim.kube.scheduler import Placement
 
     rng = random.Random(7)
     sim = Sim(node_pool("gpu", size=6, gpus=4, machine="g2-standard-48") + "---\n"
               + node_pool("cpu", size=3, machine="e2-standard-8"), default_runtime=50)
     sim.run(1)
-    kubelet = sim.kubelet
+    kubelet = sim.kubelet.scheduler
     shapes = [{"cpu": 1000}, {"cpu": 4000, "memory": 8 << 30}, {"cpu": 7000},
               {"cpu": 12000, "nvidia.com/gpu": 1}, {"cpu": 2000, "nvidia.com/gpu": 2}, {"cpu": 40_000}]
     tol = tuple(Placement.from_shape(kubelet._shape_of(bare_pod("t", gpus=1, tolerations=GPU_TOLERATION))).tolerations)

@@ -6,14 +6,19 @@ import math
 import subprocess
 
 import pytest
+from kueuetop.admission.snapshot import ClusterSnapshot
 
-from kueuetop.sim.kueue_metrics import (
+from kueuetop.admission.queue_state import QueueState
+from kueuetop.kueue.errors import KueueParseError
+from kueuetop.kueue.parse import parse_object
+from kueuetop.sim.kueue.metrics import (
     ADMISSION_WAIT_BUCKETS,
     KueueCounters,
     exponential_buckets,
     go_float,
     render_kueue_metrics,
 )
+from kueuetop.sim.kueue.queue_view import queued_workloads
 from kueuetop.sources.exposition import ParseStats, Sample, family_of, parse_exposition
 from tests.binaries import require_binary
 from tests.builders import (
@@ -21,6 +26,7 @@ from tests.builders import (
     cluster_queue,
     cohort,
     condition,
+    flavor,
     fq,
     group,
     local_queue,
@@ -65,8 +71,29 @@ def finished(wl: dict) -> dict:
     return wl
 
 
-def render(cqs, lqs, wls, cohorts=(), counters=None, **kw) -> tuple[list[Sample], ParseStats, str]:
-    text = render_kueue_metrics(cqs, lqs, wls, cohorts, counters, **kw)
+def queued(cqs, lqs, wls, parked=(), now=NOW, parked_generation=None):
+    """The pending workloads as a Kueue controller holds them: the objects parsed into its
+    snapshot, `parked` in its inadmissible set (at `parked_generation`, default: the current)."""
+    objs = []
+    for o in [*cqs, *lqs, *wls, flavor("l4-reserved"), flavor("l4-spot")]:
+        try:
+            objs.append(parse_object(o))
+        except (KueueParseError, AttributeError, TypeError, KeyError):
+            continue
+    snap = ClusterSnapshot.from_objects(objs)
+    inadmissible: dict = {}
+    for key in parked:
+        wl = snap.workloads[key]
+        cq = snap.cluster_queue_of(wl)
+        gen = wl.meta.generation if parked_generation is None else parked_generation
+        inadmissible.setdefault(cq, {})[key] = gen
+    return queued_workloads(snap, QueueState(inadmissible=inadmissible), now)
+
+
+def render(cqs, lqs, wls, cohorts=(), counters=None, *, parked=(), now=NOW, parked_generation=None,
+           **kw) -> tuple[list[Sample], ParseStats, str]:
+    q = queued(cqs, lqs, wls, parked, now, parked_generation)
+    text = render_kueue_metrics(cqs, lqs, wls, cohorts, counters, queued=q, **kw)
     stats = ParseStats()
     samples = list(parse_exposition(text, stats))
     assert stats.skipped == 0, stats.errors
@@ -88,12 +115,13 @@ def scenario(counters: KueueCounters | None = None):
         gpu_job("waiting-checks", admitted=False),  # quota reserved, admission checks pending
         finished(gpu_job("done")),
         pending("fresh"),  # never tried: active
-        pending("tried", reason="Pending"),  # failed an attempt (BestEffortFIFO): inadmissible
+        pending("tried", reason="Pending"),  # parked by the controller after a failed attempt
         pending("held", active=False),  # deactivated: in no queue
         pending("orphan", queue="missing-lq"),  # no LocalQueue: in no queue
         pending("b-1", ns="team-b"),
     ]
-    return render(cqs, lqs, wls, [cohort("batch", parent="org"), cohort("org")], counters)
+    return render(cqs, lqs, wls, [cohort("batch", parent="org"), cohort("org")], counters,
+                  parked=[("team-a", "tried")])
 
 
 def test_workload_gauges_match_the_objects():
@@ -106,14 +134,6 @@ def test_workload_gauges_match_the_objects():
     assert value(samples, "kueue_local_queue_pending_workloads", name="lq", namespace="team-a", status="active") == 1
     assert value(samples, "kueue_local_queue_reserving_active_workloads", name="lq", namespace="team-a") == 3
     assert value(samples, "kueue_local_queue_admitted_active_workloads", name="lq", namespace="team-a") == 2
-
-
-def test_strict_fifo_keeps_pending_active():
-    cqs = [cq_team_a(), cq_team_b(strategy="StrictFIFO")]
-    lqs = [local_queue("team-b", "lq", "team-b")]
-    samples, _, _ = render(cqs, lqs, [pending("b-1", ns="team-b", reason="Pending")])
-    assert value(samples, "kueue_pending_workloads", cluster_queue="team-b", status="active") == 1
-    assert value(samples, "kueue_pending_workloads", cluster_queue="team-b", status="inadmissible") == 0
 
 
 def test_inactive_queue_reports_all_pending_as_inadmissible():
@@ -138,13 +158,23 @@ def test_backoff_is_inadmissible_until_requeue_at():
     assert value(after, "kueue_pending_workloads", cluster_queue="team-a", status="active") == 1
 
 
-def test_simulator_queue_state_overrides_inference():
+def test_inadmissible_is_the_controllers_parked_set_at_the_workloads_generation():
     lqs = [local_queue("team-a", "lq", "team-a")]
-    wls = [pending("a"), pending("b", reason="Pending")]
-    counters = KueueCounters(inadmissible={("team-a", "a")})
-    samples, _, _ = render([cq_team_a()], lqs, wls, counters=counters)
+    wls = [pending("a"), pending("b", reason="Pending")]  # b's condition alone parks nothing
+    samples, _, _ = render([cq_team_a()], lqs, wls, parked=[("team-a", "a")])
     assert value(samples, "kueue_pending_workloads", cluster_queue="team-a", status="inadmissible") == 1
     assert value(samples, "kueue_pending_workloads", cluster_queue="team-a", status="active") == 1
+    # Parked at an older generation: its spec changed since, so Kueue queues it again.
+    samples, _, _ = render([cq_team_a()], lqs, wls, parked=[("team-a", "a")], parked_generation=-1)
+    assert value(samples, "kueue_pending_workloads", cluster_queue="team-a", status="inadmissible") == 0
+
+
+def test_a_stopped_local_queue_holds_no_pending_workloads():
+    """As the controller's LocalQueue status says (pendingWorkloads 0): its workloads are in no queue."""
+    lqs = [local_queue("team-a", "lq", "team-a", stop_policy="Hold")]
+    samples, _, _ = render([cq_team_a()], lqs, [pending("a")])
+    assert value(samples, "kueue_pending_workloads", cluster_queue="team-a", status="active") == 0
+    assert value(samples, "kueue_pending_workloads", cluster_queue="team-a", status="inadmissible") == 0
 
 
 def test_quota_gauges_in_kueue_units():

@@ -2,8 +2,8 @@
 written again, and one that changes something always is."""
 
 from kueuetop.admission.decisions import Pending
-from kueuetop.sim.kueue_controller import KueueController
-from kueuetop.sim.objectstore import ObjectStore
+from kueuetop.sim.kueue.controller import KueueController
+from kueuetop.sim.storage.objectstore import ObjectStore
 from tests.builders import T0, workload
 
 KUEUE = "kueue.x-k8s.io"

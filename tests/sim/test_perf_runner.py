@@ -4,7 +4,7 @@ that long, evictions finished by unsetting the quota reservation."""
 
 import logging
 
-from kueuetop.sim.perf_runner import PERF_RUNTIME_LABEL, runs_workload
+from kueuetop.sim.jobs.perf_runner import PERF_RUNTIME_LABEL, runs_workload
 
 from .helpers import Sim, cond, is_true
 
@@ -74,7 +74,7 @@ def test_bad_running_time_is_taken_as_zero_and_logged(caplog):
     sim.create(workload("odd", running_ms="soon"))
     sim.kueue.admit("perf", "odd", flavors={"cpu": "rf"})
     # Own level: the console quiets the `kueuetop` loggers, and other tests run it in-process.
-    with caplog.at_level(logging.WARNING, logger="kueuetop.sim.perf_runner"):
+    with caplog.at_level(logging.WARNING, logger="kueuetop.sim.jobs.perf_runner"):
         sim.run(0.5)
     assert is_true(sim.get("workloads", "perf", "odd"), "Finished")
     assert "cannot parse" in caplog.text

@@ -17,7 +17,7 @@ from typing import Any
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cluster import MAX_SAME_INSTANT
 from kueuetop.sim.runner import run_scenario
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 
 SCENARIO = Path(__file__).with_name("preemptor_thrash.yaml")
 GATE = ("\n---\napiVersion: kueuetop.io/v1\nkind: SimConfig\nmetadata: {name: cfg}\n"

@@ -1,16 +1,11 @@
-"""The scenario format and its loader (kueuetop.sim.scenario)."""
+"""The scenario format and its loader (kueuetop.sim.scenarios.scenario)."""
 
 import textwrap
 
 import pytest
 
-from kueuetop.sim.scenario import (
-    ScenarioAction,
-    ScenarioError,
-    capacity_limit_at,
-    load_scenario,
-    parse_scenario,
-)
+from kueuetop.sim.scenarios.loader import load_scenario
+from kueuetop.sim.scenarios.scenario import ScenarioAction, ScenarioError, capacity_limit_at, parse_scenario
 
 
 def parse(text: str, source: str = "test.yaml"):

@@ -9,8 +9,9 @@ import pytest
 
 from kueuetop.kueue.durations import parse_duration
 from kueuetop.kueue.quantity import parse_quantity
-from kueuetop.sim.scenario import capacity_limit_at, expand_node_pool, list_builtins, load_scenario
-from kueuetop.sim.scenario_generators import PERF_BASELINE, PERF_LARGE_SCALE
+from kueuetop.sim.scenarios.generators import PERF_BASELINE, PERF_LARGE_SCALE
+from kueuetop.sim.scenarios.loader import list_builtins, load_scenario
+from kueuetop.sim.scenarios.scenario import capacity_limit_at, expand_node_pool
 
 EXPECTED_BUILTINS = ["dws", "incident", "kueue-perf-baseline", "kueue-perf-large", "large", "refarch", "skypilot", "xl"]
 
@@ -132,7 +133,7 @@ def test_generation_is_deterministic():
         for st in s.steps:
             h.update(json.dumps([st.at, st.obj], sort_keys=True).encode())
         return h.hexdigest()
-    from kueuetop.sim.scenario_generators import GENERATORS
+    from kueuetop.sim.scenarios.generators import GENERATORS
 
     assert digest(GENERATORS["large"]()) == digest(scenario("large"))
 
@@ -192,7 +193,7 @@ def test_perf_scenarios(name, cqs, classes, intervals, runtimes, last):
         assert wl["spec"]["priority"] == priorities[cls]
         assert wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] == {
             "cpu": requests[cls]}
-        # Kueue's harness reads the running time from this label (sim/perf_runner.py); no pods run.
+        # Kueue's harness reads the running time from this label (sim/jobs/perf_runner.py); no pods run.
         assert "kueuetop.io/runtime" not in wl["metadata"]["annotations"]
         assert wl["metadata"]["labels"]["kueue.x-k8s.io/performance-scheduler-running-ms"] == str(
             round(runtimes[cls] * 1000))

@@ -12,9 +12,10 @@ from collections import defaultdict
 from typing import Any
 
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.gpu_telemetry import render_dcgm
-from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.cloud.gpu_telemetry import render_dcgm
+from kueuetop.sim.runner import VIRTUAL_EPOCH
+from kueuetop.sim.scenarios.loader import load_scenario
+from kueuetop.sim.wiring import build_cluster
 
 KUEUE = "kueue.x-k8s.io"
 TEN_MINUTES = 600.0

@@ -1,9 +1,9 @@
-"""NodePool expansion into GKE-like Node objects (kueuetop.sim.scenario_nodes)."""
+"""NodePool expansion into GKE-like Node objects (kueuetop.sim.scenarios.nodes)."""
 
 import re
 
-from kueuetop.sim.scenario import expand_node_pool
-from kueuetop.sim.scenario_nodes import gpu_product_label, node_name
+from kueuetop.sim.scenarios.nodes import gpu_product_label, node_name
+from kueuetop.sim.scenarios.scenario import expand_node_pool
 
 
 def pool(name="reserved-np", **spec):

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kueuetop.sim.scenario import (
+from kueuetop.sim.scenarios.loader import load_scenario
+from kueuetop.sim.scenarios.scenario import (
     LazySteps,
-    load_scenario,
     parse_scenario,
     split_first_instant,
     staged_steps_from_objects,

@@ -5,7 +5,7 @@ import time
 
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cluster import SimCluster
-from kueuetop.sim.scenario import parse_scenario
+from kueuetop.sim.scenarios.scenario import parse_scenario
 
 SCENARIO = """
 apiVersion: v1

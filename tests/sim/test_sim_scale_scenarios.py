@@ -9,8 +9,9 @@ instant, as evictions complete at once in the simulator).
 import pytest
 
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.runner import VIRTUAL_EPOCH
+from kueuetop.sim.scenarios.loader import load_scenario
+from kueuetop.sim.wiring import build_cluster
 from tests.sim.test_sim_scenarios import check_invariants
 
 KUEUE = "kueue.x-k8s.io"
@@ -78,7 +79,7 @@ def test_kueue_perf_scenarios_run_to_completion(name: str, workloads: int):
     assert parts.cluster.errors == [] and parts.kueue.broken == {}
     wls, _ = parts.cluster.store.list(KUEUE, "workloads", copy=False)
     assert len(wls) == scenario.meta["expected"]["workloads"] == workloads
-    # Kueue's harness finishes them (sim/perf_runner.py): no pods ever ran.
+    # Kueue's harness finishes them (sim/jobs/perf_runner.py): no pods ever ran.
     assert parts.cluster.store.list("", "pods", copy=False)[0] == []
     assert {c["reason"] for w in wls for c in w["status"]["conditions"] if c["type"] == "Finished"} == {"ByTest"}
     snap = parts.kueue.snapshot()

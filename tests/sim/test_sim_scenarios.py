@@ -7,8 +7,9 @@ import pytest
 from kueuetop.kueue.parse import parse_object
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.report import build_report
-from kueuetop.sim.runner import VIRTUAL_EPOCH, build_cluster, run_scenario
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.runner import VIRTUAL_EPOCH, run_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
+from kueuetop.sim.wiring import build_cluster
 
 KUEUE = "kueue.x-k8s.io"
 

@@ -19,7 +19,7 @@ from kubernetes import client
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from urllib3.util.retry import Retry
 
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from tests.binaries import require_binary
 

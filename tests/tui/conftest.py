@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources.connection import Connection, connect
 from kueuetop.sources.kube import KubeSources

@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from kueuetop.kueue.core import Pod
 from kueuetop.kueue.event import ObjectEvent
 from kueuetop.kueue.workload import Workload
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import start_served
 from kueuetop.sources.connection import connect
 from kueuetop.sources.kube import KubeSources

@@ -15,9 +15,9 @@ import pytest
 from textual.pilot import Pilot
 
 from kueuetop.kueue.config import KueueConfig, parse_kueue_config
-from kueuetop.sim.runner import kueue_config_of
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
+from kueuetop.sim.wiring import kueue_config_of
 from kueuetop.sources.connection import connect
 from kueuetop.sources.kueue_config import read_kueue_config
 from tests.binaries import require_binary

@@ -15,9 +15,9 @@ from textual.pilot import Pilot
 
 from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.runner import build_cluster
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import KUEUE_API_VERSIONS, _hooks
+from kueuetop.sim.wiring import build_cluster
 from kueuetop.sources.connection import Connection, connect
 from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
 from kueuetop.sources.kube import KubeSources

@@ -11,7 +11,7 @@ import yaml
 
 from kueuetop.kueue.api_versions import to_v1beta1, to_v1beta2
 from kueuetop.sim.apiserver.status import ApiError, bad_request
-from kueuetop.sim.kinds import KUEUE_GROUP, Kind
+from kueuetop.sim.storage.kinds import KUEUE_GROUP, Kind
 
 Obj = dict[str, Any]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kueuetop.sim.kinds import KUEUE_GROUP, Kind
-from kueuetop.sim.scenario_nodes import node_info
+from kueuetop.sim.scenarios.nodes import node_info
+from kueuetop.sim.storage.kinds import KUEUE_GROUP, Kind
 
 Obj = dict[str, Any]
 

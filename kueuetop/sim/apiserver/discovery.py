@@ -10,8 +10,8 @@ import hashlib
 import json
 from typing import Any
 
-from kueuetop.sim import kinds as K
 from kueuetop.sim.apiserver.versions import ALL_VERSIONS, ServedVersions
+from kueuetop.sim.storage import kinds as K
 
 SERVER_VERSION = {
     "major": "1", "minor": "32", "gitVersion": "v1.32.0", "gitCommit": "kueuetop-sim",

@@ -20,13 +20,12 @@ from kueuetop.sim.apiserver.status import (
     invalid,
     not_found,
     parse_rv,
-    status_body,
     too_large_resource_version,
 )
 from kueuetop.sim.apiserver.validation import validate
 from kueuetop.sim.apiserver.versions import ALL_VERSIONS, ServedVersions
-from kueuetop.sim.kinds import Kind
-from kueuetop.sim.objectstore import Conflict, Expired, NotFound, ObjectStore
+from kueuetop.sim.storage.kinds import Kind
+from kueuetop.sim.storage.objectstore import Conflict, Expired, NotFound, ObjectStore
 
 Obj = dict[str, Any]
 
@@ -399,10 +398,6 @@ class Resources:
                            "metadata": {"resourceVersion": str(self.store.resource_version)},
                            "items": [codec.to_version(kind, r.version, o) for o in deleted]},
                      headers=self._warnings(ctx, kind))
-
-
-def reply_status(code: int, message: str, reason: str) -> Reply:
-    return Reply(code, status_body(code, message, reason))
 
 
 __all__ = ["Ctx", "Reply", "Resources", "not_found"]

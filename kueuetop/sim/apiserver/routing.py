@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from kueuetop.sim import kinds as K
 from kueuetop.sim.apiserver.status import ApiError
 from kueuetop.sim.apiserver.versions import ALL_VERSIONS, ServedVersions
-from kueuetop.sim.kinds import Kind
+from kueuetop.sim.storage import kinds as K
+from kueuetop.sim.storage.kinds import Kind
 
 
 @dataclass

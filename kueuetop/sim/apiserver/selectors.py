@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueuetop.sim.apiserver.status import bad_request
-from kueuetop.sim.kinds import Kind
+from kueuetop.sim.storage.kinds import Kind
 
 Obj = dict[str, Any]
 
@@ -122,28 +122,6 @@ def labels_match(reqs: list[Requirement], obj: Obj) -> bool:
         return True
     labels = (obj.get("metadata") or {}).get("labels") or {}
     return all(r.matches(labels) for r in reqs)
-
-
-def match_label_selector_object(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    """Evaluate a metav1.LabelSelector (matchLabels/matchExpressions). None matches nothing."""
-    if selector is None:
-        return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for e in selector.get("matchExpressions") or []:
-        op = e.get("operator")
-        key = e.get("key")
-        vals = e.get("values") or []
-        if op == "In" and labels.get(key) not in vals:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in vals:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
 
 
 # ----------------------------------------------------------------- fields

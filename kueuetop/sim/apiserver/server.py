@@ -16,14 +16,14 @@ from urllib.parse import parse_qs, urlsplit
 from kueuetop.sim.apiserver import codec, discovery, protobuf, routing
 from kueuetop.sim.apiserver.auth import Authorizer, User, load_tokens, review
 from kueuetop.sim.apiserver.faults import Faults
-from kueuetop.sim.apiserver.hooks import ServerHooks, default_metrics_text, default_pending_workloads
+from kueuetop.sim.apiserver.hooks import ServerHooks
 from kueuetop.sim.apiserver.resources import Ctx, Reply, Resources
 from kueuetop.sim.apiserver.routing import Route
 from kueuetop.sim.apiserver.status import ApiError, bad_request, from_store_error, not_found
 from kueuetop.sim.apiserver.versions import KUEUE_VERSIONS, ServedVersions
 from kueuetop.sim.apiserver.watch import WatchStream
-from kueuetop.sim.kinds import VISIBILITY_GROUP, get_kind
-from kueuetop.sim.objectstore import ObjectStore, StoreError, Watcher
+from kueuetop.sim.storage.kinds import VISIBILITY_GROUP, get_kind
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, Watcher
 
 _log = logging.getLogger(__name__)
 
@@ -141,11 +141,12 @@ class ApiServer:
         with self._lock:
             self._watchers.discard(w)
 
-    # ----------------------------------------------------------------- hooks with defaults
+    # ----------------------------------------------------------------- hooks
     def metrics_text(self) -> str:
+        """Kueue's metrics, or none (an empty exposition) when no Kueue runs behind the server."""
         if self.hooks.metrics_text is not None:
             return self.hooks.metrics_text()
-        return default_metrics_text(self.store)
+        return ""
 
     def dcgm_text(self, node_name: str | None) -> str:
         if self.hooks.dcgm_text is not None:
@@ -153,9 +154,11 @@ class ApiServer:
         return ""
 
     def pending_workloads(self, target: str | tuple[str, str], limit: int, offset: int) -> list[dict[str, Any]]:
-        if self.hooks.pending_workloads is not None:
-            return self.hooks.pending_workloads(target, limit, offset)
-        return default_pending_workloads(self.store, target, limit, offset)
+        if self.hooks.pending_workloads is None:
+            # No Kueue behind the server: kube-aggregator's answer for an APIService whose
+            # backend is not available (staging/src/k8s.io/kube-aggregator, proxy handler).
+            raise ApiError(503, "the server is currently unable to handle the request", "ServiceUnavailable")
+        return self.hooks.pending_workloads(target, limit, offset)
 
     # ----------------------------------------------------------------- request handling
     def handle(self, h: _Handler, method: str) -> None:

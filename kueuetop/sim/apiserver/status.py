@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kueuetop.sim.kinds import Kind
-from kueuetop.sim.objectstore import StoreError
+from kueuetop.sim.storage.kinds import Kind
+from kueuetop.sim.storage.objectstore import StoreError
 
 REASON_BY_CODE = {
     400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kueuetop.sim.kinds import Kind, PrinterColumn, printer_columns
+from kueuetop.sim.storage.kinds import Kind, PrinterColumn, printer_columns
 
 Obj = dict[str, Any]
 

@@ -10,7 +10,7 @@ from typing import Any
 from kueuetop.kueue.errors import QuantityError
 from kueuetop.kueue.quantity import parse_quantity
 from kueuetop.sim.apiserver.quantity_text import canonical
-from kueuetop.sim.kinds import KUEUE_GROUP, Kind
+from kueuetop.sim.storage.kinds import KUEUE_GROUP, Kind
 
 Obj = dict[str, Any]
 Cause = dict[str, str]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kueuetop.sim import kinds as K
-from kueuetop.sim.kinds import Kind
+from kueuetop.sim.storage import kinds as K
+from kueuetop.sim.storage.kinds import Kind
 
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")
 _KUEUE_GROUPS = (K.KUEUE_GROUP, K.VISIBILITY_GROUP)

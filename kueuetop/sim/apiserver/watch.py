@@ -11,7 +11,7 @@ from kueuetop.sim.apiserver import codec, tables
 from kueuetop.sim.apiserver.faults import Faults
 from kueuetop.sim.apiserver.resources import Ctx, Resources
 from kueuetop.sim.apiserver.status import bad_request, parse_rv, status_body, too_large_resource_version
-from kueuetop.sim.objectstore import Expired, ObjectStore, Watcher, WatchEvent
+from kueuetop.sim.storage.objectstore import Expired, ObjectStore, Watcher, WatchEvent
 
 Obj = dict[str, Any]
 DEFAULT_TIMEOUT = 1800.0

@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
-from kueuetop.sim.objectstore import ObjectStore
+from kueuetop.sim.storage.objectstore import ObjectStore
 from tests.binaries import require_binary
 
 ADMIN_TOKEN = "admin-token-123"

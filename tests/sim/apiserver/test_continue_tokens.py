@@ -14,10 +14,10 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from kueuetop.sim.apiserver import ApiServer
-from kueuetop.sim.list_snapshots import ABSENT, SnapshotChain
-from kueuetop.sim.objectstore import ObjectStore
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import start_served
+from kueuetop.sim.storage.list_snapshots import ABSENT, SnapshotChain
+from kueuetop.sim.storage.objectstore import ObjectStore
 from tests.waiting import wait_until
 
 from .conftest import KUEUE, Clock, make_client, workload

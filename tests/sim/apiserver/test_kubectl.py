@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kueuetop.sim.objectstore import ObjectStore
+from kueuetop.sim.storage.objectstore import ObjectStore
 
 from .conftest import KUEUE, Clock, Kubectl, cluster_queue, workload
 

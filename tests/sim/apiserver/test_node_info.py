@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kubernetes import client
 
-from kueuetop.sim.scenario import parse_scenario
+from kueuetop.sim.scenarios.scenario import parse_scenario
 from kueuetop.sim.serve import start_served
 
 from .conftest import make_client

@@ -7,7 +7,14 @@ import threading
 
 import pytest
 
-from kueuetop.sim.objectstore import AlreadyExists, Conflict, Expired, NotFound, ObjectStore, WatchEvent
+from kueuetop.sim.storage.objectstore import (
+    AlreadyExists,
+    Conflict,
+    Expired,
+    NotFound,
+    ObjectStore,
+    WatchEvent,
+)
 
 from .conftest import KUEUE, Clock, cluster_queue, workload
 
@@ -229,7 +236,7 @@ def test_create_many_refuses_nameless_and_unknown_kinds(store: ObjectStore) -> N
 
 
 def test_status_rewrites_share_what_they_keep_and_skip_no_ops(store: ObjectStore) -> None:
-    from kueuetop.sim.sim_events import write_condition
+    from kueuetop.sim.kube.events import write_condition
 
     wl = store.create(KUEUE, "workloads", workload("w1", "team-a"))
     admission = {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "flavors": {"cpu": "f"}}]}

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from kueuetop.sim.scenario import load_scenario, parse_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
+from kueuetop.sim.scenarios.scenario import parse_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 
 from .conftest import Kubectl, kubectl_path, make_client

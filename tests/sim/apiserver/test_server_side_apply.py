@@ -8,7 +8,7 @@ import json
 
 import yaml
 
-from kueuetop.sim.objectstore import ObjectStore
+from kueuetop.sim.storage.objectstore import ObjectStore
 
 from .conftest import KUEUE, Kubectl, cluster_queue
 

@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 
 from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
-from kueuetop.sim.objectstore import ObjectStore
+from kueuetop.sim.storage.objectstore import ObjectStore
 
 from .conftest import KUEUE, Kubectl, cluster_queue, kubectl_path, make_client, workload
 

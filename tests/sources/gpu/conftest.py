@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client, config
 
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from tests.binaries import require_binary
 

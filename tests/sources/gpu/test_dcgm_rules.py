@@ -145,7 +145,7 @@ def test_renamed_temperature_field_of_exporter_4_9() -> None:
 
 def test_simulated_exporter_round_trip() -> None:
     """The simulator's own dcgm text (exporter 4.5.x shape) reads back per device."""
-    from kueuetop.sim.gpu_telemetry import render_dcgm
+    from kueuetop.sim.cloud.gpu_telemetry import render_dcgm
 
     node = {"metadata": {"name": "gpu-1", "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
             "status": {"allocatable": {"nvidia.com/gpu": "2", "nvidia.com/mig-1g.10gb": "2"}}}

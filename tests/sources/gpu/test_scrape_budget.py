@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client, config
 
 from kueuetop.sim.apiserver import write_kubeconfig
-from kueuetop.sim.scenario_generators import ScaleSpec, scale_scenario
+from kueuetop.sim.scenarios.generators import ScaleSpec, scale_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources import scrape_budget
 from kueuetop.sources.gpu_poller import SCRAPE_SOURCE, GpuPoller

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kueuetop.sim.apiserver import write_kubeconfig
-from kueuetop.sim.scenario import load_scenario
+from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources.connection import connect
 from kueuetop.store import SourceState

@@ -84,7 +84,7 @@ def test_v1beta1_informers_see_the_same_objects(served: ServedCluster, conn: Con
 
 
 def test_old_kueue_sim_serving_only_v1beta1(tmp_path) -> None:
-    from kueuetop.sim.scenario import load_scenario
+    from kueuetop.sim.scenarios.loader import load_scenario
     from kueuetop.sim.serve import start_served
     from kueuetop.sources.connection import connect
     from kueuetop.sources.kube import KubeSources

@@ -29,8 +29,8 @@ from typing import Any
 
 from kueuetop.kueue.api_versions import to_v1beta2
 from kueuetop.kueue.json_copy import clone, clone_except
-from kueuetop.sim.kinds import KINDS, Kind, get_kind, kind_for_object
-from kueuetop.sim.list_snapshots import DEFAULT_TTL, SnapshotChain, page_at
+from kueuetop.sim.storage.kinds import KINDS, Kind, get_kind, kind_for_object
+from kueuetop.sim.storage.list_snapshots import DEFAULT_TTL, SnapshotChain, page_at
 
 _log = logging.getLogger(__name__)
 
@@ -258,6 +258,10 @@ class ObjectStore:
     def kind(self, group: str, plural: str) -> Kind:
         return self._bucket(group, plural).kind
 
+    def serves(self, group: str, plural: str) -> bool:
+        """Whether this resource is stored (served), e.g. PodTemplates may be switched off."""
+        return (group, plural) in self._buckets
+
     @staticmethod
     def _key(kind: Kind, namespace: str | None, name: str) -> ObjKey:
         return ((namespace or "") if kind.namespaced else "", name)
@@ -428,10 +432,6 @@ class ObjectStore:
             if namespace is None or not b.kind.namespaced:
                 return len(b.objects)
             return len(b.by_ns.get(namespace, {}))
-
-    def history_floor(self, group: str, plural: str) -> int:
-        with self._lock:
-            return self._bucket(group, plural).floor
 
     # ----------------------------------------------------------------- writes
     def create_object(self, obj: Obj, *, dry_run: bool = False) -> Obj:
@@ -846,15 +846,6 @@ class ObjectStore:
         version cannot overtake an undelivered event), else None."""
         with self._lock:
             return self._rv if watcher.queue.empty() else None
-
-    def close_watchers(self) -> None:
-        """End every open watch (their consumers see the stream end)."""
-        with self._lock:
-            watchers = [w for b in self._buckets.values() for w in b.watchers]
-            for b in self._buckets.values():
-                b.watchers.clear()
-        for w in watchers:
-            w._close()
 
     def compact(self) -> int:
         """Drop all retained history, as an etcd compaction would: watches and continue

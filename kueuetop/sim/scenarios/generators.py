@@ -15,8 +15,8 @@ from typing import Any
 
 from kueuetop.kueue.api_versions import V1BETA2
 from kueuetop.kueue.durations import format_duration
-from kueuetop.sim.perf_runner import PERF_CLASS_LABEL, PERF_CLEANUP_LABEL, PERF_RUNTIME_LABEL
-from kueuetop.sim.scenario import (
+from kueuetop.sim.jobs.perf_runner import PERF_CLASS_LABEL, PERF_CLEANUP_LABEL, PERF_RUNTIME_LABEL
+from kueuetop.sim.scenarios.scenario import (
     ANN_AT,
     ANN_GPU_UTIL,
     ANN_RUNTIME,
@@ -146,7 +146,7 @@ def _perf_first(cfg: PerfConfig) -> Iterator[tuple[int, float, Obj]]:
     yield 1, 0.0, {"apiVersion": V1BETA2, "kind": "ResourceFlavor",
                    "metadata": {"name": PERF_FLAVOR, "labels": cleanup}, "spec": {}}
     # Kueue's harness runs on envtest: no nodes, no pods; its controller plays the jobs
-    # (sim/perf_runner.py).
+    # (sim/jobs/perf_runner.py).
     cq_spec_common = {
         "namespaceSelector": {},
         "queueingStrategy": "BestEffortFIFO",

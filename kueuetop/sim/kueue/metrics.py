@@ -5,9 +5,10 @@ reference/kueue.md §7), as client_golang writes them: families sorted by name, 
 name, series sorted by label values, floats in Go's shortest form (`3.4359738368e+10`). Every
 family but `kueue_build_info` carries `replica_role="standalone"` (one manager, no election).
 
-Gauges are derived from the API objects the way Kueue's cache and queue manager see them:
-a Workload counts for the ClusterQueue in `status.admission.clusterQueue` once it holds quota,
-and for the ClusterQueue behind its LocalQueue while pending. Resource gauges are on (the
+Gauges are derived the way Kueue's cache and queue manager see them: a Workload counts for the
+ClusterQueue in `status.admission.clusterQueue` once it holds quota; while pending it counts
+where the Kueue controller's queue holds it, active or inadmissible as that controller decided
+(`queue_view.queued_workloads`, the visibility API's source too). Resource gauges are on (the
 simulator runs with `metrics.enableClusterQueueResources: true`) and use Kueue's units: cpu in
 cores, memory in bytes, counts for everything else. Counters and histograms only the
 simulator's event stream knows are accumulated in `KueueCounters`.
@@ -19,11 +20,11 @@ import math
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from kueuetop.kueue.quantity import parse_quantity
+from kueuetop.sim.kueue.queue_view import Queued
 
 __all__ = [
     "ADMISSION_ATTEMPT_BUCKETS",
@@ -77,9 +78,7 @@ class Histogram:
 class KueueCounters:
     """Totals Kueue increments as events happen; the simulator calls the `record_*` methods.
 
-    Keys are label values in the order of the metric's label names. `inadmissible` is the set of
-    (namespace, name) of pending workloads the embedded queue manager holds as inadmissible;
-    None lets the renderer infer it from conditions.
+    Keys are label values in the order of the metric's label names.
     """
 
     admission_attempts: dict[str, int] = field(default_factory=dict)  # result
@@ -99,7 +98,6 @@ class KueueCounters:
     lq_admission_wait: dict[tuple[str, str, str], Histogram] = field(default_factory=dict)
     lq_finished: dict[tuple[str, str, str], int] = field(default_factory=dict)
     lq_evicted: dict[tuple[str, str, str, str, str], int] = field(default_factory=dict)
-    inadmissible: set[tuple[str, str]] | None = None
 
     @staticmethod
     def _inc(d: dict, key: tuple | str) -> None:
@@ -407,10 +405,6 @@ def _qty(resource: str, value: Any) -> float | None:
         return None
 
 
-def _priority_class(wl: Mapping[str, Any]) -> str:
-    return _str(wl, "spec", "priorityClassRef", "name") or _str(wl, "spec", "priorityClassName")
-
-
 def _cohort_of(cq: Mapping[str, Any]) -> str:
     return _str(cq, "spec", "cohortName") or _str(cq, "spec", "cohort")  # v1beta1 spelling
 
@@ -465,16 +459,6 @@ def _workload_usage(wl: Mapping[str, Any]) -> dict[FlavorRes, float]:
     return out
 
 
-def _requeue_at(wl: Mapping[str, Any]) -> float | None:
-    text = _str(wl, "status", "requeueState", "requeueAt")
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 @dataclass
 class _QueueTally:
     active: int = 0
@@ -512,14 +496,14 @@ def render_kueue_metrics(cluster_queues: Iterable[Mapping[str, Any]],
                          workloads: Iterable[Mapping[str, Any]],
                          cohorts: Iterable[Mapping[str, Any]] = (),
                          counters: KueueCounters | None = None, *,
-                         now: float | None = None,
+                         queued: Mapping[tuple[str, str], Queued],
                          build_info: KueueBuildInfo | None = None,
                          replica_role: str = REPLICA_ROLE,
                          resource_metrics: bool = True) -> str:
     """Kueue's `/metrics` text for these objects (v1beta2 dicts; v1beta1 spellings tolerated).
 
-    `now` (epoch seconds) decides whether a `requeueAt` backoff is still running when the
-    pending split has to be inferred; `resource_metrics` mirrors enableClusterQueueResources.
+    `queued` holds the pending workloads as the Kueue controller's queue does
+    (`queue_view.queued_workloads`); `resource_metrics` mirrors enableClusterQueueResources.
     """
     reg = _Registry(replica_role)
     counters = counters or KueueCounters()
@@ -543,7 +527,7 @@ def render_kueue_metrics(cluster_queues: Iterable[Mapping[str, Any]],
     lq_tally = {key: _QueueTally() for key in lqs}
 
     for wl in workloads:
-        _tally_workload(wl, cqs, lqs, statuses, cq_tally, lq_tally, counters.inadmissible, now)
+        _tally_workload(wl, lqs, cq_tally, lq_tally, queued)
 
     _cluster_queue_series(reg, cqs, statuses, cq_tally, resource_metrics)
     _local_queue_series(reg, lqs, cqs, statuses, lq_tally, resource_metrics)
@@ -552,10 +536,9 @@ def render_kueue_metrics(cluster_queues: Iterable[Mapping[str, Any]],
     return reg.render()
 
 
-def _tally_workload(wl: Mapping[str, Any], cqs: Mapping[str, Any], lqs: Mapping[tuple[str, str], Any],
-                    statuses: Mapping[str, str], cq_tally: dict[str, _QueueTally],
-                    lq_tally: dict[tuple[str, str], _QueueTally], inadmissible: set[tuple[str, str]] | None,
-                    now: float | None) -> None:
+def _tally_workload(wl: Mapping[str, Any], lqs: Mapping[tuple[str, str], Any],
+                    cq_tally: dict[str, _QueueTally], lq_tally: dict[tuple[str, str], _QueueTally],
+                    queued: Mapping[tuple[str, str], Queued]) -> None:
     if not isinstance(wl, Mapping):
         return
     ns, name = _str(wl, "metadata", "namespace"), _str(wl, "metadata", "name")
@@ -587,46 +570,16 @@ def _tally_workload(wl: Mapping[str, Any], cqs: Mapping[str, Any], lqs: Mapping[
                 if active:
                     tally.admitted += 1
         return
-    if not active or lq is None:
-        return  # deactivated workloads, and those without a LocalQueue, are in no queue
-    cq_name = _str(lq, "spec", "clusterQueue")
-    t = cq_tally.get(cq_name)
-    if t is None:
-        return
-    if inadmissible is not None:
-        held = (ns, name) in inadmissible
-    else:
-        held = _infer_inadmissible(wl, conds, cqs[cq_name], statuses[cq_name], lq, now)
-    for tally in (t, lqt):
+    q = queued.get((ns, name))
+    if q is None:
+        return  # in no queue: deactivated, gated, no (open) LocalQueue, …
+    for tally in (cq_tally.get(q.cluster_queue), lqt):
         if tally is None:
             continue
-        if held:
+        if q.inadmissible:
             tally.inadmissible += 1
         else:
             tally.active += 1
-
-
-def _infer_inadmissible(wl: Mapping[str, Any], conds: Mapping[str, Mapping[str, Any]], cq: Mapping[str, Any],
-                        cq_status: str, lq: Mapping[str, Any], now: float | None) -> bool:
-    """Where Kueue's queue manager would hold a pending workload, judged from its conditions.
-
-    An inactive ClusterQueue reports all its pending workloads as inadmissible; so do stopped
-    LocalQueues and workloads in requeue backoff. In BestEffortFIFO a workload that failed an
-    admission attempt (QuotaReserved=False with a reason) waits as inadmissible; StrictFIFO
-    keeps its head in the heap.
-    """
-    if cq_status != "active" or _str(lq, "spec", "stopPolicy") not in ("", "None"):
-        return True
-    requeued = conds.get("Requeued")
-    if requeued is not None and requeued.get("status") == "False":
-        return True
-    requeue_at = _requeue_at(wl)
-    if requeue_at is not None and (now is None or requeue_at > now):
-        return True
-    if _str(cq, "spec", "queueingStrategy") == "StrictFIFO":
-        return False
-    qr = conds.get("QuotaReserved")
-    return qr is not None and qr.get("status") == "False" and bool(qr.get("reason"))
 
 
 def _cluster_queue_series(reg: _Registry, cqs: Mapping[str, Mapping[str, Any]], statuses: Mapping[str, str],

@@ -12,7 +12,7 @@ A scenario is what users `kubectl apply`, plus a few annotations (ARCHITECTURE �
 * `kueuetop.io/gpu-util: "85"` (mean % busy) or `"idle"` on a Job, Pod or Workload: a hint
   for the GPU telemetry generator.
 * `kueuetop.io/fault: ImagePullBackOff` or `CrashLoopBackOff` on a Job, Pod or Workload: its
-  pods' first container fails as the kubelet reports it (`sim.pod_faults`).
+  pods' first container fails as the kubelet reports it (`sim.kube.pod_faults`).
 
 and three kinds of `apiVersion: kueuetop.io/v1`:
 
@@ -21,8 +21,8 @@ and three kinds of `apiVersion: kueuetop.io/v1`:
   Pod), `cq/NAME` or `lq/NS/NAME`. `metadata.name` is optional. The node faults of
   `NODE_ACTIONS` (`gpu-xid` and `gpu-ecc` with `spec.value: "GPU=CODE[,…]"`, `node-not-ready`,
   `cordon`) target `node/NAME` or `nodepool/POOL[/INDEX]` (the pool's nodes by name, first
-  by default) and are played by `sim.node_faults`.
-* `NodePool`: nodes the simulator creates (see `scenario_nodes.expand_node_pool`):
+  by default) and are played by `sim.kube.node_faults`.
+* `NodePool`: nodes the simulator creates (see `scenarios.nodes.expand_node_pool`):
   `spec: {machineType, gpu: {model, count, memoryMiB?, accelerator?}, capacity?, nodeLabels?,
   nodeTaints?, zones?, size, minSize?, maxSize?, autoscaling?, provisioningDelay?, spot?,
   queuedProvisioning?, capacityLimit?}`. `capacityLimit` caps how many nodes the cloud can
@@ -35,6 +35,8 @@ kueue.x-k8s.io v1beta1 (and v1alpha1 Cohort) documents are converted to v1beta2.
 kinds without a namespace get `default`. Errors name the file, the 1-based document and the
 field: `refarch.yaml: document 7 (Workload team-a/wl-1): metadata.annotations["kueuetop.io/at"]:
 invalid duration "abc"`.
+
+Scenarios by name (the built-ins) or by path: `scenarios.loader.load_scenario`.
 
 Objects in `Scenario.steps` are shared, read-only data (generated scenarios reuse nested
 dicts between objects to stay small): copy before mutating.
@@ -55,7 +57,7 @@ import yaml
 
 from kueuetop.kueue.api_versions import is_kueue_api_version, to_v1beta2
 from kueuetop.kueue.durations import format_duration, parse_duration
-from kueuetop.sim.scenario_nodes import DEFAULT_CLUSTER, expand_node_pool
+from kueuetop.sim.scenarios.nodes import DEFAULT_CLUSTER, expand_node_pool
 
 __all__ = [
     "ACTIONS",
@@ -71,8 +73,6 @@ __all__ = [
     "ScenarioStep",
     "capacity_limit_at",
     "expand_node_pool",
-    "list_builtins",
-    "load_scenario",
     "object_key",
     "parse_action_target",
     "parse_scenario",
@@ -91,7 +91,7 @@ KUEUETOP_API_VERSION = "kueuetop.io/v1"
 WORKLOAD_ACTIONS = ("hold", "resume", "requeue", "preempt", "preempt-and-hold")
 QUEUE_ACTIONS = ("stop", "drain", "resume-queue")
 ACTIONS = WORKLOAD_ACTIONS + QUEUE_ACTIONS
-# What happens to hardware, not what an operator does: played by sim.node_faults.
+# What happens to hardware, not what an operator does: played by sim.kube.node_faults.
 NODE_ACTIONS = ("gpu-xid", "gpu-ecc", "node-not-ready", "cordon")
 _VALUE_ACTIONS = ("gpu-xid", "gpu-ecc")
 _GPU_VALUE = re.compile(r"\d+=\d+(,\d+=\d+)*")
@@ -123,8 +123,6 @@ _NAMELESS_KINDS = {("kueuetop.io", "Action"), ("kueuetop.io", "SimConfig")}
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
-# Shipped as package data (pyproject: "kueuetop.sim" = ["scenarios/*.yaml"]).
-SCENARIO_DIR = Path(__file__).with_name("scenarios")
 SIM_CONFIG_DEFAULTS: dict[str, Any] = {"clusterName": DEFAULT_CLUSTER, "speed": 1.0}
 
 
@@ -628,42 +626,6 @@ def _timeline(pending: list[_Pending], source: str, origin_base: str,
             pools.append(p.obj)
         steps.append(ScenarioStep(p.at, "apply", p.obj, None, origin, update=update))
     return steps, pools
-
-
-# --------------------------------------------------------------------------------------
-# Built-ins
-
-
-def _file_builtins() -> dict[str, Path]:
-    return {path.stem: path for path in sorted(SCENARIO_DIR.glob("*.yaml"))}
-
-
-def list_builtins() -> list[str]:
-    """Names `load_scenario` accepts besides file paths."""
-    from kueuetop.sim.scenario_generators import GENERATORS
-
-    return sorted(set(_file_builtins()) | set(GENERATORS))
-
-
-def load_scenario(name_or_path: str) -> Scenario:
-    """A built-in scenario by name (`refarch`, `large`, …) or a scenario file by path."""
-    from kueuetop.sim.scenario_generators import GENERATORS
-
-    if name_or_path in GENERATORS:
-        return GENERATORS[name_or_path]()
-    files = _file_builtins()
-    if name_or_path in files:
-        path = files[name_or_path]
-        return parse_scenario(path.read_text(encoding="utf-8"), path.name, name=name_or_path)
-    path = Path(name_or_path)
-    if not path.is_file():
-        raise ScenarioError(name_or_path, "no such scenario file or built-in scenario "
-                            f"(built-ins: {', '.join(list_builtins())})")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(name_or_path, f"cannot read: {exc}") from None
-    return parse_scenario(text, name_or_path)
 
 
 def split_first_instant(scenario: Scenario) -> tuple[Scenario, Callable[[], Sequence[ScenarioStep]]]:

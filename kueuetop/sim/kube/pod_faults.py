@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kueuetop.sim.objectstore import ObjectStore, rfc3339
-from kueuetop.sim.sim_events import KUBELET, EventWriter
+from kueuetop.sim.kube.events import KUBELET, EventWriter
+from kueuetop.sim.storage.objectstore import ObjectStore, rfc3339
 
 Obj = dict[str, Any]
 PodKey = tuple[str, str]

@@ -20,7 +20,7 @@ given) behave like cluster-autoscaler node groups:
 Every GPU node, whoever created it, gets a Running dcgm-exporter pod in `gpu-operator`
 (`gpu_exporters.ExporterPods`), removed with the node, so the direct-scrape GPU source works.
 
-`ProvisioningController` uses `pools_for`, `nodes_needed`, `room` and `request_nodes` to
+`ProvisioningAutoscaler` (sim.cloud.provisioning) uses `pools_for`, `nodes_needed`, `room` and `request_nodes` to
 serve ProvisioningRequests from the same pools.
 """
 
@@ -35,12 +35,12 @@ from kueuetop.kueue.core import parse_node, parse_pod
 from kueuetop.kueue.durations import DurationError, parse_duration
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.sim.apiserver.patch import merge_patch
-from kueuetop.sim.gpu_exporters import ExporterPods
-from kueuetop.sim.kubelet import PODS, Kubelet, Placement
-from kueuetop.sim.objectstore import ObjectStore, StoreError, WatchEvent
-from kueuetop.sim.scenario import KUEUETOP_API_VERSION, ScenarioStep, capacity_limit_at
-from kueuetop.sim.scenario_nodes import expand_node_pool
-from kueuetop.sim.sim_events import CLUSTER_AUTOSCALER, EventWriter, NullEvents, find_condition
+from kueuetop.sim.cloud.gpu_exporters import ExporterPods
+from kueuetop.sim.kube.events import CLUSTER_AUTOSCALER, EventWriter, NullEvents, find_condition
+from kueuetop.sim.kube.scheduler import PODS, Placement, Scheduler
+from kueuetop.sim.scenarios.nodes import expand_node_pool
+from kueuetop.sim.scenarios.scenario import KUEUETOP_API_VERSION, ScenarioStep, capacity_limit_at
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent
 
 _log = logging.getLogger(__name__)
 
@@ -117,17 +117,17 @@ def _nonneg(v: Any) -> int | None:
 
 
 class NodePoolController:
-    """Pools and autoscaler. Wire with `pools = NodePoolController(store, kubelet)`,
+    """Pools and autoscaler. Wire with `pools = NodePoolController(store, scheduler)`,
     `pools.install(cluster)` (routes NodePool steps here) and `cluster.add_controller(pools)`."""
 
     name = "node-pools"
 
-    def __init__(self, store: ObjectStore, kubelet: Kubelet, *, events: EventWriter | None = None,
+    def __init__(self, store: ObjectStore, scheduler: Scheduler, *, events: EventWriter | None = None,
                  scale_down_delay: float = SCALE_DOWN_DELAY, start: float | None = None,
                  exporters: bool = True) -> None:
         self.store = store
         self.exporters = ExporterPods(store) if exporters else None
-        self.kubelet = kubelet
+        self.scheduler = scheduler
         self.events = events or NullEvents()
         self.scale_down_delay = scale_down_delay
         self.start = start if start is not None else 0.0
@@ -163,11 +163,6 @@ class NodePoolController:
             return False
         self._pending_docs.append((obj, step.update))
         return True
-
-    def add_pool(self, doc: Mapping[str, Any]) -> None:
-        """Add (or merge an update into) a pool outside a scenario; nodes appear at the next reconcile."""
-        name = str((doc.get("metadata") or {}).get("name", ""))
-        self._pending_docs.append((dict(doc), name in self.pools))
 
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
@@ -371,7 +366,7 @@ class NodePoolController:
             return False
         wants: dict[str, list[tuple[PodKey, Obj, Placement]]] = {}
         blocked: set[str] = set()
-        for key in self.kubelet.unschedulable():
+        for key in self.scheduler.unschedulable():
             if key in self._covered:
                 continue
             pod = self.store.try_get("", "pods", key[0], key[1], copy=False)
@@ -468,7 +463,7 @@ class NodePoolController:
         return worked
 
     def _workload_pods_on(self, node: str) -> bool:
-        pods = self.kubelet.pods_on(node)
+        pods = self.scheduler.pods_on(node)
         if self.exporters is not None:
             pods = {k for k in pods if not self.exporters.is_exporter(k)}
         return bool(pods)

@@ -1,4 +1,4 @@
-"""The simulated kube-scheduler and kubelets: place pods on nodes, run them, finish them.
+"""The simulated kube-scheduler: place pods on nodes.
 
 Scheduling follows kube-scheduler's filters that matter for batch GPU pods: NodeName already set,
 scheduling gates (the pod waits, `SchedulingGated`), node Ready and not cordoned, nodeSelector
@@ -15,9 +15,9 @@ until it terminates or is deleted), and nodes with identical labels and taints a
 pod's node-affinity and taint checks run once per group, not once per node: the scale scenarios
 have 5,000 nodes.
 
-A bound pod starts at once (`start_delay`), runs for `kueuetop.io/runtime` (pod annotation;
-the Job and Workload integrations copy it from their owner) or `default_runtime`, then
-succeeds. Deleted pods free their allocation; pods on a deleted node are deleted (PodGC).
+The scheduler keeps the node ledger (which pod holds what on which node) the kubelets and the
+cluster autoscaler read, and deletes the pods of a deleted node (PodGC). Running the pods is the
+kubelets' (`sim.kube.kubelet`).
 """
 
 from __future__ import annotations
@@ -26,21 +26,17 @@ import bisect
 import contextlib
 import heapq
 import logging
-import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kueuetop.kueue.core import GPU_RESOURCE, parse_node, parse_pod
-from kueuetop.kueue.durations import DurationError, parse_duration
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.pod_requests import PodShape
 from kueuetop.kueue.scheduling_terms import Taint, Toleration, tolerated
 from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
-from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
-from kueuetop.sim.pod_faults import CRASH_LOOP, PodFaults, pod_fault
-from kueuetop.sim.scenario import ANN_RUNTIME
-from kueuetop.sim.sim_events import KUBELET, SCHEDULER, EventWriter, NullEvents, find_condition
+from kueuetop.sim.kube.events import SCHEDULER, EventWriter, NullEvents, find_condition
+from kueuetop.sim.storage.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
 
 _log = logging.getLogger(__name__)
 
@@ -52,24 +48,10 @@ MANAGED_LABEL = "kueue.x-k8s.io/managed"
 # GKE lets pods that consume a ProvisioningRequest onto the queued-provisioning nodes made for it.
 CONSUME_PROVREQ_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"
 QUEUED_TAINT = "cloud.google.com/gke-queued"
-DEFAULT_RUNTIME = 300.0
 MESSAGE_TTL = 30.0  # simulated seconds a shape's FitError message is reused while no node changes
 PODS = "pods"
-_TERMINAL = ("Succeeded", "Failed")
+TERMINAL = ("Succeeded", "Failed")
 _NOTHING_FREE: Mapping[str, int] = {}
-
-
-def pod_runtime(pod: Mapping[str, Any], default: float = DEFAULT_RUNTIME) -> float:
-    """How long a pod runs: its `kueuetop.io/runtime` annotation, else `default`."""
-    ann = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANN_RUNTIME)
-    if ann is None:
-        return default
-    try:
-        return parse_duration(ann)
-    except DurationError:
-        _log.warning("pod %s: bad %s %r, using %ss", (pod.get("metadata") or {}).get("name"),
-                     ANN_RUNTIME, ann, default)
-        return default
 
 
 def awaiting_admission_webhook(pod: Mapping[str, Any]) -> bool:
@@ -184,12 +166,37 @@ class _Waiting:
         self.message = first if all(messages.get(k) == first for _, k in self.members) else None
 
 
+class _Candidate(NamedTuple):
+    """A pod waiting for a node, as a scheduling pass sees it (ordered by priority, then age)."""
+
+    neg_priority: int
+    created: str
+    key: PodKey
+    pod: Obj
+    shape: PodShape
+    placement: Placement
+    fit_key: tuple
+
+
+class _WaitingPod(NamedTuple):
+    """An unschedulable pod: its group, its rank there, and what it was judged on."""
+
+    group: _Waiting
+    rank: tuple
+    spec: object
+    consumed: object  # its consume-provisioning-request annotation
+
+
 def _consumed_request(pod: Obj) -> object:
     return ((pod.get("metadata") or {}).get("annotations") or {}).get(CONSUME_PROVREQ_ANNOTATION)
 
 
+
 @dataclass
-class _Pod:
+class BoundPod:
+    """A pod in the node ledger: its node and requests; `running` and `ends_at` are the
+    kubelet's."""
+
     node: str = ""
     requests: dict[str, int] = field(default_factory=dict)
     counted: bool = False  # holds its requests on `node`
@@ -197,31 +204,40 @@ class _Pod:
     running: bool = False
 
 
-class Kubelet:
-    """Scheduler + kubelets for every node. Wire with `cluster.add_controller(Kubelet(store))`."""
+def patch_pod_status(store: ObjectStore, key: PodKey, fn: Any) -> None:
+    """Write a pod's status through the status subresource (gone or refused: nothing)."""
+    try:
+        store.patch("", "pods", key[0], key[1], fn, status=True, copy=False)
+    except NotFound:
+        pass
+    except StoreError as exc:
+        _log.info("kubelet: status of %s/%s not written: %s", key[0], key[1], exc.message)
 
-    name = "kubelet"
 
-    def __init__(self, store: ObjectStore, *, default_runtime: float = DEFAULT_RUNTIME,
-                 start_delay: float = 0.0, events: EventWriter | None = None) -> None:
+class Scheduler:
+    """kube-scheduler for every node, and the node ledger. `on_bind(key, now)` tells the
+    kubelets a pod was bound; it answers True when the pod does not start at once (the
+    scheduler then records PodScheduled=True itself)."""
+
+    name = "kube-scheduler"
+
+    def __init__(self, store: ObjectStore, *, events: EventWriter | None = None,
+                 on_bind: Callable[[PodKey, float], bool] | None = None) -> None:
         self.store = store
-        self.default_runtime = default_runtime
-        self.start_delay = start_delay
         self.events = events or NullEvents()
+        self.on_bind = on_bind or (lambda key, now: False)
         self._nodes: dict[str, _Node] = {}
         self._groups: dict[tuple, _Group] = {}
         self._gid = 0
-        self._pods: dict[PodKey, _Pod] = {}
+        self.pods: dict[PodKey, BoundPod] = {}
         self._to_schedule: dict[PodKey, None] = {}
         self._unschedulable: dict[PodKey, str] = {}  # → last message written
         # The same pods by fit key, in scheduling order, so a capacity change tries one pod of
         # a key that fits nowhere instead of sorting and walking every waiting pod again.
         self._waiting: dict[tuple, _Waiting] = {}
-        self._waiting_of: dict[PodKey, tuple[_Waiting, tuple, object, object]] = {}  # → group, order, spec, ann
+        self._waiting_of: dict[PodKey, _WaitingPod] = {}
         self._waiting_seq = 0  # order of entry into _unschedulable (the old queue's tie-break)
         self._retry_waiting = False
-        self._to_start: dict[PodKey, float] = {}
-        self._timers: list[tuple[float, PodKey]] = []
         self._node_gone: list[str] = []
         self._capacity_changed = False
         # Bumped whenever capacity may have grown (a pod released, a node added or changed).
@@ -233,8 +249,7 @@ class Kubelet:
         self._node_version = 0
         self._shapes: dict[str, PodShape] = {}  # spec content → parsed shape
         self._shape_by_spec: dict[int, tuple[object, PodShape]] = {}  # id(spec) → (spec, shape)
-        self._examined: dict[PodKey, tuple[Obj, tuple | None]] = {}  # pod → (object, _examine's answer)
-        self.faults = PodFaults(store, self.events, self._patch_status)  # pods a scenario makes fail
+        self._examined: dict[PodKey, tuple[Obj, _Candidate | None]] = {}  # pod → (object, _examine's answer)
 
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
@@ -314,10 +329,10 @@ class Kubelet:
         spec = pod.get("spec") or {}
         phase = (pod.get("status") or {}).get("phase", "Pending")
         node_name = spec.get("nodeName") or ""
-        state = self._pods.get(key)
-        if phase in _TERMINAL:
+        state = self.pods.get(key)
+        if phase in TERMINAL:
             if state is not None and state.counted:
-                self._release(key, state)
+                self.release(key, state)
             self._to_schedule.pop(key, None)
             self._unwait(key)
             self._examined.pop(key, None)
@@ -330,27 +345,22 @@ class Kubelet:
             waiting = self._waiting_of.get(key)
             if waiting is None:
                 self._to_schedule[key] = None
-            elif waiting[2] is not pod.get("spec") or waiting[3] != _consumed_request(pod):
-                if self._fit_key_of(pod) != waiting[0].fit_key:
+            elif waiting.spec is not pod.get("spec") or waiting.consumed != _consumed_request(pod):
+                if self._fit_key_of(pod) != waiting.group.fit_key:
                     # What decides where it fits changed: it queues again like a new pod.
                     self._unwait(key)
                     self._to_schedule[key] = None
                 else:
-                    self._waiting_of[key] = (*waiting[:2], pod.get("spec"), _consumed_request(pod))
+                    self._waiting_of[key] = waiting._replace(spec=pod.get("spec"), consumed=_consumed_request(pod))
             return
         # Bound (by us or by a client that set nodeName): account for it on its node.
         self._examined.pop(key, None)
         if state is None or not state.counted:
             self._account(key, pod, node_name)
-        state = self._pods.get(key)
-        if (state is not None and phase == "Pending" and not state.running and key not in self._to_start
-                and key not in self.faults):
-            self._to_start[key] = 0.0  # start as soon as possible
-
     def _account(self, key: PodKey, pod: Obj, node_name: str, shape: PodShape | None = None) -> None:
         """Hold the pod's requests on its node (once: the bind's own event may come first).
         `shape` is the pod's parsed shape when the caller has it (the scheduler does)."""
-        state = self._pods.get(key)
+        state = self.pods.get(key)
         if state is not None and state.counted:
             return
         try:
@@ -359,7 +369,7 @@ class Kubelet:
             _log.warning("kubelet: pod %s/%s has bad requests: %s", key[0], key[1], exc)
             requests = {}
         requests[PODS] = 1
-        state = self._pods.setdefault(key, _Pod())
+        state = self.pods.setdefault(key, BoundPod())
         state.node, state.requests = node_name, requests
         node = self._nodes.get(node_name)
         if node is not None:
@@ -372,7 +382,8 @@ class Kubelet:
         self._to_schedule.pop(key, None)
         self._unwait(key)
 
-    def _release(self, key: PodKey, state: _Pod) -> None:
+    def release(self, key: PodKey, state: BoundPod) -> None:
+        """The pod no longer holds its requests (it ended or went away)."""
         node = self._nodes.get(state.node)
         if node is not None and state.counted:
             self._drop_from_group(node)
@@ -385,15 +396,14 @@ class Kubelet:
         self._capacity_changed = True
         self._capacity_epoch += 1
 
+
     def _forget_pod(self, key: PodKey) -> None:
         self._examined.pop(key, None)
-        state = self._pods.pop(key, None)
+        state = self.pods.pop(key, None)
         if state is not None and state.counted:
-            self._release(key, state)
+            self.release(key, state)
         self._to_schedule.pop(key, None)
         self._unwait(key)
-        self._to_start.pop(key, None)
-        self.faults.forget(key)
 
     # ------------------------------------------------------------------ queries
     def nodes(self) -> list[str]:
@@ -481,42 +491,26 @@ class Kubelet:
         return placed
 
     # ------------------------------------------------------------------ reconcile
-    def reconcile(self, now: float) -> bool:
+    # ------------------------------------------------------------------ reconcile
+    def collect_garbage(self) -> bool:
+        """PodGC: delete the pods of nodes that were deleted."""
         worked = False
         for name in self._node_gone:
             worked = self._gc_pods_of_node(name) or worked
         self._node_gone.clear()
-        worked = self._finish_due(now) or worked
+        return worked
+
+    def schedule(self, now: float) -> bool:
+        """A pass over the new pods and, after a capacity change, the waiting ones."""
         if self._capacity_changed:
             self._capacity_changed = False
             self._retry_waiting = bool(self._waiting)
         if self._to_schedule or self._retry_waiting:
-            worked = self._schedule(now) or worked
-        if self._to_start:
-            worked = self._start_due(now) or worked
-        worked = self.faults.reconcile(now) or worked
-        return worked
-
-    def next_wakeup(self, now: float) -> float | None:
-        times = []
-        while self._timers:
-            t, key = self._timers[0]
-            st = self._pods.get(key)
-            if st is None or st.ends_at != t:
-                heapq.heappop(self._timers)  # stale
-                continue
-            times.append(t)
-            break
-        if self._to_start:
-            times.append(min(self._to_start.values()))
-        fault_at = self.faults.next_wakeup()
-        if fault_at is not None:
-            times.append(fault_at)
-        times = [t for t in times if t > now]  # anything due was handled by this instant's reconcile
-        return min(times) if times else None
+            return self._schedule(now)
+        return False
 
     def _gc_pods_of_node(self, node_name: str) -> bool:
-        keys = [k for k, st in self._pods.items() if st.node == node_name]
+        keys = [k for k, st in self.pods.items() if st.node == node_name]
         for ns, name in keys:
             with contextlib.suppress(StoreError):
                 self.store.delete("", "pods", ns, name)
@@ -532,10 +526,10 @@ class Kubelet:
             if entry is not None:
                 new.append(entry)
         self._to_schedule.clear()
-        new.sort(key=lambda p: (p[0], p[1]))
+        new.sort(key=lambda p: (p.neg_priority, p.created))
         n_new = len(new)
         # One heap of the new pods and each waiting group's next pod (order keys are unique).
-        heap: list[tuple[tuple, int]] = [((e[0], e[1], 0, i), i) for i, e in enumerate(new)]
+        heap: list[tuple[tuple, int]] = [((e.neg_priority, e.created, 0, i), i) for i, e in enumerate(new)]
         groups: list[tuple[_Waiting, list[tuple[tuple, PodKey]]]] = []
         if self._retry_waiting:
             self._retry_waiting = False
@@ -574,7 +568,7 @@ class Kubelet:
                 self._no_fit[fit_key] = epoch
                 if w is not None and w.message is not None and w.message == self._message(placement, fit_key, now):
                     continue  # every pod of the group already says so: the rest would write nothing
-                worked = self._mark_unschedulable(key, pod, placement, now, fit_key, (entry[0], entry[1])) or worked
+                worked = self._mark_unschedulable(key, pod, placement, now, fit_key, (entry.neg_priority, entry.created)) or worked
                 if w is not None and (not walked or walked[-1] is not w):
                     walked.append(w)
             else:
@@ -585,7 +579,7 @@ class Kubelet:
             w.settle(self._unschedulable)
         return worked
 
-    def _entry(self, key: PodKey) -> tuple | None:
+    def _entry(self, key: PodKey) -> _Candidate | None:
         pod = self.store.try_get("", "pods", key[0], key[1], copy=False)
         if pod is None:
             return None
@@ -604,7 +598,7 @@ class Kubelet:
         waiting = self._waiting_of.pop(key, None)
         if waiting is None:
             return
-        w, rank = waiting[0], waiting[1]
+        w, rank = waiting.group, waiting.rank
         i = bisect.bisect_left(w.members, (rank,))
         if i < len(w.members) and w.members[i][1] == key:
             del w.members[i]
@@ -617,8 +611,8 @@ class Kubelet:
         except KueueParseError:
             return None
 
-    def _examine(self, key: PodKey, pod: Obj) -> tuple | None:
-        """(-priority, created, key, pod, shape, placement, fit key) of a pod waiting for a
+    def _examine(self, key: PodKey, pod: Obj) -> _Candidate | None:
+        """The `_Candidate` of a pod waiting for a
         node, or None when it is not the scheduler's to place (bound, gated, not Pending)."""
         spec = pod.get("spec") or {}
         if spec.get("nodeName") or spec.get("schedulingGates") or awaiting_admission_webhook(pod):
@@ -633,7 +627,7 @@ class Kubelet:
         prio = spec.get("priority") if isinstance(spec.get("priority"), int) else 0
         created = (pod.get("metadata") or {}).get("creationTimestamp", "")
         placement = Placement.from_shape(shape, self._implicit_tolerations(pod))
-        return (-prio, created, key, pod, shape, placement, _fit_key(placement))
+        return _Candidate(-prio, created, key, pod, shape, placement, _fit_key(placement))
 
     def _shape_of(self, pod: Obj) -> PodShape:
         """The pod's requests and placement constraints. Pods of one template have equal specs:
@@ -674,7 +668,7 @@ class Kubelet:
             _log.info("kubelet: binding %s/%s failed: %s", key[0], key[1], exc.message)
             return False
         self._account(key, bound, node, shape)
-        self._to_start[key] = now + self.start_delay
+        starts_later = self.on_bind(key, now)
         self.events.emit(bound, "Scheduled", f"Successfully assigned {key[0]}/{key[1]} to {node}",
                          component=SCHEDULER)
 
@@ -687,7 +681,7 @@ class Kubelet:
             status["conditions"] = conds
             return cur
 
-        if self.start_delay > 0:
+        if starts_later:
             self._patch_status(key, scheduled)
         return True
 
@@ -718,9 +712,9 @@ class Kubelet:
             rank = (*order, 1, self._waiting_seq)
             bisect.insort(w.members, (rank, key))
             w.message = message if len(w.members) == 1 or w.message == message else None
-            self._waiting_of[key] = (w, rank, pod.get("spec"), _consumed_request(pod))
-        elif waiting[0].message != message:
-            waiting[0].message = None
+            self._waiting_of[key] = _WaitingPod(w, rank, pod.get("spec"), _consumed_request(pod))
+        elif waiting.group.message != message:
+            waiting.group.message = None
         cond = find_condition(pod, "PodScheduled")
         if cond is not None and cond.get("status") == "False" and cond.get("message") == message:
             return False
@@ -785,113 +779,6 @@ class Kubelet:
             return f"Insufficient {missing}"
         return None
 
-    def _start_due(self, now: float) -> bool:
-        due = [k for k, t in self._to_start.items() if t <= now]
-        worked = False
-        for key in due:
-            del self._to_start[key]
-            state = self._pods.get(key)
-            if state is None or not state.counted:
-                continue
-            pod = self.store.try_get("", "pods", key[0], key[1], copy=False)
-            if pod is None or (pod.get("status") or {}).get("phase", "Pending") != "Pending":
-                continue
-            fault = pod_fault(pod)
-            if fault is not None:
-                # The scenario asked this pod's container to fail: it never runs to completion.
-                state.running = fault == CRASH_LOOP
-                self.faults.start(key, fault, state.node, now)
-                worked = True
-                continue
-            runtime = pod_runtime(pod, self.default_runtime)
-            state.running = True
-            state.ends_at = now + runtime
-            heapq.heappush(self._timers, (state.ends_at, key))
-            self._patch_status(key, lambda cur, n=state.node: _running_status(cur, n, now))
-            self.events.emit(pod, "Started", "Started container " + _first_container(pod),
-                             component=KUBELET, host=state.node)
-            worked = True
-        return worked
-
-    def _finish_due(self, now: float) -> bool:
-        worked = False
-        while self._timers and self._timers[0][0] <= now:
-            t, key = heapq.heappop(self._timers)
-            state = self._pods.get(key)
-            if state is None or state.ends_at != t:
-                continue
-            self._release(key, state)
-            self._patch_status(key, lambda cur: _succeeded_status(cur, now))
-            worked = True
-        return worked
 
     def _patch_status(self, key: PodKey, fn: Any) -> None:
-        try:
-            self.store.patch("", "pods", key[0], key[1], fn, status=True, copy=False)
-        except NotFound:
-            pass
-        except StoreError as exc:
-            _log.info("kubelet: status of %s/%s not written: %s", key[0], key[1], exc.message)
-
-
-def _first_container(pod: Obj) -> str:
-    containers = (pod.get("spec") or {}).get("containers") or [{}]
-    return str((containers[0] or {}).get("name", "main"))
-
-
-def _container_statuses(pod: Obj, state: Obj, ready: bool) -> list[Obj]:
-    out = []
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        if not isinstance(c, dict):
-            continue
-        out.append({"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "",
-                    "containerID": f"containerd://{_h(str(pod['metadata'].get('uid')) + str(c.get('name'))):08x}",
-                    "ready": ready, "started": ready, "restartCount": 0, "state": state})
-    return out
-
-
-def _running_status(cur: Obj, node: str, now: float) -> Obj:
-    t = rfc3339(now)
-    status = cur.setdefault("status", {})
-    status.update({
-        "phase": "Running", "startTime": status.get("startTime") or t, "hostIP": _node_ip(node),
-        "podIP": _pod_ip(cur), "qosClass": "Burstable",
-        "conditions": [
-            {"type": "PodReadyToStartContainers", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
-            {"type": "Initialized", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
-            {"type": "Ready", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
-            {"type": "ContainersReady", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
-            {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": t},
-        ],
-        "containerStatuses": _container_statuses(cur, {"running": {"startedAt": t}}, True),
-    })
-    return cur
-
-
-def _succeeded_status(cur: Obj, now: float) -> Obj:
-    t = rfc3339(now)
-    status = cur.setdefault("status", {})
-    started = status.get("startTime") or t
-    status["phase"] = "Succeeded"
-    for c in status.get("conditions") or []:
-        if c.get("type") in ("Ready", "ContainersReady", "PodReadyToStartContainers"):
-            c.update(status="False", lastTransitionTime=t)
-            if c["type"] in ("Ready", "ContainersReady"):
-                c["reason"] = "PodCompleted"
-    status["containerStatuses"] = _container_statuses(
-        cur, {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": t}}, False)
-    return cur
-
-
-def _h(text: str) -> int:
-    return zlib.crc32(text.encode())  # deterministic, unlike hash()
-
-
-def _node_ip(node: str) -> str:
-    h = _h(node)
-    return f"10.128.{(h >> 8) % 256}.{h % 254 + 1}"
-
-
-def _pod_ip(pod: Obj) -> str:
-    h = _h(str((pod.get("metadata") or {}).get("uid", "")))
-    return f"10.{64 + (h >> 16) % 64}.{(h >> 8) % 256}.{h % 254 + 1}"
+        patch_pod_status(self.store, key, fn)

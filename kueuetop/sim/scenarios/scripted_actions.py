@@ -21,8 +21,8 @@ from kueuetop.kueue.actions import (
     wait_satisfied,
 )
 from kueuetop.sim.apiserver.patch import merge_patch
-from kueuetop.sim.objectstore import ObjectStore, StoreError, WatchEvent
-from kueuetop.sim.scenario import ACTIONS, ScenarioAction, ScenarioStep
+from kueuetop.sim.scenarios.scenario import ACTIONS, ScenarioAction, ScenarioStep
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent
 
 _log = logging.getLogger(__name__)
 KUEUE = "kueue.x-k8s.io"
@@ -51,7 +51,7 @@ class ScriptedActions:
     # SimCluster step hook: returns True when it handled the step.
     def handle_step(self, step: ScenarioStep, now: float) -> bool:
         if step.kind != "action" or step.action is None or step.action.action not in ACTIONS:
-            return False  # node faults are sim.node_faults' to play
+            return False  # node faults are sim.kube.node_faults' to play
         a = step.action
         try:
             target = self._resolve(a)

@@ -22,8 +22,8 @@ import logging
 from typing import Any
 
 from kueuetop.admission import status_updates
-from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent
-from kueuetop.sim.sim_events import condition_is, write_condition
+from kueuetop.sim.kube.events import condition_is, write_condition
+from kueuetop.sim.storage.objectstore import NotFound, ObjectStore, StoreError, WatchEvent
 from kueuetop.sim.work_queue import drain
 
 _log = logging.getLogger(__name__)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kueuetop.sim.gpu_telemetry import GPU_ECC_DBE_ANNOTATION, GPU_XID_ANNOTATION
-from kueuetop.sim.objectstore import ObjectStore, StoreError, WatchEvent, rfc3339
-from kueuetop.sim.scenario import NODE_ACTIONS, ScenarioAction, ScenarioStep
-from kueuetop.sim.sim_events import KUBELET, EventWriter, NullEvents, set_condition
+from kueuetop.sim.cloud.gpu_telemetry import GPU_ECC_DBE_ANNOTATION, GPU_XID_ANNOTATION
+from kueuetop.sim.kube.events import KUBELET, EventWriter, NullEvents, set_condition
+from kueuetop.sim.scenarios.scenario import NODE_ACTIONS, ScenarioAction, ScenarioStep
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent, rfc3339
 
 _log = logging.getLogger(__name__)
 

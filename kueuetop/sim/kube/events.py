@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, rfc3339
+from kueuetop.sim.storage.objectstore import NotFound, ObjectStore, StoreError, rfc3339
 
 _log = logging.getLogger(__name__)
 

@@ -1,36 +1,21 @@
-"""ProvisioningRequests: Kueue's provisioning admission check and the autoscaler that answers.
+"""Kueue's ProvisioningRequest admission check (pkg/controller/admissionchecks/provisioning,
+controllerName `kueue.x-k8s.io/provisioning-request`).
 
-Kueue side (pkg/controller/admissionchecks/provisioning, controllerName
-`kueue.x-k8s.io/provisioning-request`): an AdmissionCheck of this controller gets `Active=True`
-when its parameters name an existing ProvisioningRequestConfig. A Workload holding quota with
-such a check in `status.admissionChecks` gets a ProvisioningRequest
-`<workload>-<check>-<attempt>` (attempt from 1), owned by the Workload, with the config's class
-and parameters (plus `provreq.kueue.x-k8s.io/*` annotations), one pod set per needed Workload pod
-set referencing the PodTemplate `ppt-<request>-<podset>` (created when the API serves
-PodTemplates; otherwise only named). The request's conditions map to the check state as in
-reference/kueue.md §1.3: Provisioned → Ready (+ podSetUpdates that make the pods consume the
-request); Accepted with Provisioned not True → Pending with the Provisioned message; Failed →
-Retry (with backoff) while the attempt ≤ backoffLimitCount, else Rejected; BookingExpired
-likewise before admission; CapacityRevoked → Rejected. After a Retry the workload is evicted
-and requeued by Kueue; the next reservation creates attempt N+1. Requests of finished
-workloads are deleted.
+An AdmissionCheck of this controller gets `Active=True` when its parameters name an existing
+ProvisioningRequestConfig. A Workload holding quota with such a check in
+`status.admissionChecks` gets a ProvisioningRequest `<workload>-<check>-<attempt>` (attempt from
+1), owned by the Workload, with the config's class and parameters (plus
+`provreq.kueue.x-k8s.io/*` annotations), one pod set per needed Workload pod set referencing the
+PodTemplate `ppt-<request>-<podset>` (created when the API serves PodTemplates; otherwise only
+named). The request's conditions map to the check state as in reference/kueue.md §1.3:
+Provisioned → Ready (+ podSetUpdates that make the pods consume the request); Accepted with
+Provisioned not True → Pending with the Provisioned message; Failed → Retry (with backoff) while
+the attempt ≤ backoffLimitCount, else Rejected; BookingExpired likewise before admission;
+CapacityRevoked → Rejected. After a Retry the workload is evicted and requeued by Kueue; the next
+reservation creates attempt N+1. Requests of finished workloads are deleted.
 
-Autoscaler side (cluster-autoscaler's provisioning classes, and GKE's queued provisioning):
-
-* `queued-provisioning.gke.io` (Dynamic Workload Scheduler): Accepted (SuccessfullyQueued) at
-  once; while the matching queued-provisioning pool cannot grow enough (maxSize, capacity limit
-  over time, requests ahead in the queue) `Provisioned=False reason ResourcePoolExhausted`;
-  then the pool scales up and after its provisioningDelay the nodes appear with
-  `Provisioned=True reason Provisioned`. Wording from GKE (seeds/000).
-* `best-effort-atomic-scale-up.autoscaling.x-k8s.io`: the same all-or-nothing scale-up on
-  ordinary autoscaling pools, with the open-source autoscaler's reasons (CapacityIsNotFound,
-  CapacityIsProvisioned).
-* `check-capacity.autoscaling.x-k8s.io`: `Provisioned=True reason CapacityIsFound` when the pods
-  fit the free capacity right now, else `False reason CapacityIsNotFound` (rechecked whenever
-  capacity changes); never scales.
-
-The pool serving a request is one whose node template accepts the request's pods as Kueue sends
-them (the flavor's nodeLabels merged into the template, e.g. `cloud.google.com/gke-nodepool`).
+The answering side (the cluster autoscaler, GKE's queued provisioning) is the cloud's:
+`kueuetop.sim.cloud.provisioning`.
 """
 
 from __future__ import annotations
@@ -44,11 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kueuetop.kueue.errors import KueueParseError
-from kueuetop.kueue.fields import Fields
-from kueuetop.kueue.pod_requests import parse_pod_shape
-from kueuetop.kueue.scheduling_terms import Toleration
-from kueuetop.sim.job_integration import (
+from kueuetop.sim.cloud.provisioning import CLASS_ANNOTATION, PR_API, PR_GROUP
+from kueuetop.sim.jobs.framework import (
     DEFAULT_PODSET,
     KUEUE_GROUP,
     PROVREQ_ANNOTATION_PREFIX,
@@ -58,11 +40,7 @@ from kueuetop.sim.job_integration import (
     meta_of,
     podset_infos,
 )
-from kueuetop.sim.kubelet import CONSUME_PROVREQ_ANNOTATION, QUEUED_TAINT, Kubelet, Placement
-from kueuetop.sim.node_pools import NodePoolController, ScaleUp
-from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent, rfc3339
-from kueuetop.sim.sim_events import (
-    CLUSTER_AUTOSCALER,
+from kueuetop.sim.kube.events import (
     KUEUE,
     EventWriter,
     NullEvents,
@@ -72,6 +50,8 @@ from kueuetop.sim.sim_events import (
     patch_status,
     set_condition,
 )
+from kueuetop.sim.kube.scheduler import CONSUME_PROVREQ_ANNOTATION
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent, rfc3339
 from kueuetop.sim.work_queue import drain
 
 _log = logging.getLogger(__name__)
@@ -79,30 +59,14 @@ _log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 Key = tuple[str, str]
 
-PR_GROUP = "autoscaling.x-k8s.io"
-PR_API = "autoscaling.x-k8s.io/v1"
 CONTROLLER_NAME = "kueue.x-k8s.io/provisioning-request"
 CONFIG_KIND = "ProvisioningRequestConfig"
-CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
-BEST_EFFORT_ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
-QUEUED_PROVISIONING = "queued-provisioning.gke.io"
-CLASS_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 POD_TEMPLATE_PREFIX = "ppt"
 CHECK_INACTIVE = "the check is not active"
 NO_REQUEST_NEEDED = "the provisioning request is not needed"
 # Kueue limitObjectName: names over 252 characters are cut and get 5 hex of their sha1.
 _MAX_PREFIX = 252 - 5
-
-# What the autoscalers write (cluster-autoscaler provisioningrequest/conditions; GKE, seeds/000).
-MSG_QUEUED = "Provisioning Request was successfully queued."
-MSG_EXHAUSTED = "Waiting for resources. Currently there are not enough resources available to fulfill the request."
-MSG_PROVISIONED = "Provisioning Request was successfully provisioned."
-MSG_CA_ACCEPTED = "ProvisioningRequest is accepted by ClusterAutoscaler"
-MSG_FOUND = "Capacity is found in the cluster"
-MSG_NOT_FOUND = "Capacity is not found, CA will try to find it later."
-MSG_NO_RETRY = "CA could not find requested capacity"
-
 
 def limit_object_name(full: str) -> str:
     if len(full) <= _MAX_PREFIX:
@@ -188,29 +152,23 @@ def _limits_as_requests(template: Obj) -> None:
             res.setdefault("requests", {}).setdefault(r, v)
 
 
-class ProvisioningController:
-    """Kueue's provisioning check and the autoscaler's ProvisioningRequest handling. Wire with
-    `cluster.add_controller(ProvisioningController(store, kubelet, node_pools))`."""
+
+class ProvisioningCheck:
+    """Kueue's provisioning admission check controller. `pod_templates` holds the PodTemplates it
+    made, by (namespace, name), for an API that does not serve PodTemplates: the autoscaler
+    reads them there."""
 
     name = "provisioning"
 
-    def __init__(self, store: ObjectStore, kubelet: Kubelet, pools: NodePoolController, *,
-                 events: EventWriter | None = None) -> None:
+    def __init__(self, store: ObjectStore, *, events: EventWriter | None = None) -> None:
         self.store = store
-        self.kubelet = kubelet
-        self.pools = pools
         self.events = events or NullEvents()
         self._dirty_wls: dict[Key, None] = {}
         self._dirty_checks: dict[str, None] = {}
-        self._dirty_prs: dict[Key, None] = {}
         self._wls_of_check: dict[str, set[Key]] = {}
         self._prs_of_wl: dict[Key, set[str]] = {}
-        self._waiting: dict[Key, None] = {}  # requests the autoscaler will look at again
-        self._in_flight: dict[Key, list[ScaleUp]] = {}
-        self._templates: dict[Key, Obj] = {}  # (namespace, PodTemplate name) → template
-        self._capacity_changed = False
-        self._retry_at: float | None = None
-        self._has_pod_templates = _serves(store, "", "podtemplates")
+        self.pod_templates: dict[Key, Obj] = {}  # (namespace, PodTemplate name) → template
+        self._has_pod_templates = store.serves("", "podtemplates")
 
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
@@ -235,7 +193,6 @@ class ProvisioningController:
             if checks or wl_key in self._prs_of_wl:
                 self._dirty_wls[wl_key] = None
         elif key == (PR_GROUP, "provisioningrequests"):
-            pr_key = (ns, name)
             for r in m.get("ownerReferences") or []:
                 if isinstance(r, dict) and r.get("kind") == "Workload":
                     wl_key = (ns, str(r.get("name", "")))
@@ -245,11 +202,6 @@ class ProvisioningController:
                     else:
                         prs.add(name)
                     self._dirty_wls[wl_key] = None
-            if event.type == "DELETED":
-                self._waiting.pop(pr_key, None)
-                self._in_flight.pop(pr_key, None)
-            else:
-                self._dirty_prs[pr_key] = None
         elif key == (KUEUE_GROUP, "admissionchecks"):
             self._dirty_checks[name] = None
             for wl_key in self._wls_of_check.get(name, ()):
@@ -260,9 +212,6 @@ class ProvisioningController:
                     self._dirty_checks[meta_of(ac).get("name", "")] = None
                     for wl_key in self._wls_of_check.get(meta_of(ac).get("name", ""), ()):
                         self._dirty_wls[wl_key] = None
-        elif key == ("", "nodes") or (key == ("", "pods") and (
-                event.type == "DELETED" or (event.obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"))):
-            self._capacity_changed = True
 
     # ------------------------------------------------------------------ reconcile
     def reconcile(self, now: float) -> bool:
@@ -271,30 +220,10 @@ class ProvisioningController:
             name = next(iter(self._dirty_checks))
             del self._dirty_checks[name]
             worked = self._reconcile_check(name, now) or worked
-        worked = drain(self._dirty_wls, self._reconcile_workload, now, "provisioning", "workload") or worked
-        if self._capacity_changed:
-            self._capacity_changed = False
-            for k in self._waiting:
-                self._dirty_prs[k] = None
-        for k, scale_ups in self._in_flight.items():
-            if all(s.done for s in scale_ups):
-                self._dirty_prs[k] = None
-        if self._retry_at is not None and self._retry_at <= now:
-            self._retry_at = None
-            for k in self._waiting:
-                self._dirty_prs[k] = None
-        if self._dirty_prs:
-            keys = sorted(self._dirty_prs, key=self._pr_order)
-            self._dirty_prs.clear()
-            worked = self._autoscale(keys, now) or worked
-        return worked
+        return drain(self._dirty_wls, self._reconcile_workload, now, "provisioning", "workload") or worked
 
     def next_wakeup(self, now: float) -> float | None:
-        times = [s.ready_at for ups in self._in_flight.values() for s in ups if not s.done]
-        if self._retry_at is not None and self._waiting:
-            times.append(self._retry_at)
-        times = [t for t in times if t > now]
-        return min(times) if times else None
+        return None
 
     # ------------------------------------------------------------------ Kueue: AdmissionCheck
     def _reconcile_check(self, name: str, now: float) -> bool:
@@ -525,7 +454,7 @@ class ProvisioningController:
                 worked = True
             for ps in (pr.get("spec") or {}).get("podSets") or []:
                 ref = str(((ps or {}).get("podTemplateRef") or {}).get("name", ""))
-                self._templates.pop((m.get("namespace", ""), ref), None)
+                self.pod_templates.pop((m.get("namespace", ""), ref), None)
         return worked
 
     def _create_requests(self, key: Key, wl: Obj, configs: Mapping[str, _Config | None],
@@ -592,7 +521,7 @@ class ProvisioningController:
         pod_sets = []
         for ps_name, template, count in self._merged_pod_sets(wl, cfg):
             pt_name = pod_template_name(name, ps_name)
-            self._templates[(key[0], pt_name)] = template
+            self.pod_templates[(key[0], pt_name)] = template
             if self._has_pod_templates:
                 self._create_pod_template(key[0], pt_name, template, wl)
             pod_sets.append({"podTemplateRef": {"name": pt_name}, "count": count})
@@ -630,151 +559,6 @@ class ProvisioningController:
         with contextlib.suppress(StoreError):
             self.store.create("", "podtemplates", obj)
 
-    # ------------------------------------------------------------------ autoscaler
-    def _pr_order(self, key: Key) -> tuple[str, str, str]:
-        pr = self.store.try_get(PR_GROUP, "provisioningrequests", key[0], key[1], copy=False)
-        return (str(meta_of(pr).get("creationTimestamp", "")) if pr else "", key[0], key[1])
-
-    def _placements(self, pr: Obj, queued: bool) -> list[Placement] | None:
-        ns = meta_of(pr).get("namespace", "")
-        extra = (Toleration(QUEUED_TAINT, "Exists", "", "NoSchedule"),) if queued else ()
-        out: list[Placement] = []
-        for ps in (pr.get("spec") or {}).get("podSets") or []:
-            if not isinstance(ps, dict):
-                return None
-            ref = str((ps.get("podTemplateRef") or {}).get("name", ""))
-            template = self._templates.get((ns, ref))
-            if template is None and self._has_pod_templates:
-                obj = self.store.try_get("", "podtemplates", ns, ref, copy=False)
-                template = (obj or {}).get("template")
-            if not isinstance(template, dict):
-                return None
-            try:
-                shape = parse_pod_shape(Fields(template.get("spec") or {}, "PodTemplate", "template.spec"))
-            except KueueParseError:
-                return None
-            count = ps.get("count", 0)
-            out.extend([Placement.from_shape(shape, extra)] * (count if isinstance(count, int) else 0))
-        return out
-
-    def _autoscale(self, keys: list[Key], now: float) -> bool:
-        worked = False
-        blocked_pools: set[str] = set()  # queued requests ahead of this one are waiting there
-        for key in keys:
-            pr = self.store.try_get(PR_GROUP, "provisioningrequests", key[0], key[1], copy=False)
-            if pr is None:
-                continue
-            cls = str((pr.get("spec") or {}).get("provisioningClassName", ""))
-            try:
-                if cls == CHECK_CAPACITY:
-                    worked = self._check_capacity(key, pr, now) or worked
-                elif cls in (QUEUED_PROVISIONING, BEST_EFFORT_ATOMIC):
-                    worked = self._scale_for(key, pr, cls, now, blocked_pools) or worked
-            except (AttributeError, TypeError, ValueError, KeyError) as exc:
-                _log.warning("provisioning: skipping malformed request %s/%s: %r", *key, exc)
-            except Exception:
-                _log.exception("provisioning: request %s/%s failed", *key)
-        return worked
-
-    def _set(self, key: Key, pr: Obj, type_: str, status: str, reason: str, message: str, now: float) -> bool:
-        c = find_condition(pr, type_)
-        if c is not None and (c.get("status"), c.get("reason"), c.get("message")) == (status, reason, message):
-            return False
-        gen = meta_of(pr).get("generation")
-        return patch_status(self.store, PR_GROUP, "provisioningrequests", key[0], key[1],
-                            lambda st: set_condition(conditions_of(st), type_, status, reason, message, now,
-                                                     gen if isinstance(gen, int) else None)) is not None
-
-    def _accept(self, key: Key, pr: Obj, cls: str, now: float) -> bool:
-        if condition_is(pr, "Accepted"):
-            return False
-        if cls == QUEUED_PROVISIONING:
-            return self._set(key, pr, "Accepted", "True", "SuccessfullyQueued", MSG_QUEUED, now)
-        return self._set(key, pr, "Accepted", "True", "Accepted", MSG_CA_ACCEPTED, now)
-
-    def _check_capacity(self, key: Key, pr: Obj, now: float) -> bool:
-        worked = self._accept(key, pr, CHECK_CAPACITY, now)
-        if condition_is(pr, "Provisioned") or condition_is(pr, "Failed"):
-            self._waiting.pop(key, None)
-            return worked
-        placements = self._placements(pr, queued=False)
-        if placements is None:
-            return worked
-        if self.kubelet.simulate(placements) >= len(placements):
-            self._waiting.pop(key, None)
-            return self._set(key, pr, "Provisioned", "True", "CapacityIsFound", MSG_FOUND, now) or worked
-        return self._not_found(key, pr, now) or worked
-
-    def _not_found(self, key: Key, pr: Obj, now: float) -> bool:
-        """No capacity: Provisioned=False (retried while capacity changes), or with the
-        `noRetry: "true"` parameter Failed=True, which Kueue's check turns into Retry/Rejected
-        (cluster-autoscaler setCapacityNotFoundCondition)."""
-        if str(((pr.get("spec") or {}).get("parameters") or {}).get("noRetry", "")) == "true":
-            self._waiting.pop(key, None)
-            return self._set(key, pr, "Failed", "True", "CapacityIsNotFound", MSG_NO_RETRY, now)
-        self._waiting[key] = None
-        return self._set(key, pr, "Provisioned", "False", "CapacityIsNotFound", MSG_NOT_FOUND, now)
-
-    def _scale_for(self, key: Key, pr: Obj, cls: str, now: float, blocked: set[str]) -> bool:
-        worked = self._accept(key, pr, cls, now)
-        if condition_is(pr, "Provisioned") or condition_is(pr, "Failed"):
-            self._waiting.pop(key, None)
-            return worked
-        queued = cls == QUEUED_PROVISIONING
-        in_flight = self._in_flight.get(key)
-        if in_flight is not None:
-            if not all(s.done for s in in_flight):
-                return worked
-            del self._in_flight[key]
-            self._waiting.pop(key, None)
-            if queued:
-                return self._set(key, pr, "Provisioned", "True", "Provisioned", MSG_PROVISIONED, now) or worked
-            return self._set(key, pr, "Provisioned", "True", "CapacityIsProvisioned", MSG_FOUND, now) or worked
-        placements = self._placements(pr, queued)
-        if placements is None:
-            return worked
-        plan = self._plan(placements, queued, now, blocked)
-        if plan is None:
-            self._waiting[key] = None
-            self._note_retry(placements, queued, now)
-            if queued:
-                return self._set(key, pr, "Provisioned", "False", "ResourcePoolExhausted", MSG_EXHAUSTED, now) or worked
-            return self._not_found(key, pr, now) or worked
-        self._waiting.pop(key, None)
-        owner = f"{key[0]}/{key[1]}"
-        self._in_flight[key] = [self.pools.request_nodes(pool, n, now, owner) for pool, n in plan.items() if n]
-        if not self._in_flight[key]:
-            self._in_flight[key] = [ScaleUp("", 0, now, owner, done=True)]
-        self.events.emit(pr, "TriggeredScaleUp", f"Provisioning Request triggered scale-up: {dict(plan)}",
-                         component=CLUSTER_AUTOSCALER)
-        return True
-
-    def _plan(self, placements: list[Placement], queued: bool, now: float, blocked: set[str]) -> dict[str, int] | None:
-        """Nodes to add per pool so every pod gets a fresh node (all or nothing), or None."""
-        by_pool: dict[str, list[Placement]] = {}
-        for p in placements:
-            pools = self.pools.pools_for(p, queued=queued)
-            if not queued:
-                pools = [n for n in pools if self.pools.pools[n].autoscaling]
-            if not pools:
-                return None
-            by_pool.setdefault(pools[0], []).append(p)
-        plan: dict[str, int] = {}
-        for pool, ps in by_pool.items():
-            needed = self.pools.nodes_needed(pool, ps)
-            if needed is None or pool in blocked or needed > self.pools.room(pool, now):
-                blocked.add(pool)  # FIFO: later requests for this pool wait behind this one
-                return None
-            plan[pool] = needed
-        return plan
-
-    def _note_retry(self, placements: list[Placement], queued: bool, now: float) -> None:
-        """Look again when the capacity limit of a pool that could serve these pods changes."""
-        pools = {n for p in placements[:1] for n in self.pools.pools_for(p, queued=queued)}
-        times = [t for t in (self.pools.next_limit_change(n, now) for n in pools) if t is not None]
-        if times:
-            t = min(times)
-            self._retry_at = t if self._retry_at is None else min(self._retry_at, t)
 
 
 def _synced(pr: Obj, cfg: _Config) -> bool:
@@ -800,33 +584,4 @@ def _mergeable(a: Obj, b: Obj, policy: str) -> bool:
     return False
 
 
-def _serves(store: ObjectStore, group: str, plural: str) -> bool:
-    try:
-        store.kind(group, plural)
-        return True
-    except NotFound:
-        return False
 
-
-def build_core_controllers(scenario: Any, store: ObjectStore, cluster: Any, extra: dict[str, Any],
-                           handlers: list[Any], *, record_events: bool = True) -> list[Any]:
-    """The core controllers in the order they should run (before Kueue's), wired together.
-
-    Signature of the runner's wiring hook: NodePool steps are routed through `handlers`, and the
-    controllers are stored in `extra` by name for reports and the console.
-    """
-    from kueuetop.sim.job_integration import JobIntegration
-    from kueuetop.sim.node_faults import NodeFaults
-    from kueuetop.sim.perf_runner import PerfRunner
-    from kueuetop.sim.pod_integration import PodIntegration
-
-    events = EventWriter(store, cluster.clock.now) if record_events else None
-    kubelet = Kubelet(store, events=events)
-    pools = NodePoolController(store, kubelet, events=events, start=cluster.clock.start)
-    handlers.append(pools.handle_step)
-    faults = NodeFaults(store, events)
-    handlers.insert(0, faults.handle_step)
-    controllers = [faults, PodIntegration(store, events=events), JobIntegration(store, events=events),
-                   PerfRunner(store), ProvisioningController(store, kubelet, pools, events=events), pools, kubelet]
-    extra.update({c.name: c for c in controllers})
-    return controllers

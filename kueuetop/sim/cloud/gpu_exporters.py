@@ -20,8 +20,8 @@ import zlib
 from typing import Any
 
 from kueuetop.kueue.core import GPU_RESOURCE
-from kueuetop.sim.kubelet import _running_status  # the kubelet's own "Running" status shape
-from kueuetop.sim.objectstore import ObjectStore, StoreError, WatchEvent
+from kueuetop.sim.kube.kubelet import _running_status  # the kubelet's own "Running" status shape
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent
 
 _log = logging.getLogger(__name__)
 
@@ -101,9 +101,6 @@ class ExporterPods:
 
     def is_exporter(self, key: tuple[str, str]) -> bool:
         return key[0] == EXPORTER_NAMESPACE and key[1] in self._names
-
-    def pod_of(self, node: str) -> str | None:
-        return self._pods.get(node)
 
     def reconcile(self, now: float) -> bool:
         if not self._want:

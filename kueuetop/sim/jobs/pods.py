@@ -3,7 +3,7 @@
 A standalone Pod labelled `kueue.x-k8s.io/queue-name` is gated by Kueue's pod webhook
 (scheduling gate `kueue.x-k8s.io/admission`, label `kueue.x-k8s.io/managed: "true"`); here that
 happens right after creation, before the scheduler may take it (see
-`kubelet.awaiting_admission_webhook`). Its Workload is `pod-<name>-<hash>`, owned by the Pod,
+`scheduler.awaiting_admission_webhook`). Its Workload is `pod-<name>-<hash>`, owned by the Pod,
 with one pod set `main` of one pod. On admission the gate is removed and the flavors'
 nodeSelector, tolerations and labels are added (Pod.Run → prepare). On eviction the pod gets
 the `TerminationTarget` condition and is deleted (Pod.Stop); a single pod never counts as
@@ -17,11 +17,11 @@ import copy
 import logging
 from typing import Any
 
-from kueuetop.sim.job_integration import (
+from kueuetop.kueue.workload import PODSET_LABEL
+from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
+from kueuetop.sim.jobs.framework import (
     DEFAULT_PODSET,
     KUEUE_GROUP,
-    PODSET_LABEL,
-    QUEUE_LABEL,
     MissingFlavor,
     MissingPriorityClass,
     controller_ref,
@@ -36,8 +36,8 @@ from kueuetop.sim.job_integration import (
     set_pods_ready,
     workload_name_for_owner,
 )
-from kueuetop.sim.objectstore import ObjectStore, StoreError, WatchEvent, rfc3339
-from kueuetop.sim.sim_events import EventWriter, NullEvents, condition_is, find_condition
+from kueuetop.sim.kube.events import EventWriter, NullEvents, condition_is, find_condition
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent, rfc3339
 from kueuetop.sim.work_queue import drain
 
 _log = logging.getLogger(__name__)

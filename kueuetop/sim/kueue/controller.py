@@ -30,8 +30,8 @@ from kueuetop.kueue.json_copy import clone
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.kueue.workload import Workload, reparse_workload
-from kueuetop.sim.kueue_metrics import KueueCounters
-from kueuetop.sim.objectstore import NotFound, ObjectStore, StoreError, WatchEvent
+from kueuetop.sim.kueue.metrics import KueueCounters
+from kueuetop.sim.storage.objectstore import NotFound, ObjectStore, StoreError, WatchEvent
 
 _log = logging.getLogger(__name__)
 

@@ -1,5 +1,0 @@
-"""The simulator's workload-side controllers: Job and Pod integrations, provisioning, node pools, kubelet."""
-
-from kueuetop.sim.provisioning import build_core_controllers as build
-
-__all__ = ["build"]

@@ -1,0 +1,2 @@
+"""The Kubernetes parts of the simulated cluster: kube-scheduler, kubelets, Events and conditions,
+pod and node faults."""
