@@ -13,12 +13,16 @@ version, new keys may be added; lists are sorted as noted; absent values are `nu
     generatedAt       RFC 3339 UTC time of the snapshot
     cluster           {context, server, kueueApi, positions: "visibility" | "visibility+engine" | "engine"}
     sources           [{name, state, message, ageSeconds, stale}]          sorted by name
-    clusterQueues     [{name, cohort, active, inactiveReason, stopPolicy,
+    clusterQueues     [{name, cohort, active, inactiveReason, stopPolicy, status,
                         pending, reserving, admitted,
                         quota: [{flavor, resource, usage, nominal, borrowed, borrowingLimit}]}]
                       sorted by name; quota in spec order; quantities are Kubernetes quantity
                       strings ("4", "500m", "20Gi"); borrowingLimit null = unlimited;
-                      reserving counts quota-reserved workloads not yet admitted
+                      pending / reserving / admitted and active are Kueue's own (the queue's
+                      status, as `kubectl get clusterqueues` and the console show them:
+                      reserving counts every workload holding quota, admitted ones included;
+                      active null while Kueue has not written the Active condition); status:
+                      Active | Inactive(reason) | Stopped(policy) | ? (views/queue_rows.py)
     workloads         [{namespace, name, queue, clusterQueue, priority, state, reason, message,
                         position, localPosition, flavors: {resource: flavor}, waitSeconds,
                         gpus, gpuUtil, gpuUse, evictions}]                  sorted by (namespace, name)
@@ -44,7 +48,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from kueuetop.admission import cq_status
 from kueuetop.admission.queue_order import pending_workloads
 from kueuetop.admission.queue_state import QueueState
 from kueuetop.admission.workload_index import WorkloadIndex
@@ -54,6 +57,7 @@ from kueuetop.kueue.quantity import format_resource_value
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.store import Store
 from kueuetop.store import events as K
+from kueuetop.views.queue_rows import cluster_queue_row
 from kueuetop.views.safe_text import clean
 from kueuetop.views.workload_rows import Key, store_position, workload_row
 
@@ -120,8 +124,7 @@ def cluster_queue_rows(store: Store, snap: ClusterSnapshot) -> list[dict[str, An
     rows = []
     for name in sorted(snap.cluster_queues):
         cq = snap.cluster_queues[name]
-        counts = store.queue_counts(name)
-        active = cq_status.cluster_queue_active(snap, name)
+        q = cluster_queue_row(cq)
         used = usage.get(name, {})
         quota = []
         for group in cq.resource_groups:
@@ -137,10 +140,10 @@ def cluster_queue_rows(store: Store, snap: ClusterSnapshot) -> list[dict[str, An
                         else format_resource_value(res, rq.borrowing_limit),
                     })
         rows.append({
-            "name": clean(name), "cohort": clean(cq.cohort) or None, "active": active.active,
-            "inactiveReason": None if active.active else clean(f"{active.reason}: {active.message}".strip(": ")),
-            "stopPolicy": clean(cq.stop_policy),
-            "pending": counts.pending, "reserving": counts.reserved, "admitted": counts.admitted,
+            "name": clean(name), "cohort": clean(cq.cohort) or None, "active": q.active,
+            "inactiveReason": clean(q.inactive_reason) if q.inactive_reason else None,
+            "stopPolicy": clean(cq.stop_policy), "status": clean(q.status),
+            "pending": q.pending, "reserving": q.reserving, "admitted": q.admitted,
             "quota": quota,
         })
     return rows
@@ -334,8 +337,7 @@ def render_text(doc: Mapping[str, Any]) -> str:
         quota = "; ".join(f"{r['flavor']}/{r['resource']} {r['usage']}/{r['nominal']}"
                           + (f" (+{r['borrowed']} borrowed)" if r["borrowed"] not in ("0", "") else "")
                           for r in q["quota"])
-        cq_rows.append([q["name"], q["cohort"], q["pending"], q["reserving"], q["admitted"],
-                        "active" if q["active"] else "stopped" if q["stopPolicy"] != "None" else "inactive", quota])
+        cq_rows.append([q["name"], q["cohort"], q["pending"], q["reserving"], q["admitted"], q["status"], quota])
     lines += _table("ClusterQueues", ["NAME", "COHORT", "PENDING", "RESERVING", "ADMITTED", "STATUS",
                                       "USAGE/NOMINAL"], cq_rows)
     wl_rows = []

@@ -24,11 +24,11 @@ from kueuetop.tui.views.base import TableView, scope_bindings
 from kueuetop.tui.views.queues_common import (
     compact_bars,
     main_resource,
-    queue_status,
     quota_lines,
     status_cell,
 )
 from kueuetop.tui.virtual_table import VirtualTable
+from kueuetop.views.queue_rows import cluster_queue_row
 from kueuetop.views.rows import Row, cell
 
 
@@ -37,15 +37,15 @@ def cluster_queue_rows(ctx: ViewContext) -> list[Row]:
     for key, cq in ctx.store.objects(K.CLUSTER_QUEUES).items():
         if not isinstance(cq, ClusterQueue):
             continue
-        word, colour = queue_status(cq.stop_policy, cq.conditions)
+        q = cluster_queue_row(cq)
         res = main_resource(cq)
         out.append(Row(key[1], (
-            cell(cq.name), cell(cq.cohort or "-"), cell(cq.queueing_strategy), cell(cq.pending_workloads),
-            cell(cq.reserving_workloads), cell(cq.admitted_workloads), status_cell(word, ctx.state_style(colour)),
+            cell(q.name), cell(cq.cohort or "-"), cell(cq.queueing_strategy), cell(q.pending),
+            cell(q.reserving), cell(q.admitted), status_cell(q.status, ctx.state_style(q.colour)),
             cell(res.split("/")[-1] if res else "-"), compact_bars(ctx, cq),
-        ), sort={"name": cq.name, "status": word, "cohort": cq.cohort, "pending": -cq.pending_workloads,
-                 "admitted": -cq.admitted_workloads, "namespace": ""},
-            labels=cq.meta.labels, state=word.lower()))
+        ), sort={"name": q.name, "status": q.status, "cohort": cq.cohort, "pending": -q.pending,
+                 "admitted": -q.admitted, "namespace": ""},
+            labels=cq.meta.labels, state=q.status.lower()))
     return out
 
 

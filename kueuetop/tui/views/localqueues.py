@@ -10,7 +10,8 @@ from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.messages import JumpTo, RunAction
 from kueuetop.tui.views.base import TableView, scope_bindings
-from kueuetop.tui.views.queues_common import queue_status, status_cell
+from kueuetop.tui.views.queues_common import status_cell
+from kueuetop.views.queue_rows import local_queue_row
 from kueuetop.views.rows import Row, cell
 
 
@@ -19,12 +20,12 @@ def local_queue_rows(ctx: ViewContext) -> list[Row]:
     for key, lq in ctx.store.objects(K.LOCAL_QUEUES).items():
         if not isinstance(lq, LocalQueue) or (ctx.namespace and lq.namespace != ctx.namespace):
             continue
-        word, colour = queue_status(lq.stop_policy, lq.conditions)
+        q = local_queue_row(lq)
         out.append(Row(key, (
-            cell(lq.namespace), cell(lq.name), cell(lq.cluster_queue), cell(lq.pending_workloads),
-            cell(lq.reserving_workloads), cell(lq.admitted_workloads), status_cell(word, ctx.state_style(colour)),
-        ), sort={"name": lq.name, "namespace": lq.namespace, "status": word, "cq": lq.cluster_queue},
-            labels=lq.meta.labels, state=word.lower()))
+            cell(q.namespace), cell(q.name), cell(lq.cluster_queue), cell(q.pending),
+            cell(q.reserving), cell(q.admitted), status_cell(q.status, ctx.state_style(q.colour)),
+        ), sort={"name": q.name, "namespace": q.namespace, "status": q.status, "cq": lq.cluster_queue},
+            labels=lq.meta.labels, state=q.status.lower()))
     return out
 
 

@@ -1,4 +1,5 @@
-"""Shared by the queue views: active/stopped status and quota bars from a queue's objects."""
+"""Shared by the queue views: the status cell and quota bars from a queue's objects (the
+row's values themselves come from views/queue_rows.py)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,12 @@ from collections.abc import Callable, Iterable
 
 from rich.text import Text
 
-from kueuetop.kueue.cluster_queue import STOP_NONE, ClusterQueue, FlavorUsage
+from kueuetop.kueue.cluster_queue import ClusterQueue, FlavorUsage
 from kueuetop.kueue.core import GPU_RESOURCE
-from kueuetop.kueue.meta import Condition
 from kueuetop.kueue.quantity import CPU, format_resource_value
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.quota_bar import quota_bar
 from kueuetop.views.safe_text import clean
-
-
-def queue_status(stop_policy: str, conditions: Iterable[Condition]) -> tuple[str, str]:
-    """(word, state colour name): Stopped(Hold…) beats an Active=False condition."""
-    if stop_policy and stop_policy != STOP_NONE:
-        return f"Stopped({stop_policy})", "evicted"
-    active = next((c for c in conditions if c.type == "Active"), None)
-    if active is not None and not active.is_true:
-        return f"Inactive({active.reason or '?'})", "inactive"
-    return ("Active", "admitted") if active is not None else ("?", "stale")
-
 
 # The table sizes a column when rows are added, not when a cell changes: pad the status to its
 # longest word so stopping a queue never shows as a clipped "Stopp…".
