@@ -29,6 +29,7 @@ from kueuetop.admission.object_memo import ObjectMemo
 from kueuetop.admission.queue_order import HeadsMemo
 from kueuetop.admission.quota_tree import KeptQuotaTree
 from kueuetop.admission.workload_index import WorkloadIndex
+from kueuetop.kueue.parse_cache import ParseCache
 
 if TYPE_CHECKING:
     from kueuetop.kueue.snapshot import ClusterSnapshot
@@ -62,6 +63,9 @@ class EngineCache:
     fast_paths: bool = True  # False: every field below is left alone and the plain algorithms run
     # Held by schedule() and explain() while they read or change this cache.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    # Parsed conditions, pod sets and quantities shared by the followed cluster's objects and
+    # their versions (kueue/parse_cache.py): the caller parses with it; bounded, cleared when full.
+    parse: ParseCache = field(default_factory=ParseCache, repr=False)
     # Per ClusterQueue, the quota-holding and the queued workloads of the last snapshot given;
     # patched from the workloads that changed, rebuilt when LocalQueues or the config change.
     index: WorkloadIndex = field(default_factory=WorkloadIndex, repr=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from kueuetop.admission.queue_state import LastAssignment, cq_fingerprint, workload_shape
@@ -33,20 +34,20 @@ if TYPE_CHECKING:
 
 # Representative modes (FlavorAssignmentMode).
 NO_FIT, PREEMPT, FIT = "NoFit", "Preempt", "Fit"
-_MODE_RANK = {NO_FIT: 0, PREEMPT: 1, FIT: 2}
+_MODE_RANK = MappingProxyType({NO_FIT: 0, PREEMPT: 1, FIT: 2})
 
 # Granular preemption modes, worst to best (flavorassigner preemptionMode).
 PM_NO_FIT, PM_NO_CANDIDATES, PM_PREEMPT, PM_RECLAIM, PM_FIT = range(5)
-_PM_NAMES = {PM_NO_FIT: "NoFit", PM_NO_CANDIDATES: "NoCandidates", PM_PREEMPT: "Preempt",
-             PM_RECLAIM: "Reclaim", PM_FIT: "Fit"}
+_PM_NAMES = MappingProxyType({PM_NO_FIT: "NoFit", PM_NO_CANDIDATES: "NoCandidates", PM_PREEMPT: "Preempt",
+             PM_RECLAIM: "Reclaim", PM_FIT: "Fit"})
 _BIG = 1 << 62
-_PM_OF = {"NoCandidates": PM_NO_CANDIDATES, "Preempt": PM_PREEMPT, "Reclaim": PM_RECLAIM}  # oracle answers
+_PM_OF = MappingProxyType({"NoCandidates": PM_NO_CANDIDATES, "Preempt": PM_PREEMPT, "Reclaim": PM_RECLAIM})  # oracle answers
 
 # Granular QuotaReserved reasons for a NoFit assignment, by severity.
 NO_MATCHING_FLAVOR = "NoMatchingFlavor"
 EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
 WAITING_FOR_QUOTA = "WaitingForQuota"
-_SEVERITY = {"": 0, WAITING_FOR_QUOTA: 2, EXCEEDS_MAX_QUOTA: 3, NO_MATCHING_FLAVOR: 4}
+_SEVERITY = MappingProxyType({"": 0, WAITING_FOR_QUOTA: 2, EXCEEDS_MAX_QUOTA: 3, NO_MATCHING_FLAVOR: 4})
 
 # Oracle: (flavor-resource, quantity) → ("NoCandidates" | "Preempt" | "Reclaim", borrowing level)
 Oracle = Callable[[FR, int], tuple[str, int]]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from kueuetop.admission import decisions as d
@@ -37,12 +38,12 @@ from kueuetop.kueue.workload import Workload
 
 # Candidate variants (Kueue: pkg/scheduler/preemption/classical/hierarchical_preemption.go).
 V_NEVER, V_WITHIN_CQ, V_HIERARCHICAL, V_RECLAIM_NO_BORROW, V_RECLAIM_WHILE_BORROWING = range(5)
-_VARIANT_REASON = {
+_VARIANT_REASON = MappingProxyType({
     V_WITHIN_CQ: d.IN_CLUSTER_QUEUE,
     V_HIERARCHICAL: d.IN_COHORT_RECLAMATION,
     V_RECLAIM_NO_BORROW: d.IN_COHORT_RECLAMATION,
     V_RECLAIM_WHILE_BORROWING: d.IN_COHORT_RECLAIM_WHILE_BORROWING,
-}
+})
 
 
 def classify_preemption_variant(ctx: PreemptionContext, e: Entry, advantage: bool,
@@ -418,7 +419,7 @@ def _allowed(by_priority: Mapping[int, Mapping[FR, int]] | None, fr: FR, policy:
 
 
 # Policies by how much they could allow (the widest of two bounds the cluster-wide check).
-_WIDTH = {NEVER: 0, LOWER_PRIORITY: 1, LOWER_OR_NEWER_EQUAL: 2}
+_WIDTH = MappingProxyType({NEVER: 0, LOWER_PRIORITY: 1, LOWER_OR_NEWER_EQUAL: 2})
 
 
 def _cohort_others(ctx: PreemptionContext) -> list[str]:

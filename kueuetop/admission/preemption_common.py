@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from kueuetop.admission import decisions as d
 from kueuetop.admission.engine_cache import EngineCache
@@ -20,12 +21,12 @@ from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.workload import JOB_UID_LABEL, Workload
 
 # Kueue: pkg/scheduler/preemption/preemption.go HumanReadablePreemptionReasons
-HUMAN_REASONS = {
+HUMAN_REASONS = MappingProxyType({
     d.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     d.IN_COHORT_RECLAMATION: "reclamation within the cohort",
     d.IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
     d.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
-}
+})
 
 
 @dataclass(frozen=True, slots=True)

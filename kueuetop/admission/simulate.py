@@ -28,6 +28,7 @@ from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.durations import parse_duration
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.parse_cache import ParseCache
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 
@@ -82,12 +83,13 @@ class _World:
     events: list[SimEvent] = field(default_factory=list)
     kueue_events: list[dict] = field(default_factory=list)
     evicted_at: dict[WorkloadKey, float] = field(default_factory=dict)
+    parse_cache: ParseCache = field(default_factory=ParseCache)  # this run's: versions share their parts
 
     def load(self) -> None:
         others = []
         for i, o in enumerate(self.objects):
             try:
-                parsed = parse_object(o)
+                parsed = parse_object(o, self.parse_cache)
             except KueueParseError:
                 continue  # kinds the engine doesn't read (Events, …) or broken objects
             if isinstance(parsed, Workload):
@@ -113,7 +115,7 @@ class _World:
             meta = new.setdefault("metadata", {})
             meta["generation"] = int(meta.get("generation") or 0) + 1
         self.objects[self.index[key]] = new
-        self.parsed[key] = parse_object(new)
+        self.parsed[key] = parse_object(new, self.parse_cache)
         return True
 
 
@@ -142,12 +144,13 @@ def _apply_all(world: _World, decisions: Iterable[Decision]) -> bool:
         before = world.get(key)
         if before is None:
             continue
-        after = su.apply_decision(before, d, world.now, config=world.config)
+        after = su.apply_decision(before, d, world.now, config=world.config, cache=world.parse_cache)
         preemptor = world.get(d.preemptor) if isinstance(d, Preempt) else None
         if world.put(key, after):
             changed = True
             _log(world, d, before, after)
-            world.kueue_events.extend(su.decision_events(before, after, d, world.now, preemptor=preemptor))
+            world.kueue_events.extend(su.decision_events(before, after, d, world.now, preemptor=preemptor,
+                                                           cache=world.parse_cache))
             if su.needs_quota_release(after) and not su.needs_quota_release(before):
                 world.evicted_at[key] = world.now
     return changed

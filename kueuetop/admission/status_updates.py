@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from kueuetop.admission import cq_status
@@ -41,6 +42,7 @@ from kueuetop.kueue.cluster_queue import STOP_NONE
 from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.fields import parse_time_or_none
 from kueuetop.kueue.json_copy import clone
+from kueuetop.kueue.parse_cache import ParseCache
 from kueuetop.kueue.quantity import format_quantity_for_api
 from kueuetop.kueue.quota import ResourceGroup
 from kueuetop.kueue.snapshot import ClusterSnapshot
@@ -57,12 +59,12 @@ MAX_CONDITION_MESSAGE = 32 * 1024  # api.TruncateConditionMessage
 # Requeued=False reasons the workload controller turns into BackoffFinished once requeueAt passes.
 BACKOFF_REASONS = (PODS_READY_TIMEOUT, ADMISSION_CHECK)
 
-_HUMAN_PREEMPTION = {
+_HUMAN_PREEMPTION = MappingProxyType({
     "InClusterQueue": "prioritization in the ClusterQueue",
     "InCohortReclamation": "reclamation within the cohort",
     "InCohortFairSharing": "Fair Sharing within the cohort",
     "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
-}
+})
 
 
 # time and conditions ---------------------------------------------------------------------------
@@ -290,10 +292,10 @@ def assignment_to_api(psa: PodSetAssignment) -> dict:
     return out
 
 
-def resource_requests(wl: Mapping) -> list[dict]:
+def resource_requests(wl: Mapping, cache: ParseCache | None = None) -> list[dict]:
     """status.resourceRequests: per pod set, the total requests of all its pods."""
     return [{"name": ps.name, "resources": {r: format_quantity_for_api(r, v) for r, v in ps.total().items()}}
-            for ps in workload_pod_sets(wl)]
+            for ps in workload_pod_sets(wl, cache)]
 
 
 def _sync_checks(w: _Wl, required: Iterable[str]) -> None:
@@ -342,7 +344,7 @@ def _apply_requeue(w: _Wl, d: Requeue) -> None:
     w.set_requeued(d.reason, d.message, True)
 
 
-def _apply(w: _Wl, d: Decision, wl: Mapping) -> None:
+def _apply(w: _Wl, d: Decision, wl: Mapping, cache: ParseCache | None) -> None:
     if isinstance(d, Admit):
         _apply_admit(w, d)
     elif isinstance(d, Preempt):
@@ -352,7 +354,7 @@ def _apply(w: _Wl, d: Decision, wl: Mapping) -> None:
         w.evict(PREEMPTED, d.message)
     elif isinstance(d, Pending):
         w.unset_quota_reservation(d.reason, d.message)
-        w.status["resourceRequests"] = resource_requests(wl)
+        w.status["resourceRequests"] = resource_requests(wl, cache)
     elif isinstance(d, Evict):
         _apply_evict(w, d)
     elif isinstance(d, ReleaseReservation):
@@ -374,13 +376,15 @@ def _apply(w: _Wl, d: Decision, wl: Mapping) -> None:
         raise TypeError(f"unknown decision {d!r}")
 
 
-def apply_decision(wl: Mapping, decision: Decision, now: float, *, config: KueueConfig | None = None) -> dict:
+def apply_decision(wl: Mapping, decision: Decision, now: float, *, config: KueueConfig | None = None,
+                   cache: ParseCache | None = None) -> dict:
     """The Workload dict after Kueue wrote `decision` into it at `now`.
 
     For Preempt, `wl` is the victim. Admission checks are synced (new ones Pending) on Admit.
+    `cache`: the caller's ParseCache (the pod sets it reads for status.resourceRequests).
     """
     w = _Wl(wl, now, granular_reasons(config))
-    _apply(w, decision, wl)
+    _apply(w, decision, wl, cache)
     return w.done()
 
 
@@ -425,10 +429,10 @@ def _event(wl: Mapping, type_: str, reason: str, message: str, now: float) -> di
     }
 
 
-def _priority(wl: Mapping | None) -> tuple[int, int, int]:
+def _priority(wl: Mapping | None, cache: ParseCache | None) -> tuple[int, int, int]:
     if not wl:
         return 0, 0, 0
-    parsed = parse_workload(wl)
+    parsed = parse_workload(wl, cache)
     return parsed.effective_priority, parsed.priority, parsed.effective_priority - parsed.priority
 
 
@@ -444,7 +448,7 @@ def _seconds_since(t: float | None, now: float) -> str:
 
 
 def decision_events(before: Mapping, after: Mapping, decision: Decision, now: float, *,
-                    preemptor: Mapping | None = None) -> list[dict]:
+                    preemptor: Mapping | None = None, cache: ParseCache | None = None) -> list[dict]:
     """The v1 Events Kueue records for `decision` (Normal/Warning, reason, message), as plain dicts.
 
     `before`/`after` are the workload (the victim for Preempt) around `apply_decision`;
@@ -471,8 +475,8 @@ def decision_events(before: Mapping, after: Mapping, decision: Decision, now: fl
     elif isinstance(decision, Preempt):
         if _is_true(before, "Evicted"):
             return out
-        pe, pb, pboost = _priority(preemptor)
-        te, tb, tboost = _priority(before)
+        pe, pb, pboost = _priority(preemptor, cache)
+        te, tb, tboost = _priority(before, cache)
         prio = (f"; preemptor effective priority: {pe} (base: {pb}, boost: {pboost}); "
                 f"preemptee effective priority: {te} (base: {tb}, boost: {tboost})")
         if had_admission:

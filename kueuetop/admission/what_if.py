@@ -13,6 +13,7 @@ import copy
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from kueuetop.admission.engine_cache import EngineCache
@@ -26,7 +27,7 @@ from kueuetop.kueue.workload_state import derive_state
 
 WorkloadKey = tuple[str, str]
 
-_KINDS = {WORKLOAD: "Workload", CLUSTER_QUEUE: "ClusterQueue", LOCAL_QUEUE: "LocalQueue"}
+_KINDS = MappingProxyType({WORKLOAD: "Workload", CLUSTER_QUEUE: "ClusterQueue", LOCAL_QUEUE: "LocalQueue"})
 
 
 def _key(target: Target) -> WorkloadKey | str:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kueuetop.kueue.api_versions import to_v1beta2
 from kueuetop.kueue.fields import object_fields
 from kueuetop.kueue.meta import Condition, Meta, condition_true, parse_conditions, parse_meta
+
+if TYPE_CHECKING:
+    from kueuetop.kueue.parse_cache import ParseCache
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
@@ -33,8 +37,8 @@ class AdmissionCheck:
         return condition_true(self.conditions, "Active")
 
 
-def parse_admission_check(data: Mapping) -> AdmissionCheck:
-    f, _, _ = object_fields(to_v1beta2(data), "AdmissionCheck")
+def parse_admission_check(data: Mapping, cache: ParseCache | None = None) -> AdmissionCheck:
+    f, _, _ = object_fields(to_v1beta2(data), "AdmissionCheck", cache)
     spec = f.sub("spec")
     params = spec.sub("parameters")
     return AdmissionCheck(
@@ -61,12 +65,12 @@ class PriorityClass:
         return self.meta.name
 
 
-def parse_workload_priority_class(data: Mapping) -> PriorityClass:
-    f, _, _ = object_fields(to_v1beta2(data), "WorkloadPriorityClass")
+def parse_workload_priority_class(data: Mapping, cache: ParseCache | None = None) -> PriorityClass:
+    f, _, _ = object_fields(to_v1beta2(data), "WorkloadPriorityClass", cache)
     return PriorityClass(parse_meta(f), f.int("value"), True, f.str("description"))
 
 
-def parse_priority_class(data: Mapping) -> PriorityClass:
-    f, _, _ = object_fields(data, "PriorityClass")
+def parse_priority_class(data: Mapping, cache: ParseCache | None = None) -> PriorityClass:
+    f, _, _ = object_fields(data, "PriorityClass", cache)
     return PriorityClass(parse_meta(f), f.int("value"), False, f.str("description"),
                          f.bool("globalDefault", False))

@@ -11,6 +11,7 @@ Functions take and return plain dicts and never mutate their argument.
 from __future__ import annotations
 
 import copy
+from types import MappingProxyType
 from typing import Any
 
 GROUP = "kueue.x-k8s.io"
@@ -21,7 +22,7 @@ WPC_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
 PC_SOURCE = "scheduling.k8s.io/priorityclass"
 
 # v1beta1 fungibility aliases: both collapse to MayStopSearch in v1beta2.
-_FUNGIBILITY_ALIASES = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}
+_FUNGIBILITY_ALIASES = MappingProxyType({"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"})
 
 
 def is_kueue_api_version(api_version: str | None) -> bool:

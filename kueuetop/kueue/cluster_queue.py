@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kueuetop.kueue.api_versions import to_v1beta2
 from kueuetop.kueue.fields import Fields, object_fields
 from kueuetop.kueue.meta import Condition, Meta, parse_conditions, parse_meta
 from kueuetop.kueue.quota import ResourceGroup, parse_fair_weight, parse_resource_groups
 from kueuetop.kueue.scheduling_terms import LabelSelector, parse_label_selector
+
+if TYPE_CHECKING:
+    from kueuetop.kueue.parse_cache import ParseCache
 
 STRICT_FIFO = "StrictFIFO"
 BEST_EFFORT_FIFO = "BestEffortFIFO"
@@ -104,8 +108,8 @@ def parse_flavor_usage(status: Fields, key: str) -> tuple[FlavorUsage, ...]:
     return tuple(out)
 
 
-def parse_cluster_queue(data: Mapping) -> ClusterQueue:
-    f, _, _ = object_fields(to_v1beta2(data), "ClusterQueue")
+def parse_cluster_queue(data: Mapping, cache: ParseCache | None = None) -> ClusterQueue:
+    f, _, _ = object_fields(to_v1beta2(data), "ClusterQueue", cache)
     spec = f.sub("spec")
     fung = spec.sub("flavorFungibility")
     fungibility = FlavorFungibility(

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kueuetop.kueue.api_versions import to_v1beta2
 from kueuetop.kueue.fields import object_fields
 from kueuetop.kueue.meta import Meta, parse_meta
 from kueuetop.kueue.quota import ResourceGroup, parse_fair_weight, parse_resource_groups
+
+if TYPE_CHECKING:
+    from kueuetop.kueue.parse_cache import ParseCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +28,8 @@ class Cohort:
         return self.meta.name
 
 
-def parse_cohort(data: Mapping) -> Cohort:
-    f, _, _ = object_fields(to_v1beta2(data), "Cohort")
+def parse_cohort(data: Mapping, cache: ParseCache | None = None) -> Cohort:
+    f, _, _ = object_fields(to_v1beta2(data), "Cohort", cache)
     spec = f.sub("spec")
     return Cohort(
         meta=parse_meta(f),

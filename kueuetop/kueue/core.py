@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kueuetop.kueue.fields import Fields, object_fields
 from kueuetop.kueue.meta import Condition, Meta, condition_true, parse_conditions, parse_meta
 from kueuetop.kueue.pod_requests import PodShape, parse_pod_shape
 from kueuetop.kueue.scheduling_terms import Taint, parse_taints
+
+if TYPE_CHECKING:
+    from kueuetop.kueue.parse_cache import ParseCache
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -35,8 +39,8 @@ class Node:
         return self.allocatable.get(GPU_RESOURCE, self.capacity.get(GPU_RESOURCE, 0))
 
 
-def parse_node(data: Mapping) -> Node:
-    f, _, _ = object_fields(data, "Node")
+def parse_node(data: Mapping, cache: ParseCache | None = None) -> Node:
+    f, _, _ = object_fields(data, "Node", cache)
     spec = f.sub("spec")
     status = f.sub("status")
     return Node(
@@ -107,8 +111,8 @@ def _container_states(status: Fields) -> tuple[ContainerState, ...]:
     return tuple(out)
 
 
-def parse_pod(data: Mapping) -> Pod:
-    f, _, _ = object_fields(data, "Pod")
+def parse_pod(data: Mapping, cache: ParseCache | None = None) -> Pod:
+    f, _, _ = object_fields(data, "Pod", cache)
     spec = f.sub("spec")
     status = f.sub("status")
     return Pod(
@@ -153,8 +157,8 @@ class Job:
         return self.parallelism
 
 
-def parse_job(data: Mapping) -> Job:
-    f, _, _ = object_fields(data, "Job")
+def parse_job(data: Mapping, cache: ParseCache | None = None) -> Job:
+    f, _, _ = object_fields(data, "Job", cache)
     spec = f.sub("spec")
     status = f.sub("status")
     return Job(
@@ -186,6 +190,6 @@ class Namespace:
         return {"kubernetes.io/metadata.name": self.meta.name, **self.meta.labels}
 
 
-def parse_namespace(data: Mapping) -> Namespace:
-    f, _, _ = object_fields(data, "Namespace")
+def parse_namespace(data: Mapping, cache: ParseCache | None = None) -> Namespace:
+    f, _, _ = object_fields(data, "Namespace", cache)
     return Namespace(parse_meta(f))

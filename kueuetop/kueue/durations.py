@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 
 # Unit → seconds; Go's time.ParseDuration units (µ and μ are both accepted by Go).
-_UNITS: dict[str, float] = {
+_UNITS: Mapping[str, float] = MappingProxyType({
     "ns": 1e-9,
     "us": 1e-6,
     "µs": 1e-6,
@@ -20,7 +22,7 @@ _UNITS: dict[str, float] = {
     "s": 1.0,
     "m": 60.0,
     "h": 3600.0,
-}
+})
 
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")

@@ -10,10 +10,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kueuetop.kueue.errors import KueueParseError, QuantityError
 from kueuetop.kueue.quantity import parse_resource_value
+
+if TYPE_CHECKING:
+    from kueuetop.kueue.parse_cache import ParseCache
 
 _MISSING = object()
 # Strings read from objects are interned up to this length: flavor, queue, node and resource
@@ -51,12 +54,13 @@ def parse_time_or_none(value: object) -> float | None:
 class Fields:
     """A read-only view of one JSON object at a path inside an API object."""
 
-    __slots__ = ("_data", "obj", "path")
+    __slots__ = ("_data", "cache", "obj", "path")
 
-    def __init__(self, data: Mapping[str, Any], obj: str, path: str = "") -> None:
+    def __init__(self, data: Mapping[str, Any], obj: str, path: str = "", cache: ParseCache | None = None) -> None:
         self._data = data
         self.obj = obj
         self.path = path
+        self.cache = cache  # the caller's, for parts many objects share (None: parse everything)
 
     def _p(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path else key
@@ -160,7 +164,8 @@ class Fields:
         out: dict[str, int] = {}
         for name, q in v.items():
             try:
-                out[shared(str(name))] = parse_resource_value(str(name), q)
+                out[shared(str(name))] = (self.cache.resource_value(str(name), q) if self.cache is not None
+                                          else parse_resource_value(str(name), q))
             except QuantityError as exc:
                 raise self.error(f"{key}.{name}", str(exc)) from None
         return out
@@ -172,7 +177,7 @@ class Fields:
                 raise self.error(key, "required field is missing")
             return None
         try:
-            return parse_resource_value(resource, v)
+            return self.cache.resource_value(resource, v) if self.cache is not None else parse_resource_value(resource, v)
         except QuantityError as exc:
             raise self.error(key, str(exc)) from None
 
@@ -181,10 +186,10 @@ class Fields:
         if v is None:
             if required:
                 raise self.error(key, "required field is missing")
-            return Fields({}, self.obj, self._p(key))
+            return Fields({}, self.obj, self._p(key), self.cache)
         if not isinstance(v, Mapping):
             raise self.error(key, f"expected an object, got {type(v).__name__}")
-        return Fields(v, self.obj, self._p(key))
+        return Fields(v, self.obj, self._p(key), self.cache)
 
     def items(self, key: str, required: bool = False) -> Iterator[Fields]:
         """Iterate a list of objects; a missing list is empty (v1beta2 omits empty lists)."""
@@ -198,7 +203,7 @@ class Fields:
         for i, item in enumerate(v):
             if not isinstance(item, Mapping):
                 raise self.error(f"{key}[{i}]", f"expected an object, got {type(item).__name__}")
-            yield Fields(item, self.obj, f"{self._p(key)}[{i}]")
+            yield Fields(item, self.obj, f"{self._p(key)}[{i}]", self.cache)
 
     def str_list(self, key: str) -> tuple[str, ...]:
         v = self._data.get(key)
@@ -209,15 +214,16 @@ class Fields:
         return tuple(v)
 
 
-def object_fields(data: Any, kind: str) -> tuple[Fields, str, str]:
-    """Top-level view of an API object: (fields, namespace, name), validating metadata."""
+def object_fields(data: Any, kind: str, cache: ParseCache | None = None) -> tuple[Fields, str, str]:
+    """Top-level view of an API object: (fields, namespace, name), validating metadata; `cache`:
+    the caller's ParseCache, carried by every view under it."""
     if not isinstance(data, Mapping):
         raise KueueParseError(kind, "", f"expected a JSON object, got {type(data).__name__}")
     meta = data.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
     ns = meta.get("namespace") if isinstance(meta, Mapping) else None
     label = f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
-    f = Fields(data, label)
+    f = Fields(data, label, cache=cache)
     m = f.sub("metadata", required=True)
     m.str("name", required=True)
     return f, (ns if isinstance(ns, str) else ""), name

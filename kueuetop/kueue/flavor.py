@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kueuetop.kueue.fields import object_fields
 from kueuetop.kueue.meta import Meta, parse_meta
 from kueuetop.kueue.pod_requests import PodShape
 from kueuetop.kueue.scheduling_terms import Taint, Toleration, parse_taints, parse_tolerations, tolerated
+
+if TYPE_CHECKING:
+    from kueuetop.kueue.parse_cache import ParseCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +28,8 @@ class ResourceFlavor:
         return self.meta.name
 
 
-def parse_resource_flavor(data: Mapping) -> ResourceFlavor:
-    f, _, _ = object_fields(data, "ResourceFlavor")
+def parse_resource_flavor(data: Mapping, cache: ParseCache | None = None) -> ResourceFlavor:
+    f, _, _ = object_fields(data, "ResourceFlavor", cache)
     spec = f.sub("spec")
     return ResourceFlavor(
         meta=parse_meta(f),

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kueuetop.kueue.api_versions import to_v1beta2
 from kueuetop.kueue.cluster_queue import HOLD, HOLD_AND_DRAIN, STOP_NONE, FlavorUsage, parse_flavor_usage
 from kueuetop.kueue.fields import object_fields
 from kueuetop.kueue.meta import Condition, Meta, parse_conditions, parse_meta
 from kueuetop.kueue.quota import parse_fair_weight
+
+if TYPE_CHECKING:
+    from kueuetop.kueue.parse_cache import ParseCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +42,8 @@ class LocalQueue:
         return (self.meta.namespace, self.meta.name)
 
 
-def parse_local_queue(data: Mapping) -> LocalQueue:
-    f, _, _ = object_fields(to_v1beta2(data), "LocalQueue")
+def parse_local_queue(data: Mapping, cache: ParseCache | None = None) -> LocalQueue:
+    f, _, _ = object_fields(to_v1beta2(data), "LocalQueue", cache)
     spec = f.sub("spec")
     status = f.sub("status")
     return LocalQueue(

@@ -99,20 +99,20 @@ def _parse_condition(c: Fields) -> Condition:
     )
 
 
-# Parsed conditions by the values parsing reads: an object's conditions mostly carry over from
-# one version to the next, and timestamp parsing is not cheap. Only successes are kept.
-_CONDITION_CACHE: dict[tuple, Condition] = {}
-_CONDITION_CACHE_MAX = 65536
 _CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime", "observedGeneration")
 
 
 def parse_conditions(f: Fields, key: str = "conditions") -> tuple[Condition, ...]:
-    # Fast path: every condition already cached, read straight from the raw list (no Fields
+    """The conditions at `key`. With the caller's ParseCache (`f.cache`), a condition already
+    parsed (by the values parsing reads: an object's conditions mostly carry over from one version
+    to the next, and timestamps are not cheap to parse) is the one kept."""
+    cache = f.cache.conditions if f.cache is not None else None
+    # Fast path: every condition already kept, read straight from the raw list (no Fields
     # views, no paths). Anything else, malformed data included, takes the checked path below.
     raw_list = f.raw(key)
-    if type(raw_list) is list:
+    if cache is not None and type(raw_list) is list:
         hit = []
-        get = _CONDITION_CACHE.get
+        get = cache.get
         for raw in raw_list:
             if type(raw) is not dict:
                 break
@@ -129,19 +129,20 @@ def parse_conditions(f: Fields, key: str = "conditions") -> tuple[Condition, ...
             return tuple(hit)
     out = []
     for c in f.items(key):
+        if cache is None:
+            out.append(_parse_condition(c))
+            continue
         raw = c.raw_data()
         # type() of the generation too: True == 1 as a key, but only 1 parses.
         ck = (*(raw.get(k) for k in _CONDITION_FIELDS), type(raw.get("observedGeneration")))
         try:
-            cond = _CONDITION_CACHE.get(ck)
+            cond = cache.get(ck)
         except TypeError:  # unhashable values: malformed, let the parser say why
             ck, cond = None, None
         if cond is None:
             cond = _parse_condition(c)
             if ck is not None:
-                if len(_CONDITION_CACHE) >= _CONDITION_CACHE_MAX:
-                    _CONDITION_CACHE.clear()
-                _CONDITION_CACHE[ck] = cond
+                f.cache.keep_condition(ck, cond)  # type: ignore[union-attr]
         out.append(cond)
     return tuple(out)
 

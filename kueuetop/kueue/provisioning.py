@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kueuetop.kueue.api_versions import to_v1beta2
 from kueuetop.kueue.fields import object_fields
 from kueuetop.kueue.meta import Condition, Meta, parse_conditions, parse_meta
+
+if TYPE_CHECKING:
+    from kueuetop.kueue.parse_cache import ParseCache
 
 CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 QUEUED_PROVISIONING = "queued-provisioning.gke.io"
@@ -34,8 +38,8 @@ class ProvisioningRequestConfig:
         return self.meta.name
 
 
-def parse_provisioning_request_config(data: Mapping) -> ProvisioningRequestConfig:
-    f, _, _ = object_fields(to_v1beta2(data), "ProvisioningRequestConfig")
+def parse_provisioning_request_config(data: Mapping, cache: ParseCache | None = None) -> ProvisioningRequestConfig:
+    f, _, _ = object_fields(to_v1beta2(data), "ProvisioningRequestConfig", cache)
     spec = f.sub("spec")
     rs = spec.sub("retryStrategy")
     return ProvisioningRequestConfig(
@@ -64,8 +68,8 @@ class ProvisioningRequest:
         return self.meta.name
 
 
-def parse_provisioning_request(data: Mapping) -> ProvisioningRequest:
-    f, _, _ = object_fields(data, "ProvisioningRequest")
+def parse_provisioning_request(data: Mapping, cache: ParseCache | None = None) -> ProvisioningRequest:
+    f, _, _ = object_fields(data, "ProvisioningRequest", cache)
     spec = f.sub("spec")
     return ProvisioningRequest(
         meta=parse_meta(f),

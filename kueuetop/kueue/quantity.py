@@ -11,19 +11,19 @@ up) for everything else (pkg/resources: ResourceValue → MilliValue for cpu, Va
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from fractions import Fraction
+from types import MappingProxyType
 
 from kueuetop.kueue.errors import QuantityError
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
+_BINARY = MappingProxyType({"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60})
+_DECIMAL = MappingProxyType({
     "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
     "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
     "P": Fraction(10**15), "E": Fraction(10**18),
-}
+})
 # ASCII digits only, as apimachinery's parseQuantityString ('0' <= c <= '9'): "٣" is not 3.
 _RE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(.*)$", re.ASCII)
 _EXP = re.compile(r"^[eE]([+-]?\d+)$", re.ASCII)
@@ -79,15 +79,7 @@ def resource_value(resource: str, quantity: Fraction) -> int:
 
 
 def parse_resource_value(resource: str, value: object) -> int:
-    if type(value) is str:
-        return _cached_resource_value(resource, value)
-    return resource_value(resource, parse_quantity(value))
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_resource_value(resource: str, value: str) -> int:
-    # A cluster has few distinct quantity strings, parsed again and again (every Workload
-    # version): the exact Fraction arithmetic is worth doing once. Errors are not cached.
+    # A caller parsing many objects keeps the answers in its ParseCache (kueue/parse_cache.py).
     return resource_value(resource, parse_quantity(value))
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from kueuetop.kueue.api_versions import V1BETA2 as V1BETA2_API
 from kueuetop.kueue.api_versions import to_v1beta2
 from kueuetop.kueue.fields import Fields, object_fields
 from kueuetop.kueue.meta import Condition, Meta, condition_true, find_condition, parse_conditions, parse_meta
 from kueuetop.kueue.pod_requests import PodShape, parse_pod_shape
+
+if TYPE_CHECKING:
+    from kueuetop.kueue.parse_cache import ParseCache
 
 PRIORITY_BOOST_ANNOTATION = "kueue.x-k8s.io/priority-boost"
 ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
@@ -189,14 +193,6 @@ def _parse_pod_set(p: Fields) -> PodSet:
     return PodSet(name=name, count=count, shape=shape, min_count=min_count)
 
 
-# Parsed pod sets by content. Pod sets are most of a Workload's parse cost and repeat: across
-# the versions of one Workload (status writes keep the spec) and across the many Workloads a
-# job template stamps out. Only successful parses are kept (errors name the object); PodSets are
-# frozen, so sharing them between Workloads is safe.
-_POD_SETS_CACHE: dict[str, tuple[PodSet, ...]] = {}
-_POD_SETS_CACHE_MAX = 4096
-
-
 def _pod_sets_key(raw: object) -> str | None:
     # repr of JSON data (what API objects hold) is exact and cheaper than json.dumps; two
     # orderings of one content only cost a cache miss.
@@ -204,15 +200,17 @@ def _pod_sets_key(raw: object) -> str | None:
 
 
 def parse_pod_sets(spec: Fields) -> tuple[PodSet, ...]:
-    """spec.podSets, validated (required, non-empty, unique names)."""
-    key = _pod_sets_key(spec.raw("podSets"))
-    pod_sets = _POD_SETS_CACHE.get(key) if key is not None else None
+    """spec.podSets, validated (required, non-empty, unique names). With the caller's ParseCache
+    (`spec.cache`), pod sets already parsed are the ones kept: they are most of a Workload's parse
+    cost and repeat across the versions of one Workload (status writes keep the spec) and across
+    the Workloads a job template stamps out; PodSets are frozen, so sharing them is safe."""
+    cache = spec.cache
+    key = _pod_sets_key(spec.raw("podSets")) if cache is not None else None
+    pod_sets = cache.pod_sets.get(key) if cache is not None and key is not None else None
     if pod_sets is None:
         pod_sets = tuple(_parse_pod_set(p) for p in spec.items("podSets", required=True))
-        if key is not None:
-            if len(_POD_SETS_CACHE) >= _POD_SETS_CACHE_MAX:
-                _POD_SETS_CACHE.clear()
-            _POD_SETS_CACHE[key] = pod_sets
+        if cache is not None and key is not None:
+            cache.keep_pod_sets(key, pod_sets)
     if not pod_sets:
         raise spec.error("podSets", "at least one pod set is required")
     names = [ps.name for ps in pod_sets]
@@ -221,10 +219,10 @@ def parse_pod_sets(spec: Fields) -> tuple[PodSet, ...]:
     return pod_sets
 
 
-def workload_pod_sets(data: Mapping) -> tuple[PodSet, ...]:
+def workload_pod_sets(data: Mapping, cache: ParseCache | None = None) -> tuple[PodSet, ...]:
     """Only the pod sets of a Workload dict (cheaper than parse_workload when that is all
     a caller needs)."""
-    f, _, _ = object_fields(to_v1beta2(data), "Workload")
+    f, _, _ = object_fields(to_v1beta2(data), "Workload", cache)
     return parse_pod_sets(f.sub("spec"))
 
 
@@ -277,8 +275,8 @@ def _parse_evictions(status: Fields) -> tuple[EvictionCount, ...]:
     )
 
 
-def parse_workload(data: Mapping) -> Workload:
-    f, _, _ = object_fields(to_v1beta2(data), "Workload")
+def parse_workload(data: Mapping, cache: ParseCache | None = None) -> Workload:
+    f, _, _ = object_fields(to_v1beta2(data), "Workload", cache)
     spec = f.sub("spec")
     status = f.sub("status")
     pod_sets = parse_pod_sets(spec)
@@ -306,7 +304,7 @@ def parse_workload(data: Mapping) -> Workload:
 _SHARED_STATUS_PARTS = ("admission", "admissionChecks", "schedulingStats", "requeueState", "reclaimablePods")
 
 
-def reparse_workload(prev: Workload, prev_data: Mapping, data: Mapping) -> Workload:
+def reparse_workload(prev: Workload, prev_data: Mapping, data: Mapping, cache: ParseCache | None = None) -> Workload:
     """parse_workload(data) for a new version of `prev_data` (which parsed into `prev`).
 
     Stored API objects are never mutated and a new version shares the parts it did not change
@@ -318,14 +316,14 @@ def reparse_workload(prev: Workload, prev_data: Mapping, data: Mapping) -> Workl
     if (type(data) is not dict or type(prev_data) is not dict
             or data.get("apiVersion") != prev_data.get("apiVersion") or data.get("apiVersion") != V1BETA2_API
             or data.get("spec") is not prev_data.get("spec") or data.get("kind") != "Workload"):
-        return parse_workload(data)
+        return parse_workload(data, cache)
     meta, prev_meta = data.get("metadata"), prev_data.get("metadata")
     if type(meta) is not dict or type(prev_meta) is not dict or meta.keys() != prev_meta.keys():
-        return parse_workload(data)
+        return parse_workload(data, cache)
     for k, v in meta.items():
         if k != "resourceVersion" and v is not prev_meta[k]:
-            return parse_workload(data)
-    f, _, _ = object_fields(data, "Workload")
+            return parse_workload(data, cache)
+    f, _, _ = object_fields(data, "Workload", cache)
     rv = f.sub("metadata").str("resourceVersion")
     status = f.sub("status")
     raw_status = data.get("status")

@@ -19,6 +19,7 @@ subscribers once per batch, never once per object.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import queue
 import threading
@@ -29,6 +30,8 @@ from typing import Any
 import urllib3
 
 from kueuetop.kueue.core import GPU_RESOURCE
+from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.parse_cache import ParseCache
 from kueuetop.kueue.workload import PODSET_LABEL
 from kueuetop.sources.connection import AUTOSCALING_GROUP, KUEUE_GROUP, VISIBILITY_GROUP, Connection
 from kueuetop.sources.event_retention import MAX_EVENTS, EventRetention
@@ -315,6 +318,12 @@ class KubeSources:
             conn, include_events=include_events, unmanaged_gpu_pods=unmanaged_gpu_pods)
         self.event_retention = EventRetention(self.applier.put, max_events=max_events)
         specs = [dataclasses.replace(s, trim=self.event_retention.trim) if s.kind == K.EVENTS else s for s in specs]
+        # One ParseCache for this connection's informers: a Workload's new version reuses the
+        # conditions and pod sets its last one parsed into (and the Workloads of one job template
+        # share theirs).
+        self.parse_cache = ParseCache()
+        parse = functools.partial(parse_object, cache=self.parse_cache)
+        specs = [dataclasses.replace(s, parse=parse) if s.parse is parse_object else s for s in specs]
         self.informers = [Informer(conn.api, s, store, self.event_retention.put if s.kind == K.EVENTS
                                    else self.applier.put, config) for s in specs]
         cfg = config or InformerConfig()

@@ -208,16 +208,16 @@ class KueueController:
         if old is None or prev is None:
             wl = self._parse(obj)
         else:
-            wl = self._parse(obj, lambda o: reparse_workload(old, prev, o))
+            wl = self._parse(obj, lambda o: reparse_workload(old, prev, o, self.loop.cache.parse))
         if isinstance(wl, Workload):
             self._parsed_from[key] = obj
         else:
             self._parsed_from.pop(key, None)
         return wl
 
-    def _parse(self, obj: dict, parser: Callable[[dict], Any] = parse_object) -> Any:
+    def _parse(self, obj: dict, parser: Callable[[dict], Any] | None = None) -> Any:
         try:
-            return parser(obj)
+            return parser(obj) if parser is not None else parse_object(obj, self.loop.cache.parse)
         except KueueParseError as exc:
             meta = obj.get("metadata") or {}
             ident = f"{obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}".replace(" /", " ")
@@ -243,7 +243,7 @@ class KueueController:
             hit = self._unchanged_by.get(key)
             if hit is not None and hit[0] is cur and hit[1] == decision:
                 return False
-        new = su.apply_decision(cur, decision, now, config=self.config)
+        new = su.apply_decision(cur, decision, now, config=self.config, cache=self.loop.cache.parse)
         wrote = False
         try:
             if new.get("spec") != cur.get("spec"):
@@ -267,7 +267,8 @@ class KueueController:
                 preemptor = None
                 if isinstance(decision, Preempt):
                     preemptor = self.store.try_get(KUEUE, "workloads", *decision.preemptor, copy=False)
-                for ev in su.decision_events(cur, new, decision, now, preemptor=preemptor):
+                for ev in su.decision_events(cur, new, decision, now, preemptor=preemptor,
+                                             cache=self.loop.cache.parse):
                     if pending:
                         # Only the scheduler records an Event for a pending workload, and always
                         # as "Pending" whatever the condition's reason (scheduler.go
