@@ -6,11 +6,11 @@ import math
 import subprocess
 
 import pytest
-from kueuetop.admission.snapshot import ClusterSnapshot
 
 from kueuetop.admission.queue_state import QueueState
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.sim.kueue.metrics import (
     ADMISSION_WAIT_BUCKETS,
     KueueCounters,

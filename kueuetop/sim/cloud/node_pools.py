@@ -34,6 +34,7 @@ from typing import Any
 from kueuetop.kueue.core import parse_node, parse_pod
 from kueuetop.kueue.durations import DurationError, parse_duration
 from kueuetop.kueue.errors import KueueParseError
+from kueuetop.kueue.parse_cache import ParseCache
 from kueuetop.sim.apiserver.patch import merge_patch
 from kueuetop.sim.cloud.gpu_exporters import ExporterPods
 from kueuetop.sim.kube.events import CLUSTER_AUTOSCALER, EventWriter, NullEvents, find_condition
@@ -125,6 +126,7 @@ class NodePoolController:
     def __init__(self, store: ObjectStore, scheduler: Scheduler, *, events: EventWriter | None = None,
                  scale_down_delay: float = SCALE_DOWN_DELAY, start: float | None = None,
                  exporters: bool = True) -> None:
+        self._parse_cache = ParseCache()  # quantities and conditions of the pods and nodes it reads
         self.store = store
         self.exporters = ExporterPods(store) if exporters else None
         self.scheduler = scheduler
@@ -373,7 +375,7 @@ class NodePoolController:
             if pod is None or (pod.get("spec") or {}).get("nodeName"):
                 continue
             try:
-                placement = Placement.from_shape(parse_pod(pod).shape)
+                placement = Placement.from_shape(parse_pod(pod, self._parse_cache).shape)
             except KueueParseError:
                 continue
             fits = [n for n in self.pools_for(placement, queued=False) if n in candidates]

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 from kueuetop.kueue.core import GPU_RESOURCE, parse_node, parse_pod
 from kueuetop.kueue.errors import KueueParseError
+from kueuetop.kueue.parse_cache import ParseCache
 from kueuetop.kueue.pod_requests import PodShape
 from kueuetop.kueue.scheduling_terms import Taint, Toleration, tolerated
 from kueuetop.kueue.workload import QUEUE_NAME_LABEL as QUEUE_LABEL
@@ -223,6 +224,7 @@ class Scheduler:
 
     def __init__(self, store: ObjectStore, *, events: EventWriter | None = None,
                  on_bind: Callable[[PodKey, float], bool] | None = None) -> None:
+        self._parse_cache = ParseCache()  # quantities and conditions of the pods and nodes it reads
         self.store = store
         self.events = events or NullEvents()
         self.on_bind = on_bind or (lambda key, now: False)
@@ -272,7 +274,7 @@ class Scheduler:
                 self._node_gone.append(name)
             return
         try:
-            parsed = parse_node(event.obj)
+            parsed = parse_node(event.obj, self._parse_cache)
         except KueueParseError as exc:
             _log.warning("kubelet: skipping node %s: %s", name, exc)
             return
@@ -641,7 +643,7 @@ class Scheduler:
         key = repr(spec) if isinstance(spec, dict) and not spec.get("nodeName") else None
         shape = self._shapes.get(key) if key is not None else None
         if shape is None:
-            shape = parse_pod(pod).shape
+            shape = parse_pod(pod, self._parse_cache).shape
             if key is not None:
                 if len(self._shapes) >= 4096:
                     self._shapes.clear()
