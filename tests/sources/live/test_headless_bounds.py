@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kueuetop.admission.queue_state import QueueState
+from kueuetop.admission.workload_index import WorkloadIndex
 from kueuetop.sim.serve import ServedCluster
 from kueuetop.views import snapshot as snapshot_view
 
@@ -65,13 +65,13 @@ def test_engine_positions_build_the_workload_index_once(served20: ServedCluster,
         src.stop()
         conn.close()
     builds = []
-    original = QueueState.workload_index
+    original = WorkloadIndex.update
 
     def counted(self, s):  # type: ignore[no-untyped-def]
         builds.append(1)
         return original(self, s)
 
-    monkeypatch.setattr(QueueState, "workload_index", counted)
+    monkeypatch.setattr(WorkloadIndex, "update", counted)
     positions = snapshot_view._engine_positions(snap)
     assert len(snap.cluster_queues) > 1 and builds == [1]
     # Within each ClusterQueue the positions are 0, 1, 2 …, whatever is pending right now.
