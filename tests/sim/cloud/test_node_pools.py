@@ -1,7 +1,7 @@
 """Node pools from scenario documents, and the autoscaler's scale-up and scale-down."""
 
-from .helpers import GPU_TOLERATION, Sim, cond, node_pool
-from .test_kubelet import bare_pod
+from tests.sim.helpers import GPU_TOLERATION, Sim, cond, node_pool
+from tests.sim.kube.test_kubelet import bare_pod
 
 
 def pool_nodes(sim, pool):

@@ -5,8 +5,7 @@ import hashlib
 import pytest
 
 from kueuetop.sim.jobs.framework import workload_name_for_owner
-
-from .helpers import GPU_TOLERATION, KUEUE, Sim, cond, is_true, job, node_pool
+from tests.sim.helpers import GPU_TOLERATION, KUEUE, Sim, cond, is_true, job, node_pool
 
 BASE = """
 apiVersion: v1

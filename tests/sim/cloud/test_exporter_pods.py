@@ -1,8 +1,7 @@
 """The simulated GPU Operator: one Running dcgm-exporter pod per GPU node, gone with the node."""
 
 from kueuetop.sim.cloud.gpu_exporters import EXPORTER_APP, EXPORTER_NAMESPACE
-
-from .helpers import Sim, node_pool
+from tests.sim.helpers import Sim, node_pool
 
 
 def exporters(sim: Sim) -> dict[str, dict]:

@@ -6,9 +6,8 @@ from kueuetop.sim.clock import SimClock
 from kueuetop.sim.cloud.gpu_telemetry import render_dcgm
 from kueuetop.sim.scenarios.scenario import ScenarioError, parse_scenario
 from kueuetop.sim.wiring import build_cluster
-
-from .helpers import GPU_TOLERATION, T0, Sim, cond, node_pool
-from .test_kubelet import bare_pod
+from tests.sim.helpers import GPU_TOLERATION, T0, Sim, cond, node_pool
+from tests.sim.kube.test_kubelet import bare_pod
 
 
 def events_of(sim, name, reason=None, ns="default"):

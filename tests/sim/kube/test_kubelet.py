@@ -1,6 +1,6 @@
 """Scheduling, running and finishing pods on the simulated nodes."""
 
-from .helpers import GPU_TOLERATION, Sim, cond, node_pool
+from tests.sim.helpers import GPU_TOLERATION, Sim, cond, node_pool
 
 
 def bare_pod(name, *, gpus=0, cpu="1", selector=None, tolerations=None, runtime=None, ns="default"):

@@ -2,7 +2,7 @@
 
 import hashlib
 
-from .helpers import Sim, cond, is_true, node_pool
+from tests.sim.helpers import Sim, cond, is_true, node_pool
 
 BASE = """
 apiVersion: v1

@@ -1,6 +1,6 @@
 """Workloads created without an owner stand for a job of their shape."""
 
-from .helpers import Sim, cond, is_true, node_pool
+from tests.sim.helpers import Sim, cond, is_true, node_pool
 
 BASE = """
 apiVersion: v1

@@ -5,8 +5,7 @@ that long, evictions finished by unsetting the quota reservation."""
 import logging
 
 from kueuetop.sim.jobs.perf_runner import PERF_RUNTIME_LABEL, runs_workload
-
-from .helpers import Sim, cond, is_true
+from tests.sim.helpers import Sim, cond, is_true
 
 # As in Kueue's harness: no nodes at all.
 BASE = """

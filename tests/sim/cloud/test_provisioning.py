@@ -1,6 +1,6 @@
 """ProvisioningRequests: Kueue's provisioning check and the autoscaler answering it (seeds/000, 003)."""
 
-from .helpers import GPU_TOLERATION, Sim, cond, is_true, job, node_pool
+from tests.sim.helpers import GPU_TOLERATION, Sim, cond, is_true, job, node_pool
 
 PR = "autoscaling.x-k8s.io"
 
