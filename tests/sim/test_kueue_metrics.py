@@ -71,11 +71,12 @@ def finished(wl: dict) -> dict:
     return wl
 
 
-def queued(cqs, lqs, wls, parked=(), now=NOW, parked_generation=None):
-    """The pending workloads as a Kueue controller holds them: the objects parsed into its
-    snapshot, `parked` in its inadmissible set (at `parked_generation`, default: the current)."""
+def controller_view(cqs, lqs, wls, cohorts=(), parked=(), now=NOW, parked_generation=None):
+    """The Kueue controller's snapshot of these objects (what it cannot parse it never holds) and
+    its pending workloads: `parked` in its inadmissible set (at `parked_generation`, default: the
+    current)."""
     objs = []
-    for o in [*cqs, *lqs, *wls, flavor("l4-reserved"), flavor("l4-spot")]:
+    for o in [*cqs, *lqs, *wls, *cohorts, flavor("l4-reserved"), flavor("l4-spot")]:
         try:
             objs.append(parse_object(o))
         except (KueueParseError, AttributeError, TypeError, KeyError):
@@ -87,13 +88,13 @@ def queued(cqs, lqs, wls, parked=(), now=NOW, parked_generation=None):
         cq = snap.cluster_queue_of(wl)
         gen = wl.meta.generation if parked_generation is None else parked_generation
         inadmissible.setdefault(cq, {})[key] = gen
-    return queued_workloads(snap, QueueState(inadmissible=inadmissible), now)
+    return snap, queued_workloads(snap, QueueState(inadmissible=inadmissible), now)
 
 
 def render(cqs, lqs, wls, cohorts=(), counters=None, *, parked=(), now=NOW, parked_generation=None,
            **kw) -> tuple[list[Sample], ParseStats, str]:
-    q = queued(cqs, lqs, wls, parked, now, parked_generation)
-    text = render_kueue_metrics(cqs, lqs, wls, cohorts, counters, queued=q, **kw)
+    snap, q = controller_view(cqs, lqs, wls, cohorts, parked, now, parked_generation)
+    text = render_kueue_metrics(snap, q, counters, **kw)
     stats = ParseStats()
     samples = list(parse_exposition(text, stats))
     assert stats.skipped == 0, stats.errors
@@ -205,6 +206,34 @@ def test_reservation_and_usage():
                  resource=GPU) == 4
     # Memory prints as client_golang does.
     assert 'resource="memory"} 1.03079215104e+11' in text
+
+
+def test_quotas_in_any_quantity_form_report_kueues_values():
+    """Kueue exports its int64 resource values (milli-cpu, whole units rounded up otherwise) as
+    floats (pkg/cache/scheduler/clusterqueue.go reportResourceMetrics): the spelling of a quantity
+    changes nothing, and sums are exact."""
+    cqs = [cluster_queue("dec", group(["cpu", "memory"], fq("l4-reserved", cpu="0.5", memory="1Gi"),
+                                      fq("l4-spot", cpu="333m", memory="1.5"))),
+           cluster_queue("milli", group(["cpu", "memory"], fq("l4-reserved", cpu="500m", memory="1073741824"),
+                                        fq("l4-spot", cpu="0.333", memory="2")))]
+    lqs = [local_queue("team-a", "lq", "dec")]
+    wls = [admit(workload("team-a", f"w{i}", "lq", {"cpu": "100m"}), "dec", {"cpu": "l4-reserved"})
+           for i in range(3)]
+    samples, _, _ = render(cqs, lqs, wls)
+
+    def quota(cq: str, flavor: str, resource: str) -> float:
+        return value(samples, "kueue_cluster_queue_nominal_quota", cluster_queue=cq, flavor=flavor, resource=resource)
+
+    for cq in ("dec", "milli"):
+        assert quota(cq, "l4-reserved", "cpu") == 0.5
+        assert quota(cq, "l4-reserved", "memory") == 1073741824
+        assert quota(cq, "l4-spot", "cpu") == 0.333
+        assert quota(cq, "l4-spot", "memory") == 2  # 1.5 bytes: Kueue's Value() rounds up
+    # 3 × 100m is 300 milli-cpu, exported as 0.3 (not 0.1 + 0.1 + 0.1).
+    assert value(samples, "kueue_cluster_queue_resource_reservation", cluster_queue="dec", flavor="l4-reserved",
+                 resource="cpu") == 0.3
+    assert value(samples, "kueue_local_queue_resource_usage", name="lq", namespace="team-a", flavor="l4-reserved",
+                 resource="cpu") == 0.3
 
 
 def test_reclaimable_pods_release_quota():
@@ -343,7 +372,8 @@ def test_promtool_accepts_the_text():
     assert (proc.stdout + proc.stderr).strip() == ""
 
 
-def test_malformed_objects_are_skipped():
+def test_malformed_objects_are_not_counted():
+    """What the controller cannot parse is in its snapshot nowhere, so in no series either."""
     weird = [None, {}, {"metadata": {"name": "w"}, "spec": "x", "status": {"conditions": "nope"}},
              {"metadata": {"namespace": "team-a", "name": "bad-qty"}, "spec": {"queueName": "lq"},
               "status": {"conditions": [condition("QuotaReserved", True, "QuotaReserved")],
@@ -352,9 +382,9 @@ def test_malformed_objects_are_skipped():
                              "garbage"]}}}]
     bad_cq = cluster_queue("broken", group(["cpu"], fq("f", cpu="not-a-quantity")))
     samples, _, _ = render([cq_team_a(), bad_cq, {"metadata": {}}], [local_queue("team-a", "lq", "team-a"), {}],
-                           weird)
+                           [*weird, gpu_job("ok")])
     assert value(samples, "kueue_reserving_active_workloads", cluster_queue="team-a") == 1
-    assert value(samples, "kueue_cluster_queue_nominal_quota", cluster_queue="broken", resource="cpu") == 0
+    assert not [s for s in samples if s.labels.get("cluster_queue") == "broken"]
 
 
 @pytest.mark.parametrize(("number", "text"), [
