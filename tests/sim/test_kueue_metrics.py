@@ -210,12 +210,14 @@ def test_reservation_and_usage():
 
 def test_quotas_in_any_quantity_form_report_kueues_values():
     """Kueue exports its int64 resource values (milli-cpu, whole units rounded up otherwise) as
-    floats (pkg/cache/scheduler/clusterqueue.go reportResourceMetrics): the spelling of a quantity
-    changes nothing, and sums are exact."""
+    floats (v0.19: pkg/resources/amount.go AsApproximateFloat64, via clusterQueue.reportResourceMetrics):
+    the spelling of a quantity changes nothing, and sums are exact."""
     cqs = [cluster_queue("dec", group(["cpu", "memory"], fq("l4-reserved", cpu="0.5", memory="1Gi"),
                                       fq("l4-spot", cpu="333m", memory="1.5"))),
            cluster_queue("milli", group(["cpu", "memory"], fq("l4-reserved", cpu="500m", memory="1073741824"),
-                                        fq("l4-spot", cpu="0.333", memory="2")))]
+                                        fq("l4-spot", cpu="0.333", memory="2"))),
+           # Past int64 (Kueue: AmountFromQuantity's Unlimited), exported as +Inf.
+           cluster_queue("huge", group(["cpu", "memory"], fq("l4-reserved", cpu="1E", memory="1000000000Ti")))]
     lqs = [local_queue("team-a", "lq", "dec")]
     wls = [admit(workload("team-a", f"w{i}", "lq", {"cpu": "100m"}), "dec", {"cpu": "l4-reserved"})
            for i in range(3)]
@@ -229,6 +231,8 @@ def test_quotas_in_any_quantity_form_report_kueues_values():
         assert quota(cq, "l4-reserved", "memory") == 1073741824
         assert quota(cq, "l4-spot", "cpu") == 0.333
         assert quota(cq, "l4-spot", "memory") == 2  # 1.5 bytes: Kueue's Value() rounds up
+    assert quota("huge", "l4-reserved", "cpu") == math.inf
+    assert quota("huge", "l4-reserved", "memory") == math.inf
     # 3 × 100m is 300 milli-cpu, exported as 0.3 (not 0.1 + 0.1 + 0.1).
     assert value(samples, "kueue_cluster_queue_resource_reservation", cluster_queue="dec", flavor="l4-reserved",
                  resource="cpu") == 0.3

@@ -25,7 +25,7 @@ from typing import Any
 
 from kueuetop.admission.cq_status import cluster_queue_active, local_queue_active
 from kueuetop.admission.quota_tree import QuotaStructure
-from kueuetop.kueue.quantity import CPU
+from kueuetop.kueue.quantity import CPU, INT64_MAX
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.sim.kueue.queue_view import Queued
@@ -376,10 +376,17 @@ FlavorRes = tuple[str, str]
 
 def _as_float(resource: str, value: int) -> float:
     """A Kueue resource value (kueue/quantity.py `resource_value`: milli-units for cpu, whole
-    units otherwise) as Kueue exports it: cores for cpu, the plain count for the rest.
-    Kueue: pkg/cache/scheduler/clusterqueue.go reportResourceMetrics reports
-    resourceFloat(resource, quota.Nominal.Int64()) and the usage sums the same way."""
-    return value / 1000 if resource == CPU else float(value)
+    units otherwise, saturated at int64) as Kueue exports it (v0.19: pkg/resources/amount.go
+    Amount.AsApproximateFloat64, called by clusterQueue.reportResourceMetrics,
+    LocalQueue.reportResourceMetrics and applyCohortMetricPoint): cores for cpu, the plain
+    count otherwise, and +Inf for an amount too large for int64 (AmountFromQuantity's
+    Unlimited: at least MaxInt64/1000 cores, or MaxInt64 of anything else)."""
+    if resource == CPU:
+        return math.inf if value >= _UNLIMITED_MILLI_CPU else value / 1000
+    return math.inf if value >= INT64_MAX else float(value)
+
+
+_UNLIMITED_MILLI_CPU = INT64_MAX // 1000 * 1000
 
 
 @dataclass
@@ -532,10 +539,9 @@ def _local_queue_series(reg: _Registry, snapshot: ClusterSnapshot, structure: Qu
                     {**base, "active": status}, 1 if status == current else 0)
         if not resource_metrics:
             continue
+        # Per quota of its ClusterQueue (Kueue v0.19: LocalQueue.reportResourceMetrics(cqQuotas)).
         node = structure.cqs.get(lq.cluster_queue)
-        keys = set(node.quotas) if node is not None else set()
-        keys |= set(t.reservation) | set(t.usage)
-        for flavor, res in keys:
+        for flavor, res in node.quotas if node is not None else ():
             labels = {**base, "flavor": flavor, "resource": res}
             reg.set("kueue_local_queue_resource_reservation", "gauge", HELP["kueue_local_queue_resource_reservation"],
                     labels, _as_float(res, t.reservation.get((flavor, res), 0)))
