@@ -240,6 +240,17 @@ def test_quotas_in_any_quantity_form_report_kueues_values():
                  resource="cpu") == 0.3
 
 
+def test_an_admitted_workload_counts_until_evicted_even_when_deactivated():
+    """Kueue's cache counts a workload in admitted_active_workloads while it holds an admission,
+    spec.active or not (clusterQueue.updateWorkloadUsage), as ClusterQueue status does; the
+    eviction that follows deactivation releases it."""
+    wl = gpu_job("switched-off")
+    wl["spec"]["active"] = False
+    samples, _, _ = render([cq_team_a()], [local_queue("team-a", "lq", "team-a")], [wl])
+    assert value(samples, "kueue_admitted_active_workloads", cluster_queue="team-a") == 1
+    assert value(samples, "kueue_local_queue_admitted_active_workloads", name="lq", namespace="team-a") == 1
+
+
 def test_reclaimable_pods_release_quota():
     wl = gpu_job("shrinking")
     wl["status"]["reclaimablePods"] = [{"name": "main", "count": 1}]

@@ -24,6 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from kueuetop.admission.cq_status import cluster_queue_active, local_queue_active
+from kueuetop.admission.queue_totals import QueueTotals
 from kueuetop.admission.quota_tree import QuotaStructure
 from kueuetop.kueue.quantity import CPU, INT64_MAX
 from kueuetop.kueue.snapshot import ClusterSnapshot
@@ -441,6 +442,7 @@ def render_kueue_metrics(snapshot: ClusterSnapshot,
     lq_tally = {key: _QueueTally() for key in snapshot.local_queues}
     for wl in snapshot.workloads.values():
         _tally_workload(snapshot, wl, cq_tally, lq_tally, queued)
+    _reservations(snapshot, cq_tally, lq_tally)
 
     structure = QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts)
     statuses = {name: _cq_status(snapshot, name) for name in snapshot.cluster_queues}
@@ -454,33 +456,21 @@ def render_kueue_metrics(snapshot: ClusterSnapshot,
 def _tally_workload(snapshot: ClusterSnapshot, wl: Workload, cq_tally: dict[str, _QueueTally],
                     lq_tally: dict[tuple[str, str], _QueueTally],
                     queued: Mapping[tuple[str, str], Queued]) -> None:
+    """Finished and pending counts; what holds quota is summed by `QueueTotals` (below)."""
     lq_key = (wl.namespace, wl.queue_name)
-    lq = snapshot.local_queues.get(lq_key)
     lqt = lq_tally.get(lq_key)
-    admitted_cq = wl.admission.cluster_queue if wl.admission is not None else ""
     if wl.is_finished:
-        cq_name = admitted_cq or (lq.cluster_queue if lq is not None else "")
+        lq = snapshot.local_queues.get(lq_key)
+        cq_name = wl.admission.cluster_queue if wl.admission is not None else ""
+        cq_name = cq_name or (lq.cluster_queue if lq is not None else "")
         if cq_name in cq_tally:
             cq_tally[cq_name].finished += 1
         if lqt is not None:
             lqt.finished += 1
         return
-    if wl.has_quota_reservation and admitted_cq:
-        usage = wl.usage()
-        admitted = wl.is_admitted
-        for tally in (cq_tally.get(admitted_cq), lqt):
-            if tally is None:
-                continue
-            tally.reserving += 1
-            _add_usage(tally.reservation, usage)
-            if admitted:
-                _add_usage(tally.usage, usage)
-                if wl.active:
-                    tally.admitted += 1
-        return
     q = queued.get(wl.key)
     if q is None:
-        return  # in no queue: deactivated, gated, no (open) LocalQueue, …
+        return  # holds quota, or in no queue: deactivated, gated, no (open) LocalQueue, …
     for tally in (cq_tally.get(q.cluster_queue), lqt):
         if tally is None:
             continue
@@ -488,6 +478,19 @@ def _tally_workload(snapshot: ClusterSnapshot, wl: Workload, cq_tally: dict[str,
             tally.inadmissible += 1
         else:
             tally.active += 1
+
+
+def _reservations(snapshot: ClusterSnapshot, cq_tally: dict[str, _QueueTally],
+                  lq_tally: dict[tuple[str, str], _QueueTally]) -> None:
+    """Reserving and admitted counts and quota sums: the same totals the controller writes into
+    ClusterQueue and LocalQueue status (admission/queue_totals.py). A workload counts as admitted
+    whether or not it is active, as Kueue's cache counts it (clusterQueue.updateWorkloadUsage)."""
+    totals = QueueTotals()
+    for key, wl in snapshot.workloads.items():
+        totals.set(key, wl, snapshot.cluster_queue_of(wl))
+    for tally_of, read in ((cq_tally, totals.cq_reservations), (lq_tally, totals.lq_reservations)):
+        for key, t in tally_of.items():
+            t.reserving, t.admitted, t.reservation, t.usage = read(key)
 
 
 def _cluster_queue_series(reg: _Registry, snapshot: ClusterSnapshot, structure: QuotaStructure,
