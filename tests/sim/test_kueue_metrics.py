@@ -280,6 +280,11 @@ def test_cohort_cycle_does_not_hang():
     samples, _, _ = render([cq_team_a()], [], [], [cohort("x", parent="y"), cohort("y", parent="x"),
                                                     cohort("batch", parent="x")])
     assert value(samples, "kueue_cohort_info", cohort="batch") == 1
+    # Kueue: clusterQueue.parentAndRootCohort is empty under a cycle; collectCohortMetricPoints
+    # reports no subtree series for it.
+    info = next(s for s in samples if s.name == "kueue_cluster_queue_info")
+    assert info.labels["parent_cohort"] == "" and info.labels["root_cohort"] == ""
+    assert not [s for s in samples if s.name.startswith("kueue_cohort_subtree")]
 
 
 def test_counters_and_histograms():

@@ -5,13 +5,16 @@ reference/kueue.md §7), as client_golang writes them: families sorted by name, 
 name, series sorted by label values, floats in Go's shortest form (`3.4359738368e+10`). Every
 family but `kueue_build_info` carries `replica_role="standalone"` (one manager, no election).
 
-Gauges are derived the way Kueue's cache and queue manager see them: a Workload counts for the
-ClusterQueue in `status.admission.clusterQueue` once it holds quota; while pending it counts
-where the Kueue controller's queue holds it, active or inadmissible as that controller decided
+Gauges are read from the Kueue controller's own snapshot (typed objects, `kueue/`) and the
+engine's definitions of each fact: reserving and admitted counts and quota sums are the
+`QueueTotals` ClusterQueue and LocalQueue status hold, cohort subtree sums come from the quota
+tree (`admission/quota_tree.py`), queue activity from `admission/cq_status.py`, and pending
+workloads from where the controller's queue holds them, active or inadmissible
 (`queue_view.queued_workloads`, the visibility API's source too). Resource gauges are on (the
-simulator runs with `metrics.enableClusterQueueResources: true`) and use Kueue's units: cpu in
-cores, memory in bytes, counts for everything else. Counters and histograms only the
-simulator's event stream knows are accumulated in `KueueCounters`.
+simulator runs with `metrics.enableClusterQueueResources: true`) and use Kueue's units: Kueue's
+int64 resource values (milli-cpu) exported as cores for cpu, the plain count otherwise.
+Counters and histograms only the simulator's event stream knows are accumulated in
+`KueueCounters`.
 """
 
 from __future__ import annotations
@@ -555,18 +558,23 @@ def _local_queue_series(reg: _Registry, snapshot: ClusterSnapshot, structure: Qu
 def _cohort_series(reg: _Registry, snapshot: ClusterSnapshot, structure: QuotaStructure,
                    tally: Mapping[str, _QueueTally], counters: KueueCounters) -> None:
     """Cohort gauges from the engine's quota tree (admission/quota_tree.py): its subtree quota is
-    Kueue's SubtreeQuota (own nominal plus what each child may lend)."""
+    Kueue's SubtreeQuota (own nominal plus what each child may lend). A tree with a cycle in its
+    parent links has no subtree series (Kueue: collectCohortMetricPoints skips HasCycle) and its
+    ClusterQueues no parent nor root (clusterQueue.parentAndRootCohort)."""
     for name, node in structure.cohorts.items():
         reg.set("kueue_cohort_info", "gauge", HELP["kueue_cohort_info"],
                 {"cohort": name, "parent_cohort": node.parent.name if node.parent is not None else "",
                  "root_cohort": node.root().name}, 1)
     for name, cq in snapshot.cluster_queues.items():
         node = structure.cqs[name]
-        root = node.root().name if node.parent is not None else ""
+        linked = node.parent is not None and not node.in_cycle
         reg.set("kueue_cluster_queue_info", "gauge", HELP["kueue_cluster_queue_info"],
-                {"cluster_queue": name, "parent_cohort": cq.cohort, "root_cohort": root}, 1)
+                {"cluster_queue": name, "parent_cohort": cq.cohort if linked else "",
+                 "root_cohort": node.root().name if linked else ""}, 1)
 
     for name, node in structure.cohorts.items():
+        if node.in_cycle:
+            continue
         for (flavor, res), v in node.subtree.items():
             if v > 0:  # Kueue clears non-positive subtree series
                 reg.set("kueue_cohort_subtree_quota", "gauge", HELP["kueue_cohort_subtree_quota"],
@@ -586,7 +594,7 @@ def _cohort_series(reg: _Registry, snapshot: ClusterSnapshot, structure: QuotaSt
                     HELP["kueue_cohort_subtree_admitted_active_workloads"], {"cohort": name}, active)
     for (cq_name, pc), n in counters.admitted.items():
         cq_node = structure.cqs.get(cq_name)
-        for cohort in cq_node.path_to_root() if cq_node is not None else ():
+        for cohort in cq_node.path_to_root() if cq_node is not None and not cq_node.in_cycle else ():
             reg.add("kueue_cohort_subtree_admitted_workloads_total", "counter",
                     HELP["kueue_cohort_subtree_admitted_workloads_total"],
                     {"cohort": cohort.name, "priority_class": pc}, n)
