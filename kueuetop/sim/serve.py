@@ -107,7 +107,7 @@ def _kueue_hooks(kueue: Any, store: ObjectStore, lock: Any, clock: Any) -> Serve
         with lock:
             snap = kueue.snapshot()
             queued = queued_workloads(snap, kueue.state, clock(), kueue.cache.workload_index(snap))
-            return render_kueue_metrics(snap, queued, kueue.counters)
+            return render_kueue_metrics(snap, queued, kueue.counters, totals=kueue.queue_totals)
 
     def pods_by_node() -> dict[str, list[dict]]:
         pods, _ = store.list("", "pods", copy=False)

@@ -251,6 +251,24 @@ def test_an_admitted_workload_counts_until_evicted_even_when_deactivated():
     assert value(samples, "kueue_local_queue_admitted_active_workloads", name="lq", namespace="team-a") == 1
 
 
+def test_the_controllers_kept_totals_are_the_snapshots_sums():
+    """The served /metrics reads the QueueTotals the Kueue controller keeps; they must say what
+    summing the snapshot's workloads says (at a busy instant of a built-in scenario)."""
+    from kueuetop.sim.clock import SimClock
+    from kueuetop.sim.runner import VIRTUAL_EPOCH
+    from kueuetop.sim.scenarios.loader import load_scenario
+    from kueuetop.sim.wiring import build_cluster
+
+    parts = build_cluster(load_scenario("incident"), SimClock(VIRTUAL_EPOCH))
+    parts.cluster.run_for(300)
+    kueue = parts.kueue
+    snap = kueue.snapshot()
+    q = queued_workloads(snap, kueue.state, parts.cluster.now, kueue.cache.workload_index(snap))
+    kept = render_kueue_metrics(snap, q, totals=kueue.queue_totals)
+    assert "kueue_cluster_queue_resource_reservation{" in kept
+    assert kept == render_kueue_metrics(snap, q)
+
+
 def test_reclaimable_pods_release_quota():
     wl = gpu_job("shrinking")
     wl["status"]["reclaimablePods"] = [{"name": "main", "count": 1}]

@@ -426,13 +426,15 @@ def _cq_status(snapshot: ClusterSnapshot, name: str) -> str:
 def render_kueue_metrics(snapshot: ClusterSnapshot,
                          queued: Mapping[tuple[str, str], Queued],
                          counters: KueueCounters | None = None, *,
+                         totals: QueueTotals | None = None,
                          build_info: KueueBuildInfo | None = None,
                          replica_role: str = REPLICA_ROLE,
                          resource_metrics: bool = True) -> str:
     """Kueue's `/metrics` text for the Kueue controller's snapshot.
 
     `queued` holds the pending workloads as the Kueue controller's queue does
-    (`queue_view.queued_workloads`); `resource_metrics` mirrors enableClusterQueueResources.
+    (`queue_view.queued_workloads`); `totals`: the `QueueTotals` the controller keeps over the
+    snapshot's workloads (else summed here); `resource_metrics` mirrors enableClusterQueueResources.
     """
     reg = _Registry(replica_role)
     counters = counters or KueueCounters()
@@ -445,7 +447,7 @@ def render_kueue_metrics(snapshot: ClusterSnapshot,
     lq_tally = {key: _QueueTally() for key in snapshot.local_queues}
     for wl in snapshot.workloads.values():
         _tally_workload(snapshot, wl, cq_tally, lq_tally, queued)
-    _reservations(snapshot, cq_tally, lq_tally)
+    _reservations(snapshot, totals, cq_tally, lq_tally)
 
     structure = QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts)
     statuses = {name: _cq_status(snapshot, name) for name in snapshot.cluster_queues}
@@ -483,14 +485,15 @@ def _tally_workload(snapshot: ClusterSnapshot, wl: Workload, cq_tally: dict[str,
             tally.active += 1
 
 
-def _reservations(snapshot: ClusterSnapshot, cq_tally: dict[str, _QueueTally],
+def _reservations(snapshot: ClusterSnapshot, totals: QueueTotals | None, cq_tally: dict[str, _QueueTally],
                   lq_tally: dict[tuple[str, str], _QueueTally]) -> None:
     """Reserving and admitted counts and quota sums: the same totals the controller writes into
     ClusterQueue and LocalQueue status (admission/queue_totals.py). A workload counts as admitted
     whether or not it is active, as Kueue's cache counts it (clusterQueue.updateWorkloadUsage)."""
-    totals = QueueTotals()
-    for key, wl in snapshot.workloads.items():
-        totals.set(key, wl, snapshot.cluster_queue_of(wl))
+    if totals is None:
+        totals = QueueTotals()
+        for key, wl in snapshot.workloads.items():
+            totals.set(key, wl, snapshot.cluster_queue_of(wl))
     for tally_of, read in ((cq_tally, totals.cq_reservations), (lq_tally, totals.lq_reservations)):
         for key, t in tally_of.items():
             t.reserving, t.admitted, t.reservation, t.usage = read(key)
