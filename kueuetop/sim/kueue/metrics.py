@@ -465,11 +465,9 @@ def _tally_workload(snapshot: ClusterSnapshot, wl: Workload, cq_tally: dict[str,
     lq_key = (wl.namespace, wl.queue_name)
     lqt = lq_tally.get(lq_key)
     if wl.is_finished:
-        lq = snapshot.local_queues.get(lq_key)
-        cq_name = wl.admission.cluster_queue if wl.admission is not None else ""
-        cq_name = cq_name or (lq.cluster_queue if lq is not None else "")
-        if cq_name in cq_tally:
-            cq_tally[cq_name].finished += 1
+        cq_t = cq_tally.get(snapshot.cluster_queue_of(wl) or "")
+        if cq_t is not None:
+            cq_t.finished += 1
         if lqt is not None:
             lqt.finished += 1
         return
