@@ -107,11 +107,7 @@ def _kueue_hooks(kueue: Any, store: ObjectStore, lock: Any, clock: Any) -> Serve
         with lock:
             snap = kueue.snapshot()
             queued = queued_workloads(snap, kueue.state, clock(), kueue.cache.workload_index(snap))
-            cqs, _ = store.list(KUEUE, "clusterqueues", copy=False)
-            lqs, _ = store.list(KUEUE, "localqueues", copy=False)
-            wls, _ = store.list(KUEUE, "workloads", copy=False)
-            cohorts, _ = store.list(KUEUE, "cohorts", copy=False)
-            return render_kueue_metrics(cqs, lqs, wls, cohorts, kueue.counters, queued=queued)
+            return render_kueue_metrics(snap, queued, kueue.counters, totals=kueue.queue_totals)
 
     def pods_by_node() -> dict[str, list[dict]]:
         pods, _ = store.list("", "pods", copy=False)

@@ -71,11 +71,12 @@ def finished(wl: dict) -> dict:
     return wl
 
 
-def queued(cqs, lqs, wls, parked=(), now=NOW, parked_generation=None):
-    """The pending workloads as a Kueue controller holds them: the objects parsed into its
-    snapshot, `parked` in its inadmissible set (at `parked_generation`, default: the current)."""
+def controller_view(cqs, lqs, wls, cohorts=(), parked=(), now=NOW, parked_generation=None):
+    """The Kueue controller's snapshot of these objects (what it cannot parse it never holds) and
+    its pending workloads: `parked` in its inadmissible set (at `parked_generation`, default: the
+    current)."""
     objs = []
-    for o in [*cqs, *lqs, *wls, flavor("l4-reserved"), flavor("l4-spot")]:
+    for o in [*cqs, *lqs, *wls, *cohorts, flavor("l4-reserved"), flavor("l4-spot")]:
         try:
             objs.append(parse_object(o))
         except (KueueParseError, AttributeError, TypeError, KeyError):
@@ -87,13 +88,13 @@ def queued(cqs, lqs, wls, parked=(), now=NOW, parked_generation=None):
         cq = snap.cluster_queue_of(wl)
         gen = wl.meta.generation if parked_generation is None else parked_generation
         inadmissible.setdefault(cq, {})[key] = gen
-    return queued_workloads(snap, QueueState(inadmissible=inadmissible), now)
+    return snap, queued_workloads(snap, QueueState(inadmissible=inadmissible), now)
 
 
 def render(cqs, lqs, wls, cohorts=(), counters=None, *, parked=(), now=NOW, parked_generation=None,
            **kw) -> tuple[list[Sample], ParseStats, str]:
-    q = queued(cqs, lqs, wls, parked, now, parked_generation)
-    text = render_kueue_metrics(cqs, lqs, wls, cohorts, counters, queued=q, **kw)
+    snap, q = controller_view(cqs, lqs, wls, cohorts, parked, now, parked_generation)
+    text = render_kueue_metrics(snap, q, counters, **kw)
     stats = ParseStats()
     samples = list(parse_exposition(text, stats))
     assert stats.skipped == 0, stats.errors
@@ -207,6 +208,67 @@ def test_reservation_and_usage():
     assert 'resource="memory"} 1.03079215104e+11' in text
 
 
+def test_quotas_in_any_quantity_form_report_kueues_values():
+    """Kueue exports its int64 resource values (milli-cpu, whole units rounded up otherwise) as
+    floats (v0.19: pkg/resources/amount.go AsApproximateFloat64, via clusterQueue.reportResourceMetrics):
+    the spelling of a quantity changes nothing, and sums are exact."""
+    cqs = [cluster_queue("dec", group(["cpu", "memory"], fq("l4-reserved", cpu="0.5", memory="1Gi"),
+                                      fq("l4-spot", cpu="333m", memory="1.5"))),
+           cluster_queue("milli", group(["cpu", "memory"], fq("l4-reserved", cpu="500m", memory="1073741824"),
+                                        fq("l4-spot", cpu="0.333", memory="2"))),
+           # Past int64 (Kueue: AmountFromQuantity's Unlimited), exported as +Inf.
+           cluster_queue("huge", group(["cpu", "memory"], fq("l4-reserved", cpu="1E", memory="1000000000Ti")))]
+    lqs = [local_queue("team-a", "lq", "dec")]
+    wls = [admit(workload("team-a", f"w{i}", "lq", {"cpu": "100m"}), "dec", {"cpu": "l4-reserved"})
+           for i in range(3)]
+    samples, _, _ = render(cqs, lqs, wls)
+
+    def quota(cq: str, flavor: str, resource: str) -> float:
+        return value(samples, "kueue_cluster_queue_nominal_quota", cluster_queue=cq, flavor=flavor, resource=resource)
+
+    for cq in ("dec", "milli"):
+        assert quota(cq, "l4-reserved", "cpu") == 0.5
+        assert quota(cq, "l4-reserved", "memory") == 1073741824
+        assert quota(cq, "l4-spot", "cpu") == 0.333
+        assert quota(cq, "l4-spot", "memory") == 2  # 1.5 bytes: Kueue's Value() rounds up
+    assert quota("huge", "l4-reserved", "cpu") == math.inf
+    assert quota("huge", "l4-reserved", "memory") == math.inf
+    # 3 × 100m is 300 milli-cpu, exported as 0.3 (not 0.1 + 0.1 + 0.1).
+    assert value(samples, "kueue_cluster_queue_resource_reservation", cluster_queue="dec", flavor="l4-reserved",
+                 resource="cpu") == 0.3
+    assert value(samples, "kueue_local_queue_resource_usage", name="lq", namespace="team-a", flavor="l4-reserved",
+                 resource="cpu") == 0.3
+
+
+def test_an_admitted_workload_counts_until_evicted_even_when_deactivated():
+    """Kueue's cache counts a workload in admitted_active_workloads while it holds an admission,
+    spec.active or not (clusterQueue.updateWorkloadUsage), as ClusterQueue status does; the
+    eviction that follows deactivation releases it."""
+    wl = gpu_job("switched-off")
+    wl["spec"]["active"] = False
+    samples, _, _ = render([cq_team_a()], [local_queue("team-a", "lq", "team-a")], [wl])
+    assert value(samples, "kueue_admitted_active_workloads", cluster_queue="team-a") == 1
+    assert value(samples, "kueue_local_queue_admitted_active_workloads", name="lq", namespace="team-a") == 1
+
+
+def test_the_controllers_kept_totals_are_the_snapshots_sums():
+    """The served /metrics reads the QueueTotals the Kueue controller keeps; they must say what
+    summing the snapshot's workloads says (at a busy instant of a built-in scenario)."""
+    from kueuetop.sim.clock import SimClock
+    from kueuetop.sim.runner import VIRTUAL_EPOCH
+    from kueuetop.sim.scenarios.loader import load_scenario
+    from kueuetop.sim.wiring import build_cluster
+
+    parts = build_cluster(load_scenario("incident"), SimClock(VIRTUAL_EPOCH))
+    parts.cluster.run_for(300)
+    kueue = parts.kueue
+    snap = kueue.snapshot()
+    q = queued_workloads(snap, kueue.state, parts.cluster.now, kueue.cache.workload_index(snap))
+    kept = render_kueue_metrics(snap, q, totals=kueue.queue_totals)
+    assert "kueue_cluster_queue_resource_reservation{" in kept
+    assert kept == render_kueue_metrics(snap, q)
+
+
 def test_reclaimable_pods_release_quota():
     wl = gpu_job("shrinking")
     wl["status"]["reclaimablePods"] = [{"name": "main", "count": 1}]
@@ -236,6 +298,11 @@ def test_cohort_cycle_does_not_hang():
     samples, _, _ = render([cq_team_a()], [], [], [cohort("x", parent="y"), cohort("y", parent="x"),
                                                     cohort("batch", parent="x")])
     assert value(samples, "kueue_cohort_info", cohort="batch") == 1
+    # Kueue: clusterQueue.parentAndRootCohort is empty under a cycle; collectCohortMetricPoints
+    # reports no subtree series for it.
+    info = next(s for s in samples if s.name == "kueue_cluster_queue_info")
+    assert info.labels["parent_cohort"] == "" and info.labels["root_cohort"] == ""
+    assert not [s for s in samples if s.name.startswith("kueue_cohort_subtree")]
 
 
 def test_counters_and_histograms():
@@ -343,7 +410,8 @@ def test_promtool_accepts_the_text():
     assert (proc.stdout + proc.stderr).strip() == ""
 
 
-def test_malformed_objects_are_skipped():
+def test_malformed_objects_are_not_counted():
+    """What the controller cannot parse is in its snapshot nowhere, so in no series either."""
     weird = [None, {}, {"metadata": {"name": "w"}, "spec": "x", "status": {"conditions": "nope"}},
              {"metadata": {"namespace": "team-a", "name": "bad-qty"}, "spec": {"queueName": "lq"},
               "status": {"conditions": [condition("QuotaReserved", True, "QuotaReserved")],
@@ -352,9 +420,9 @@ def test_malformed_objects_are_skipped():
                              "garbage"]}}}]
     bad_cq = cluster_queue("broken", group(["cpu"], fq("f", cpu="not-a-quantity")))
     samples, _, _ = render([cq_team_a(), bad_cq, {"metadata": {}}], [local_queue("team-a", "lq", "team-a"), {}],
-                           weird)
+                           [*weird, gpu_job("ok")])
     assert value(samples, "kueue_reserving_active_workloads", cluster_queue="team-a") == 1
-    assert value(samples, "kueue_cluster_queue_nominal_quota", cluster_queue="broken", resource="cpu") == 0
+    assert not [s for s in samples if s.labels.get("cluster_queue") == "broken"]
 
 
 @pytest.mark.parametrize(("number", "text"), [

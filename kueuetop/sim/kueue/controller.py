@@ -229,6 +229,11 @@ class KueueController:
     def snapshot(self) -> ClusterSnapshot:
         return self._refresh()
 
+    @property
+    def queue_totals(self) -> QueueTotals:
+        """The per-queue status sums over the workloads of the latest `snapshot()`."""
+        return self._totals
+
     # ------------------------------------------------------------------ writes
     def _write(self, key: WorkloadKey, decision: Decision, now: float, snap: ClusterSnapshot,
                from_scheduler: bool = False) -> bool:

@@ -5,25 +5,33 @@ reference/kueue.md §7), as client_golang writes them: families sorted by name, 
 name, series sorted by label values, floats in Go's shortest form (`3.4359738368e+10`). Every
 family but `kueue_build_info` carries `replica_role="standalone"` (one manager, no election).
 
-Gauges are derived the way Kueue's cache and queue manager see them: a Workload counts for the
-ClusterQueue in `status.admission.clusterQueue` once it holds quota; while pending it counts
-where the Kueue controller's queue holds it, active or inadmissible as that controller decided
+Gauges are read from the Kueue controller's own snapshot (typed objects, `kueue/`) and the
+engine's definitions of each fact: reserving and admitted counts and quota sums are the
+`QueueTotals` ClusterQueue and LocalQueue status hold, cohort subtree sums come from the quota
+tree (`admission/quota_tree.py`), queue activity from `admission/cq_status.py`, and pending
+workloads from where the controller's queue holds them, active or inadmissible
 (`queue_view.queued_workloads`, the visibility API's source too). Resource gauges are on (the
-simulator runs with `metrics.enableClusterQueueResources: true`) and use Kueue's units: cpu in
-cores, memory in bytes, counts for everything else. Counters and histograms only the
-simulator's event stream knows are accumulated in `KueueCounters`.
+simulator runs with `metrics.enableClusterQueueResources: true`) and use Kueue's units: Kueue's
+int64 resource values (milli-cpu) exported as cores for cpu, the plain count otherwise.
+Counters and histograms only the simulator's event stream knows are accumulated in
+`KueueCounters`.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from kueuetop.kueue.quantity import parse_quantity
+from kueuetop.admission.cq_status import cluster_queue_active, local_queue_active
+from kueuetop.admission.queue_totals import QueueTotals
+from kueuetop.admission.quota_tree import QuotaStructure
+from kueuetop.kueue.quantity import CPU, INT64_MAX
+from kueuetop.kueue.snapshot import ClusterSnapshot
+from kueuetop.kueue.workload import Workload
 from kueuetop.sim.kueue.queue_view import Queued
 
 __all__ = [
@@ -364,99 +372,25 @@ The label 'reason' can have the following values:
 
 
 # --------------------------------------------------------------------------------------------
-# Reading API dicts (tolerant: a malformed object is skipped, never raised)
-
-
-def _get(obj: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
-def _list(obj: Any, *path: str) -> list:
-    value = _get(obj, *path)
-    return value if isinstance(value, list) else []
-
-
-def _str(obj: Any, *path: str) -> str:
-    value = _get(obj, *path)
-    return value if isinstance(value, str) else ""
-
-
-def _conditions(obj: Any) -> dict[str, Mapping[str, Any]]:
-    return {c["type"]: c for c in _list(obj, "status", "conditions")
-            if isinstance(c, Mapping) and isinstance(c.get("type"), str)}
-
-
-def _is_true(conds: Mapping[str, Mapping[str, Any]], type_: str) -> bool:
-    c = conds.get(type_)
-    return c is not None and c.get("status") == "True"
-
-
-def _qty(resource: str, value: Any) -> float | None:
-    """A quantity in Kueue's export units (cores for cpu, bytes for memory): the plain value."""
-    if value is None:
-        return None
-    try:
-        return float(parse_quantity(value))
-    except (ValueError, ArithmeticError):
-        return None
-
-
-def _cohort_of(cq: Mapping[str, Any]) -> str:
-    return _str(cq, "spec", "cohortName") or _str(cq, "spec", "cohort")  # v1beta1 spelling
+# Reading the controller's snapshot
 
 
 FlavorRes = tuple[str, str]
 
 
-@dataclass
-class _QuotaSpec:
-    nominal: float
-    borrowing: float | None
-    lending: float | None
+def _as_float(resource: str, value: int) -> float:
+    """A Kueue resource value (kueue/quantity.py `resource_value`: milli-units for cpu, whole
+    units otherwise, saturated at int64) as Kueue exports it (v0.19: pkg/resources/amount.go
+    Amount.AsApproximateFloat64, called by clusterQueue.reportResourceMetrics,
+    LocalQueue.reportResourceMetrics and applyCohortMetricPoint): cores for cpu, the plain
+    count otherwise, and +Inf for an amount too large for int64 (AmountFromQuantity's
+    Unlimited: at least MaxInt64/1000 cores, or MaxInt64 of anything else)."""
+    if resource == CPU:
+        return math.inf if value >= _UNLIMITED_MILLI_CPU else value / 1000
+    return math.inf if value >= INT64_MAX else float(value)
 
 
-def _quotas(obj: Mapping[str, Any]) -> dict[FlavorRes, _QuotaSpec]:
-    out: dict[FlavorRes, _QuotaSpec] = {}
-    for group in _list(obj, "spec", "resourceGroups"):
-        for fq in _list(group, "flavors"):
-            flavor = _str(fq, "name")
-            for rq in _list(fq, "resources"):
-                res = _str(rq, "name")
-                if not flavor or not res or not isinstance(rq, Mapping):
-                    continue
-                out[(flavor, res)] = _QuotaSpec(_qty(res, rq.get("nominalQuota")) or 0.0,
-                                                _qty(res, rq.get("borrowingLimit")),
-                                                _qty(res, rq.get("lendingLimit")))
-    return out
-
-
-def _workload_usage(wl: Mapping[str, Any]) -> dict[FlavorRes, float]:
-    """Quota a workload holds per (flavor, resource), net of reclaimable pods."""
-    reclaim = {_str(r, "name"): r.get("count") for r in _list(wl, "status", "reclaimablePods")
-               if isinstance(r, Mapping)}
-    spec_counts = {_str(p, "name"): p.get("count") for p in _list(wl, "spec", "podSets") if isinstance(p, Mapping)}
-    out: dict[FlavorRes, float] = {}
-    for psa in _list(wl, "status", "admission", "podSetAssignments"):
-        if not isinstance(psa, Mapping):
-            continue
-        flavors = psa.get("flavors") if isinstance(psa.get("flavors"), Mapping) else {}
-        usage = psa.get("resourceUsage") if isinstance(psa.get("resourceUsage"), Mapping) else {}
-        name = _str(psa, "name")
-        count = psa.get("count", spec_counts.get(name))
-        scale = 1.0
-        r = reclaim.get(name)
-        if isinstance(count, int) and count > 0 and isinstance(r, int) and r > 0:
-            scale = max(0, count - r) / count
-        for res, q in usage.items():
-            flavor = flavors.get(res)
-            v = _qty(res, q)
-            if isinstance(flavor, str) and v is not None:
-                out[(flavor, res)] = out.get((flavor, res), 0.0) + v * scale
-    return out
+_UNLIMITED_MILLI_CPU = INT64_MAX // 1000 * 1000
 
 
 @dataclass
@@ -466,44 +400,41 @@ class _QueueTally:
     reserving: int = 0
     admitted: int = 0
     finished: int = 0
-    reservation: dict[FlavorRes, float] = field(default_factory=dict)
-    usage: dict[FlavorRes, float] = field(default_factory=dict)
+    reservation: dict[FlavorRes, int] = field(default_factory=dict)  # Kueue resource values
+    usage: dict[FlavorRes, int] = field(default_factory=dict)
 
 
-def _add_usage(into: dict[FlavorRes, float], usage: Mapping[FlavorRes, float]) -> None:
+def _add_usage(into: dict[FlavorRes, int], usage: Mapping[FlavorRes, int]) -> None:
     for fr, v in usage.items():
-        into[fr] = into.get(fr, 0.0) + v
+        into[fr] = into.get(fr, 0) + v
 
 
-def _cq_status(cq: Mapping[str, Any]) -> str:
-    if _get(cq, "metadata", "deletionTimestamp"):
-        return "terminating"
-    conds = _conditions(cq)
-    active = conds.get("Active")
-    if active is None:
-        return "pending" if _str(cq, "spec", "stopPolicy") not in ("", "None") else "active"
-    if active.get("status") == "True":
+def _cq_status(snapshot: ClusterSnapshot, name: str) -> str:
+    """Kueue's ClusterQueue status for kueue_cluster_queue_status: active, or terminating when
+    deleted, else pending (Kueue: clusterQueue.updateQueueStatus; the Active condition the
+    controller writes comes from the same `cluster_queue_active`)."""
+    st = cluster_queue_active(snapshot, name)
+    if st.active:
         return "active"
-    return "terminating" if active.get("reason") == "Terminating" else "pending"
+    return "terminating" if st.reason == "Terminating" else "pending"
 
 
 # --------------------------------------------------------------------------------------------
 # Rendering
 
 
-def render_kueue_metrics(cluster_queues: Iterable[Mapping[str, Any]],
-                         local_queues: Iterable[Mapping[str, Any]],
-                         workloads: Iterable[Mapping[str, Any]],
-                         cohorts: Iterable[Mapping[str, Any]] = (),
-                         counters: KueueCounters | None = None, *,
+def render_kueue_metrics(snapshot: ClusterSnapshot,
                          queued: Mapping[tuple[str, str], Queued],
+                         counters: KueueCounters | None = None, *,
+                         totals: QueueTotals | None = None,
                          build_info: KueueBuildInfo | None = None,
                          replica_role: str = REPLICA_ROLE,
                          resource_metrics: bool = True) -> str:
-    """Kueue's `/metrics` text for these objects (v1beta2 dicts; v1beta1 spellings tolerated).
+    """Kueue's `/metrics` text for the Kueue controller's snapshot.
 
     `queued` holds the pending workloads as the Kueue controller's queue does
-    (`queue_view.queued_workloads`); `resource_metrics` mirrors enableClusterQueueResources.
+    (`queue_view.queued_workloads`); `totals`: the `QueueTotals` the controller keeps over the
+    snapshot's workloads (else summed here); `resource_metrics` mirrors enableClusterQueueResources.
     """
     reg = _Registry(replica_role)
     counters = counters or KueueCounters()
@@ -512,67 +443,37 @@ def render_kueue_metrics(cluster_queues: Iterable[Mapping[str, Any]],
         "git_version": info.git_version, "git_commit": info.git_commit, "build_date": info.build_date,
         "go_version": info.go_version, "compiler": info.compiler, "platform": info.platform}, 1, role=False)
 
-    cqs: dict[str, Mapping[str, Any]] = {}
-    for cq in cluster_queues:
-        name = _str(cq, "metadata", "name")
-        if name:
-            cqs[name] = cq
-    lqs: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for lq in local_queues:
-        key = (_str(lq, "metadata", "namespace"), _str(lq, "metadata", "name"))
-        if key[1]:
-            lqs[key] = lq
-    statuses = {name: _cq_status(cq) for name, cq in cqs.items()}
-    cq_tally = {name: _QueueTally() for name in cqs}
-    lq_tally = {key: _QueueTally() for key in lqs}
+    cq_tally = {name: _QueueTally() for name in snapshot.cluster_queues}
+    lq_tally = {key: _QueueTally() for key in snapshot.local_queues}
+    for wl in snapshot.workloads.values():
+        _tally_workload(snapshot, wl, cq_tally, lq_tally, queued)
+    _reservations(snapshot, totals, cq_tally, lq_tally)
 
-    for wl in workloads:
-        _tally_workload(wl, lqs, cq_tally, lq_tally, queued)
-
-    _cluster_queue_series(reg, cqs, statuses, cq_tally, resource_metrics)
-    _local_queue_series(reg, lqs, cqs, statuses, lq_tally, resource_metrics)
-    _cohort_series(reg, cqs, cohorts, cq_tally, counters)
+    structure = QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts)
+    statuses = {name: _cq_status(snapshot, name) for name in snapshot.cluster_queues}
+    _cluster_queue_series(reg, snapshot, structure, statuses, cq_tally, resource_metrics)
+    _local_queue_series(reg, snapshot, structure, lq_tally, resource_metrics)
+    _cohort_series(reg, snapshot, structure, cq_tally, counters)
     _counter_series(reg, counters)
     return reg.render()
 
 
-def _tally_workload(wl: Mapping[str, Any], lqs: Mapping[tuple[str, str], Any],
-                    cq_tally: dict[str, _QueueTally], lq_tally: dict[tuple[str, str], _QueueTally],
+def _tally_workload(snapshot: ClusterSnapshot, wl: Workload, cq_tally: dict[str, _QueueTally],
+                    lq_tally: dict[tuple[str, str], _QueueTally],
                     queued: Mapping[tuple[str, str], Queued]) -> None:
-    if not isinstance(wl, Mapping):
-        return
-    ns, name = _str(wl, "metadata", "namespace"), _str(wl, "metadata", "name")
-    lq_key = (ns, _str(wl, "spec", "queueName"))
-    lq = lqs.get(lq_key)
+    """Finished and pending counts; what holds quota is summed by `QueueTotals` (below)."""
+    lq_key = (wl.namespace, wl.queue_name)
     lqt = lq_tally.get(lq_key)
-    conds = _conditions(wl)
-    admitted_cq = _str(wl, "status", "admission", "clusterQueue")
-    reserved = _is_true(conds, "QuotaReserved") and bool(admitted_cq)
-    if _is_true(conds, "Finished"):
-        cq_name = admitted_cq or _str(lq, "spec", "clusterQueue")
-        if cq_name in cq_tally:
-            cq_tally[cq_name].finished += 1
+    if wl.is_finished:
+        cq_t = cq_tally.get(snapshot.cluster_queue_of(wl) or "")
+        if cq_t is not None:
+            cq_t.finished += 1
         if lqt is not None:
             lqt.finished += 1
         return
-    active = _get(wl, "spec", "active") is not False
-    if reserved:
-        t = cq_tally.get(admitted_cq)
-        usage = _workload_usage(wl)
-        admitted = _is_true(conds, "Admitted")
-        for tally in (t, lqt):
-            if tally is None:
-                continue
-            tally.reserving += 1
-            _add_usage(tally.reservation, usage)
-            if admitted:
-                _add_usage(tally.usage, usage)
-                if active:
-                    tally.admitted += 1
-        return
-    q = queued.get((ns, name))
+    q = queued.get(wl.key)
     if q is None:
-        return  # in no queue: deactivated, gated, no (open) LocalQueue, …
+        return  # holds quota, or in no queue: deactivated, gated, no (open) LocalQueue, …
     for tally in (cq_tally.get(q.cluster_queue), lqt):
         if tally is None:
             continue
@@ -582,9 +483,24 @@ def _tally_workload(wl: Mapping[str, Any], lqs: Mapping[tuple[str, str], Any],
             tally.active += 1
 
 
-def _cluster_queue_series(reg: _Registry, cqs: Mapping[str, Mapping[str, Any]], statuses: Mapping[str, str],
-                          tally: Mapping[str, _QueueTally], resource_metrics: bool) -> None:
-    for name, cq in cqs.items():
+def _reservations(snapshot: ClusterSnapshot, totals: QueueTotals | None, cq_tally: dict[str, _QueueTally],
+                  lq_tally: dict[tuple[str, str], _QueueTally]) -> None:
+    """Reserving and admitted counts and quota sums: the same totals the controller writes into
+    ClusterQueue and LocalQueue status (admission/queue_totals.py). A workload counts as admitted
+    whether or not it is active, as Kueue's cache counts it (clusterQueue.updateWorkloadUsage)."""
+    if totals is None:
+        totals = QueueTotals()
+        for key, wl in snapshot.workloads.items():
+            totals.set(key, wl, snapshot.cluster_queue_of(wl))
+    for tally_of, read in ((cq_tally, totals.cq_reservations), (lq_tally, totals.lq_reservations)):
+        for key, t in tally_of.items():
+            t.reserving, t.admitted, t.reservation, t.usage = read(key)
+
+
+def _cluster_queue_series(reg: _Registry, snapshot: ClusterSnapshot, structure: QuotaStructure,
+                          statuses: Mapping[str, str], tally: Mapping[str, _QueueTally],
+                          resource_metrics: bool) -> None:
+    for name, cq in snapshot.cluster_queues.items():
         t = tally[name]
         cq_l = {"cluster_queue": name}
         for status, n in (("active", t.active), ("inadmissible", t.inadmissible)):
@@ -600,23 +516,21 @@ def _cluster_queue_series(reg: _Registry, cqs: Mapping[str, Mapping[str, Any]], 
                     {"cluster_queue": name, "status": status}, 1 if statuses[name] == status else 0)
         if not resource_metrics:
             continue
-        cohort = _cohort_of(cq)
-        for (flavor, res), q in _quotas(cq).items():
-            labels = {"cohort": cohort, "cluster_queue": name, "flavor": flavor, "resource": res}
+        for (flavor, res), q in structure.cqs[name].quotas.items():
+            labels = {"cohort": cq.cohort, "cluster_queue": name, "flavor": flavor, "resource": res}
             for metric, value in (
                 ("kueue_cluster_queue_nominal_quota", q.nominal),
-                ("kueue_cluster_queue_borrowing_limit", math.inf if q.borrowing is None else q.borrowing),
-                ("kueue_cluster_queue_lending_limit", math.inf if q.lending is None else q.lending),
-                ("kueue_cluster_queue_resource_reservation", t.reservation.get((flavor, res), 0.0)),
-                ("kueue_cluster_queue_resource_usage", t.usage.get((flavor, res), 0.0)),
+                ("kueue_cluster_queue_borrowing_limit", q.borrowing_limit),
+                ("kueue_cluster_queue_lending_limit", q.lending_limit),
+                ("kueue_cluster_queue_resource_reservation", t.reservation.get((flavor, res), 0)),
+                ("kueue_cluster_queue_resource_usage", t.usage.get((flavor, res), 0)),
             ):
-                reg.set(metric, "gauge", HELP[metric], labels, value)
+                reg.set(metric, "gauge", HELP[metric], labels, math.inf if value is None else _as_float(res, value))
 
 
-def _local_queue_series(reg: _Registry, lqs: Mapping[tuple[str, str], Mapping[str, Any]],
-                        cqs: Mapping[str, Mapping[str, Any]], statuses: Mapping[str, str],
+def _local_queue_series(reg: _Registry, snapshot: ClusterSnapshot, structure: QuotaStructure,
                         tally: Mapping[tuple[str, str], _QueueTally], resource_metrics: bool) -> None:
-    for (ns, name), lq in lqs.items():
+    for (ns, name), lq in snapshot.local_queues.items():
         t = tally[(ns, name)]
         base = {"name": name, "namespace": ns}
         for status, n in (("active", t.active), ("inadmissible", t.inadmissible)):
@@ -626,119 +540,65 @@ def _local_queue_series(reg: _Registry, lqs: Mapping[tuple[str, str], Mapping[st
                           ("kueue_local_queue_admitted_active_workloads", t.admitted),
                           ("kueue_local_queue_finished_workloads", t.finished)):
             reg.set(metric, "gauge", HELP[metric], base, n)
-        active = _conditions(lq).get("Active")
-        if active is not None and active.get("status") in ("True", "False", "Unknown"):
-            current = str(active["status"])
-        else:
-            cq_name = _str(lq, "spec", "clusterQueue")
-            ok = statuses.get(cq_name) == "active" and _str(lq, "spec", "stopPolicy") in ("", "None")
-            current = "True" if ok else "False"
+        current = "True" if local_queue_active(snapshot, (ns, name)).active else "False"
         for status in ("True", "False", "Unknown"):
             reg.set("kueue_local_queue_status", "gauge", HELP["kueue_local_queue_status"],
                     {**base, "active": status}, 1 if status == current else 0)
         if not resource_metrics:
             continue
-        cq = cqs.get(_str(lq, "spec", "clusterQueue"))
-        keys = set(_quotas(cq)) if cq is not None else set()
-        keys |= set(t.reservation) | set(t.usage)
-        for flavor, res in keys:
+        # Per quota of its ClusterQueue (Kueue v0.19: LocalQueue.reportResourceMetrics(cqQuotas)).
+        node = structure.cqs.get(lq.cluster_queue)
+        for flavor, res in node.quotas if node is not None else ():
             labels = {**base, "flavor": flavor, "resource": res}
             reg.set("kueue_local_queue_resource_reservation", "gauge", HELP["kueue_local_queue_resource_reservation"],
-                    labels, t.reservation.get((flavor, res), 0.0))
+                    labels, _as_float(res, t.reservation.get((flavor, res), 0)))
             reg.set("kueue_local_queue_resource_usage", "gauge", HELP["kueue_local_queue_resource_usage"],
-                    labels, t.usage.get((flavor, res), 0.0))
+                    labels, _as_float(res, t.usage.get((flavor, res), 0)))
 
 
-def _cohort_series(reg: _Registry, cqs: Mapping[str, Mapping[str, Any]], cohort_objs: Iterable[Mapping[str, Any]],
+def _cohort_series(reg: _Registry, snapshot: ClusterSnapshot, structure: QuotaStructure,
                    tally: Mapping[str, _QueueTally], counters: KueueCounters) -> None:
-    explicit: dict[str, Mapping[str, Any]] = {}
-    for c in cohort_objs:
-        name = _str(c, "metadata", "name")
-        if name:
-            explicit[name] = c
-    parent: dict[str, str] = {n: _str(c, "spec", "parentName") for n, c in explicit.items()}
-    # Implicit cohorts: named by a ClusterQueue or as a parent, without an object.
-    for cq in cqs.values():
-        parent.setdefault(_cohort_of(cq), "")
-    for p in list(parent.values()):
-        parent.setdefault(p, "")
-    parent.pop("", None)
-
-    def ancestors(cohort: str) -> list[str]:
-        chain, seen = [], set()
-        while cohort and cohort not in seen:  # a cycle stops the walk (Kueue disables such trees)
-            seen.add(cohort)
-            chain.append(cohort)
-            cohort = parent.get(cohort, "")
-        return chain
-
-    for name in parent:
-        chain = ancestors(name)
+    """Cohort gauges from the engine's quota tree (admission/quota_tree.py): its subtree quota is
+    Kueue's SubtreeQuota (own nominal plus what each child may lend). A tree with a cycle in its
+    parent links has no subtree series (Kueue: collectCohortMetricPoints skips HasCycle) and its
+    ClusterQueues no parent nor root (clusterQueue.parentAndRootCohort)."""
+    for name, node in structure.cohorts.items():
         reg.set("kueue_cohort_info", "gauge", HELP["kueue_cohort_info"],
-                {"cohort": name, "parent_cohort": parent[name], "root_cohort": chain[-1]}, 1)
-    for name, cq in cqs.items():
-        cohort = _cohort_of(cq)
-        chain = ancestors(cohort)
+                {"cohort": name, "parent_cohort": node.parent.name if node.parent is not None else "",
+                 "root_cohort": node.root().name}, 1)
+    for name, cq in snapshot.cluster_queues.items():
+        node = structure.cqs[name]
+        linked = node.parent is not None and not node.in_cycle
         reg.set("kueue_cluster_queue_info", "gauge", HELP["kueue_cluster_queue_info"],
-                {"cluster_queue": name, "parent_cohort": cohort, "root_cohort": chain[-1] if chain else ""}, 1)
+                {"cluster_queue": name, "parent_cohort": cq.cohort if linked else "",
+                 "root_cohort": node.root().name if linked else ""}, 1)
 
-    # Subtree quota: own nominal plus what each child can lend (all of it unless a lendingLimit caps it).
-    children_cq: dict[str, list[str]] = {}
-    for name, cq in cqs.items():
-        children_cq.setdefault(_cohort_of(cq), []).append(name)
-    children_cohort: dict[str, list[str]] = {}
-    for name, p in parent.items():
-        if p:
-            children_cohort.setdefault(p, []).append(name)
-    memo: dict[str, tuple[dict[FlavorRes, float], dict[FlavorRes, float], int]] = {}
-
-    def subtree(cohort: str, visiting: frozenset[str]) -> tuple[dict[FlavorRes, float], dict[FlavorRes, float], int]:
-        if cohort in memo:
-            return memo[cohort]
-        quota: dict[FlavorRes, float] = {}
-        reserved: dict[FlavorRes, float] = {}
-        active = 0
-        own = _quotas(explicit[cohort]) if cohort in explicit else {}
-        for fr, q in own.items():
-            quota[fr] = quota.get(fr, 0.0) + q.nominal
-        for cq_name in children_cq.get(cohort, ()):
-            for fr, q in _quotas(cqs[cq_name]).items():
-                lend = q.nominal if q.lending is None else min(q.nominal, q.lending)
-                quota[fr] = quota.get(fr, 0.0) + lend
-            _add_usage(reserved, tally[cq_name].reservation)
-            active += tally[cq_name].admitted
-        for child in children_cohort.get(cohort, ()):
-            if child in visiting:
-                continue
-            cq_quota, cq_reserved, cq_active = subtree(child, visiting | {child})
-            child_own = _quotas(explicit[child]) if child in explicit else {}
-            for fr, v in cq_quota.items():
-                limit = child_own[fr].lending if fr in child_own else None
-                quota[fr] = quota.get(fr, 0.0) + (v if limit is None else min(v, limit))
-            _add_usage(reserved, cq_reserved)
-            active += cq_active
-        memo[cohort] = (quota, reserved, active)
-        return memo[cohort]
-
-    for name in parent:
-        quota, reserved, active = subtree(name, frozenset({name}))
-        for (flavor, res), v in quota.items():
+    for name, node in structure.cohorts.items():
+        if node.in_cycle:
+            continue
+        for (flavor, res), v in node.subtree.items():
             if v > 0:  # Kueue clears non-positive subtree series
                 reg.set("kueue_cohort_subtree_quota", "gauge", HELP["kueue_cohort_subtree_quota"],
-                        {"cohort": name, "flavor": flavor, "resource": res}, v)
+                        {"cohort": name, "flavor": flavor, "resource": res}, _as_float(res, v))
+        reserved: dict[FlavorRes, int] = {}
+        active = 0
+        for cq_node in node.subtree_cqs():
+            _add_usage(reserved, tally[cq_node.name].reservation)
+            active += tally[cq_node.name].admitted
         for (flavor, res), v in reserved.items():
             if v > 0:
                 reg.set("kueue_cohort_subtree_resource_reservations", "gauge",
                         HELP["kueue_cohort_subtree_resource_reservations"],
-                        {"cohort": name, "flavor": flavor, "resource": res}, v)
-        if children_cq.get(name) or children_cohort.get(name):
+                        {"cohort": name, "flavor": flavor, "resource": res}, _as_float(res, v))
+        if node.child_cqs or node.child_cohorts:
             reg.set("kueue_cohort_subtree_admitted_active_workloads", "gauge",
                     HELP["kueue_cohort_subtree_admitted_active_workloads"], {"cohort": name}, active)
     for (cq_name, pc), n in counters.admitted.items():
-        cq = cqs.get(cq_name)
-        for cohort in ancestors(_cohort_of(cq)) if cq is not None else ():
+        cq_node = structure.cqs.get(cq_name)
+        for cohort in cq_node.path_to_root() if cq_node is not None and not cq_node.in_cycle else ():
             reg.add("kueue_cohort_subtree_admitted_workloads_total", "counter",
-                    HELP["kueue_cohort_subtree_admitted_workloads_total"], {"cohort": cohort, "priority_class": pc}, n)
+                    HELP["kueue_cohort_subtree_admitted_workloads_total"],
+                    {"cohort": cohort.name, "priority_class": pc}, n)
 
 
 def _counter_series(reg: _Registry, c: KueueCounters) -> None:
