@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from kueuetop.kueue.meta import Condition
 from kueuetop.kueue.workload import ADMISSION_GATED_BY_ANNOTATION, Workload
 
 
@@ -44,30 +45,44 @@ class WorkloadState:
 
 
 def kueue_status(wl: Workload) -> str:
-    if wl.is_finished:
+    return _status(_true_types(wl.conditions))
+
+
+def _true_types(conditions: tuple[Condition, ...]) -> frozenset[str]:
+    return frozenset(c.type for c in conditions if c.status == "True")
+
+
+def _status(true: frozenset[str]) -> str:
+    if "Finished" in true:
         return "finished"
-    if wl.is_admitted:
+    if "Admitted" in true:
         return "admitted"
-    if wl.has_quota_reservation:
+    if "QuotaReserved" in true:
         return "quotaReserved"
     return "pending"
 
 
 def derive_state(wl: Workload, now: float | None = None) -> WorkloadState:
-    status = kueue_status(wl)
+    # One pass over the conditions (the store derives every changed workload's state, 1,000 at
+    # a time in a burst): the first condition of each type, as find_condition reads them.
+    by_type: dict[str, Condition] = {}
+    for c in wl.conditions:
+        by_type.setdefault(c.type, c)
+    true = frozenset(t for t, c in by_type.items() if c.status == "True")
+    status = _status(true)
 
     def cond(type_: str) -> tuple[str, str]:
-        c = wl.condition(type_)
+        c = by_type.get(type_)
         return (c.reason, c.message) if c else ("", "")
 
-    if wl.is_finished:
+    if "Finished" in true:
         return WorkloadState(Phase.FINISHED, status, *cond("Finished"))
-    if wl.is_admitted:
-        if wl.is_evicted:
+    if "Admitted" in true:
+        if "Evicted" in true:
             return WorkloadState(Phase.EVICTING, status, *cond("Evicted"))
-        return WorkloadState(Phase.ADMITTED, status, *cond("PodsReady") if wl.condition("PodsReady") else cond("Admitted"))
-    if wl.has_quota_reservation:
-        if wl.is_evicted:
+        return WorkloadState(Phase.ADMITTED, status, *cond("PodsReady") if "PodsReady" in by_type else cond("Admitted"))
+    if "QuotaReserved" in true:
+        if "Evicted" in true:
             return WorkloadState(Phase.EVICTING, status, *cond("Evicted"))
         pending = [c for c in wl.admission_checks if c.state != "Ready"]
         if pending:
@@ -75,17 +90,17 @@ def derive_state(wl: Workload, now: float | None = None) -> WorkloadState:
             return WorkloadState(Phase.RESERVED, status, "WaitingForAdmissionChecks", msg)
         return WorkloadState(Phase.RESERVED, status, *cond("QuotaReserved"))
     if not wl.active:
-        reason, message = cond("Evicted") if wl.is_evicted else ("", "")
+        reason, message = cond("Evicted") if "Evicted" in true else ("", "")
         return WorkloadState(Phase.INACTIVE, status, reason or "Deactivated",
                              message or "The workload is deactivated (spec.active=false)")
     gated_by = wl.meta.annotations.get(ADMISSION_GATED_BY_ANNOTATION)
     if gated_by:
         return WorkloadState(Phase.GATED, status, "AdmissionGated", f"admission gated by {gated_by}")
-    qr = wl.condition("QuotaReserved")
+    qr = by_type.get("QuotaReserved")
     if qr is not None and qr.status == "False" and qr.reason == "OnHold":
         return WorkloadState(Phase.ON_HOLD, status, qr.reason, qr.message)
     requeue_at = wl.requeue_state.requeue_at if wl.requeue_state else None
-    rq = wl.condition("Requeued")
+    rq = by_type.get("Requeued")
     if rq is not None and rq.status == "False":
         return WorkloadState(Phase.BLOCKED, status, rq.reason, rq.message, until=requeue_at)
     if requeue_at is not None and (now is None or requeue_at > now):
