@@ -212,3 +212,30 @@ def test_moving_the_cursor_repaints_the_line_it_leaves_and_the_line_it_reaches()
             assert painted(lst) == {lst.highlighted}, (key, before, lst.highlighted)
 
     run(app, body)
+
+
+def test_a_freshness_stamp_does_not_redraw_the_board_but_a_stale_source_does() -> None:
+    """Every poll and bookmark stamps its source (every few seconds): the status bar shows that,
+    the board is redrawn only when a source turns stale (or recovers)."""
+    store = incident_store()
+    app = make_app(store, clock=lambda: NOW)
+    drawn: list[int] = []
+
+    async def body(pilot: Pilot[int]) -> None:
+        view = board(app)
+        assert await until(pilot, lambda: view.problems)
+        original = view._show_problems
+        view._show_problems = lambda wide: (drawn.append(1), original(wide))  # type: ignore[method-assign]
+        t = [NOW]
+        store._clock = lambda: t[0]  # each stamp a second later: a real freshness change
+        for _ in range(3):
+            t[0] += 1.0
+            store.set_source_state("kube", SourceState.LIVE, ok=True)
+            await pilot.pause(0.2)
+        assert drawn == [], "a freshness stamp redrew the board"
+        store.set_source_state("kube", SourceState.ERROR, "connection refused")
+        assert await until(pilot, lambda: "source" in by_kind(app))
+        assert "data source kube is error" in by_kind(app)["source"].text  # type: ignore[attr-defined]
+        assert drawn
+
+    run(app, body)

@@ -206,6 +206,7 @@ class OverviewView(View):
         self._queue_lines = 0
         self._queue_texts: dict[str, tuple[tuple[Any, ...], Text]] = {}
         self._queue_shown: tuple[Any, ...] = ()  # what the queue panel shows (text and styles)
+        self._stale_shown: tuple[tuple[str, str, str], ...] | None = None  # stale sources on the board
 
     def set_config(self, config: KueueConfig | None) -> None:
         """Kueue's configuration arrived (read after start): PodsReady timeouts can be told."""
@@ -262,6 +263,12 @@ class OverviewView(View):
             return
         now = self.ctx.now()
         full, dirty = self._take()
+        stale = self._stale_sources(now)
+        if not full and dirty and dirty.keys() <= {K.SOURCES} and stale == self._stale_shown:
+            # A poll or a bookmark stamped a source's freshness (every few seconds): the status bar
+            # shows that; the board changes only when a source turns stale or recovers.
+            return
+        self._stale_shown = stale
         self.model.update(None if full else dirty, now)
         if full or dirty.get(K.GPUS) or dirty.get(K.NODES):
             self._heatmap_dirty = True
@@ -272,6 +279,10 @@ class OverviewView(View):
         self._show_problems(wide)
         self._show_queues(now, wide)
         self._show_heatmap(wide)
+
+    def _stale_sources(self, now: float) -> tuple[tuple[str, str, str], ...]:
+        return tuple((name, st.state.value, st.message) for name, st in sorted(self.ctx.store.sources().items())
+                     if st.stale(now))
 
     def _show_problems(self, wide: bool) -> None:
         lst = self.query_one(ProblemList)
