@@ -90,6 +90,7 @@ IDLE_SECONDS = 10.0
 BATCH = 1000
 CHANGE_ROUNDS = 10
 KEY_ROUNDS = 3
+RUNNING: KubeSources | None = None  # the console's sources while it runs
 KEY_RATE = 30.0  # keys a second at most: the fastest keyboard autorepeat (X11 default 25, macOS ~30)
 FRAME_TIMEOUT = 10.0
 
@@ -202,7 +203,10 @@ def change_events(conn: Any, store: Store, keys: list[tuple[str, str]], admitted
                   wire: dict[Any, dict[str, Any]]) -> list[StoreEvent]:
     """The store events the workloads informer makes from 1,000 MODIFIED watch lines (`wire`:
     `live.wire_objects`, the objects as listed; the store keeps parsed objects only)."""
-    spec = next(s for s in resource_specs(conn) if s.source == K.WORKLOADS)
+    # The console's own informer spec when it runs: its parse shares the console's ParseCache, as
+    # the real watch lines do (a separate parse would keep 1,000 private copies of each part).
+    specs = [i.spec for i in RUNNING.informers] if RUNNING is not None else resource_specs(conn)
+    spec = next(s for s in specs if s.source == K.WORKLOADS)
     events: list[StoreEvent] = []
     informer = Informer(conn.api, spec, store, events.append)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -346,6 +350,8 @@ async def console(server: Any, scenario: str, result: dict[str, Any], skip: set[
     conn = connect(kubeconfig=str(server.kubeconfig))
     store = Store()
     sources = KubeSources(conn, store).start()
+    global RUNNING
+    RUNNING = sources
     app = KueuetopApp(store, api=conn.api, context="bench", initial_view="workloads", check_rbac=False,
                       themes=load_themes(user=Path("/nonexistent-kueuetop-themes")), keymap=load_keymap())
     try:
