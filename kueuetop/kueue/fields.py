@@ -164,8 +164,7 @@ class Fields:
         out: dict[str, int] = {}
         for name, q in v.items():
             try:
-                out[shared(str(name))] = (self.cache.resource_value(str(name), q) if self.cache is not None
-                                          else parse_resource_value(str(name), q))
+                out[shared(str(name))] = self._resource_value(str(name), q)
             except QuantityError as exc:
                 raise self.error(f"{key}.{name}", str(exc)) from None
         return out
@@ -177,9 +176,12 @@ class Fields:
                 raise self.error(key, "required field is missing")
             return None
         try:
-            return self.cache.resource_value(resource, v) if self.cache is not None else parse_resource_value(resource, v)
+            return self._resource_value(resource, v)
         except QuantityError as exc:
             raise self.error(key, str(exc)) from None
+
+    def _resource_value(self, resource: str, value: object) -> int:
+        return self.cache.resource_value(resource, value) if self.cache is not None else parse_resource_value(resource, value)
 
     def sub(self, key: str, required: bool = False) -> Fields:
         v = self._data.get(key)
