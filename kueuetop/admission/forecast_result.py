@@ -1,0 +1,54 @@
+"""What a forecast answers, per pending workload: when it is admitted, on which flavors, after whom.
+
+The types shared by the forecast (`admission/forecast.py`), the runtime estimates
+(`admission/runtime_estimate.py`), the what-if changes and the views: plain frozen data, so a
+forecast computed on the console's worker can be handed to the UI thread as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+WorkloadKey = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeEstimate:
+    """How long a workload runs once admitted (seconds), as a range with the reason for it."""
+
+    expected: float
+    optimistic: float  # ≤ expected
+    pessimistic: float  # ≥ expected
+    basis: str  # "12 finished runs of this shape in team-a/lq-a", "maximumExecutionTimeSeconds 3600", …
+    upper_bound: float | None = None  # a hard limit Kueue or the Job enforces, when one is set
+    note: str = ""  # why a stated bound was not used ("label … is not a number"), "" when none
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetFlavors:
+    name: str
+    flavors: Mapping[str, str]  # resource → flavor
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadForecast:
+    key: WorkloadKey
+    cluster_queue: str
+    start: float | None  # predicted admission time (epoch seconds) with expected runtimes; None: never
+    earliest: float | None = None  # with every runtime at its optimistic end
+    latest: float | None = None  # with every runtime at its pessimistic end
+    flavors: tuple[PodSetFlavors, ...] = ()  # what the engine assigns it (expected runtimes)
+    after: tuple[WorkloadKey, ...] = ()  # the workloads whose completion or eviction lets it in
+    preempts: tuple[WorkloadKey, ...] = ()  # what its admission would preempt
+    never: str = ""  # why it can never be admitted (explain's verdict), when start is None
+    pods_start: float | None = None  # when its pods can run (nodes free or scaled up); None: unknown
+
+
+@dataclass(frozen=True)
+class Forecast:
+    at: float  # the snapshot's instant
+    horizon: float  # how far virtual time was run (epoch seconds)
+    workloads: Mapping[WorkloadKey, WorkloadForecast] = field(default_factory=dict)
+    runtimes: Mapping[WorkloadKey, RuntimeEstimate] = field(default_factory=dict)
+    complete: bool = True  # False: the horizon or the step limit ended the run before every workload was placed
