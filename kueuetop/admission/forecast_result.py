@@ -52,3 +52,19 @@ class Forecast:
     workloads: Mapping[WorkloadKey, WorkloadForecast] = field(default_factory=dict)
     runtimes: Mapping[WorkloadKey, RuntimeEstimate] = field(default_factory=dict)
     complete: bool = True  # False: the horizon or the step limit ended the run before every workload was placed
+
+
+@dataclass(frozen=True, slots=True)
+class PoolCapacity:
+    """One node pool as the forecast sees it: where admitted pods can run, and how it grows.
+
+    Kueue admits on quota alone; pods then need nodes. A forecast of when pods start reads the
+    pools of the flavors' nodes: GPUs free on each Ready, schedulable node now, how many nodes
+    the autoscaler may add and how long a new node takes to become Ready."""
+
+    name: str
+    node_labels: Mapping[str, str]  # labels every node of the pool carries (a flavor's nodeLabels select it)
+    gpus_per_node: int
+    free_gpus: tuple[int, ...]  # per current Ready, schedulable node
+    max_nodes: int  # the autoscaler's limit (= len(free_gpus) when the pool cannot grow)
+    provisioning_delay: float = 0.0  # seconds from a scale-up to a Ready node
