@@ -106,7 +106,8 @@ class KueuetopApp(App[int]):
             self.register_theme(t.textual)
         self.theme = theme.textual.name
         self.ctx = ViewContext(store, theme, glyphs(ascii_only), clock, namespace, busy=self._change_in_flight,
-                               check_binding=self.check_binding, key_label=self.key_label)
+                               check_binding=self.check_binding, key_label=self.key_label,
+                               last_key=lambda: self._last_key)
         self.bridge = StoreBridge(store, self.post_message)
         self.runner = ActionRunner(self, api, kueue_version=kueue_version, identity=Identity(context, server, user))
         self.api = api
@@ -123,6 +124,8 @@ class KueuetopApp(App[int]):
         self._last_action = ""
         self._last_ok: bool | None = None
         self._ticks = 0
+        self._last_key = 0.0  # monotonic time of the last key
+        self._tick_owed = False  # the view's age refresh waits for the keys to pause
         self._heap = HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES)),
                                  churn=lambda: self.bridge.changed_objects)
         self._idle_gc = IdleCollector(busy=self._change_in_flight)
@@ -193,6 +196,7 @@ class KueuetopApp(App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):
+            self._last_key = time.monotonic()
             self._idle_gc.activity()  # full collections wait until the keys stop
         await super().on_event(event)
 
@@ -344,7 +348,11 @@ class KueuetopApp(App[int]):
             return
         self._update_status()
         self._ticks += 1
-        if self._ticks % 5 == 0 and len(self.screen_stack) == 1:
+        if self._ticks % 5 == 0:
+            self._tick_owed = True
+        # Input first: a key never waits behind this redraw; it runs at the first tick after they pause.
+        if self._tick_owed and len(self.screen_stack) == 1 and not self.ctx.keys_active():
+            self._tick_owed = False
             self.current_view().refresh_view()
 
     def _update_status(self) -> None:

@@ -10,6 +10,8 @@ from kueuetop.store import Store
 from kueuetop.tui.glyphs import UNICODE, Glyphs
 from kueuetop.tui.themes import KueuetopTheme
 
+INPUT_QUIET = 0.4  # seconds without a key before background redraws go on
+
 
 @dataclass
 class ViewContext:
@@ -27,6 +29,14 @@ class ViewContext:
     # RBAC), and an action's first key as the footer shows it.
     check_binding: Callable[[str, tuple[object, ...]], bool | None] = lambda action, parameters: True
     key_label: Callable[[str], str] = lambda action_id: action_id
+    # The monotonic time of the user's last key (0: none yet), set by the app: redraws nobody asked
+    # for (ages moving, headlines computed off-thread) wait while keys come, so a key never queues
+    # behind one.
+    last_key: Callable[[], float] = lambda: 0.0
+
+    def keys_active(self, quiet: float = INPUT_QUIET) -> bool:
+        """A key came less than `quiet` seconds ago."""
+        return time.monotonic() - self.last_key() < quiet
 
     def now(self) -> float:
         return self.clock()

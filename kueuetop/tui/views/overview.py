@@ -31,7 +31,7 @@ from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.core import GPU_RESOURCE
 from kueuetop.store import Changes
 from kueuetop.store import events as K
-from kueuetop.tui.context import ViewContext
+from kueuetop.tui.context import INPUT_QUIET, ViewContext
 from kueuetop.tui.heatmap import fleet_heatmap
 from kueuetop.tui.messages import JumpTo, OpenWorkload, ShowYaml
 from kueuetop.tui.quota_bar import quota_bar
@@ -398,7 +398,9 @@ class OverviewView(View):
         try:
             for key in keys:
                 deadline = time.monotonic() + 1.0
-                while self.ctx.busy() and time.monotonic() < deadline:  # a change on its way to the screen first
+                # A change on its way to the screen, or keys, first: this thread would take the
+                # interpreter from them.
+                while (self.ctx.busy() or self.ctx.keys_active()) and time.monotonic() < deadline:
                     time.sleep(0.005)
                 self.model.explain_now(key, now)
         finally:
@@ -407,10 +409,16 @@ class OverviewView(View):
     def on_overview_view_explains_ready(self, message: ExplainsReady) -> None:
         message.stop()
         self._explaining = False
-        if self.display:
-            self.refresh_view()
-        else:
+        self._show_explains()
+
+    def _show_explains(self) -> None:
+        if not self.display:
             self.dirty = True
+        elif self.ctx.keys_active():
+            # Input first: the headlines wait until the keys pause (a redraw here would hold the next key).
+            self.set_timer(INPUT_QUIET / 2, self._show_explains)
+        else:
+            self.refresh_view()
 
     # ------------------------------------------------------------ enter
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
