@@ -249,14 +249,20 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+class _Unreadable(OSError):
+    """The file is there but cannot be read; str() is the one-line warning."""
+
+
 def _read(path: Path) -> tuple[dict[str, Any], str]:
     """The file's clusters mapping, and a one-line warning when the file had to be set aside."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}, ""
-    except (OSError, UnicodeDecodeError) as exc:
-        return _set_aside(path, f"cannot be read ({exc.__class__.__name__})")
+    except UnicodeDecodeError:
+        return _set_aside(path, "is not UTF-8 text")
+    except OSError as exc:  # permissions, a directory in the way: nothing to set aside
+        raise _Unreadable(f"run history {path} cannot be read ({exc.strerror or exc}): starting empty") from None
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -289,8 +295,10 @@ def load_run_history(path: Path | str, cluster: str, *, per_key: int = PER_KEY,
     try:
         with _locked(path):
             clusters, warning = _read(path)
+    except _Unreadable as exc:
+        return history, str(exc)
     except OSError as exc:
-        return history, f"run history {path} cannot be opened ({exc.strerror}): starting empty"
+        return history, f"run history {path} cannot be opened ({exc.strerror or exc}): starting empty"
     raw = clusters.get(cluster, [])
     if not isinstance(raw, list):
         return history, f"run history {path}: the runs of {cluster} are not a list: starting empty"
@@ -318,6 +326,8 @@ def save_run_history(path: Path | str, history: RunHistory) -> str:
             clusters = dict(clusters)
             clusters[history.cluster] = [r.to_json() for r in history.records()]
             _write_atomic(path, {"version": FILE_VERSION, "clusters": clusters})
+    except _Unreadable:
+        return f"run history {path} could not be saved: the file there cannot be read"
     except OSError as exc:
         return f"run history {path} could not be saved ({exc.strerror or exc})"
     history.unsaved = 0
@@ -327,7 +337,8 @@ def save_run_history(path: Path | str, history: RunHistory) -> str:
 def _write_atomic(path: Path, data: Mapping[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        # 0600: which namespaces and queues a user watches is theirs to share
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as f:
             json.dump(data, f, separators=(",", ":"))
             f.flush()
             os.fsync(f.fileno())

@@ -183,6 +183,35 @@ def test_malformed_runs_are_skipped_and_counted(tmp_path: Path) -> None:
     assert path.exists()  # a readable file is not set aside
 
 
+def test_an_unreadable_place_is_reported_not_raised_nor_moved(tmp_path: Path) -> None:
+    path = tmp_path / "run-history.json"
+    path.mkdir()  # something in the way that is not a file
+    h, warning = load_run_history(path, CLUSTER)
+    assert len(h) == 0 and "cannot be read" in warning and "\n" not in warning
+    assert path.is_dir() and not (tmp_path / "run-history.json.bad").exists()
+    h.record(parsed(finished("a", 5)))
+    assert "could not be saved" in save_run_history(path, h)
+    assert h.unsaved == 1  # still to be saved
+
+
+def test_a_failed_write_leaves_the_old_file_and_reports(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    h = RunHistory(CLUSTER)
+    h.record(parsed(finished("a", 5)))
+    warning = save_run_history(blocker / "run-history.json", h)
+    assert warning.startswith(f"run history {blocker / 'run-history.json'} could not be saved")
+    assert blocker.read_text() == "x"
+
+
+def test_the_file_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "run-history.json"
+    h = RunHistory(CLUSTER)
+    h.record(parsed(finished("a", 5)))
+    save_run_history(path, h)
+    assert path.stat().st_mode & 0o077 == 0
+
+
 # ---------------------------------------------------------------------------------------- from the store
 def _entry(d: dict[str, Any]) -> Entry:
     m = d["metadata"]
