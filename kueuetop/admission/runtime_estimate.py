@@ -178,7 +178,8 @@ def _clean(runs: Sequence[float]) -> tuple[float, ...]:
 
 
 def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples | None,
-                  rules: EstimateRules, shape: str | None) -> _Tier | None:
+                  rules: EstimateRules, shape: str | None,
+                  cq_tiers: dict[str, _Tier] | None = None) -> _Tier | None:
     if history is None:
         return None
     tiers: list[_Tier] = []
@@ -186,8 +187,13 @@ def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples |
         runs = history.of_shape(wl.namespace, wl.queue_name, shape, cluster_queue)
         tiers.append(_Tier(_clean(runs), f"of this shape in {wl.namespace}/{wl.queue_name}"))
     if cluster_queue:
-        runs = history.of_cluster_queue(cluster_queue, rules.cluster_queue_runs)
-        tiers.append(_Tier(_clean(runs), f"in ClusterQueue {cluster_queue} (any shape)"))
+        cq_tier = cq_tiers.get(cluster_queue) if cq_tiers is not None else None
+        if cq_tier is None:
+            runs = history.of_cluster_queue(cluster_queue, rules.cluster_queue_runs)
+            cq_tier = _Tier(_clean(runs), f"in ClusterQueue {cluster_queue} (any shape)")
+            if cq_tiers is not None:
+                cq_tiers[cluster_queue] = cq_tier
+        tiers.append(cq_tier)
     for t in tiers:
         if len(t.samples) >= rules.min_samples:
             return t
@@ -263,6 +269,8 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
     out: dict[WorkloadKey, RuntimeEstimate] = {}
     shapes: dict[int, str] = {}  # id(pod sets) → shape: workloads of one template share their pod sets
     tiers: dict[tuple[str, str, str, str | None], _Tier | None] = {}
+    cq_tiers: dict[str, _Tier] = {}  # one read of each ClusterQueue's runs
+    pending: dict[tuple[int, float | None, str, str], RuntimeEstimate] = {}  # equal inputs, one estimate
     for key, wl in snapshot.workloads.items():
         if wl.is_finished:
             continue
@@ -276,7 +284,7 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
         if tkey in tiers:
             tier = tiers[tkey]
         else:
-            tier = tiers[tkey] = _history_tier(wl, cq, history, rules, shape)
+            tier = tiers[tkey] = _history_tier(wl, cq, history, rules, shape, cq_tiers)
         job_key = owner_job(wl) if jobs else None
         job = jobs.get(job_key) if jobs and job_key is not None else None
         bound, bound_text, note = upper_bound(wl, job)
@@ -284,5 +292,12 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
         if wl.has_quota_reservation:
             start = admitted_at(wl)
             elapsed = max(0.0, now - start) if start is not None else None
-        out[key] = _estimate(tier, bound, bound_text, note, elapsed, rules)
+        if elapsed is None:
+            pkey = (id(tier), bound, bound_text, note)
+            est = pending.get(pkey)
+            if est is None:
+                est = pending[pkey] = _estimate(tier, bound, bound_text, note, None, rules)
+            out[key] = est
+        else:
+            out[key] = _estimate(tier, bound, bound_text, note, elapsed, rules)
     return out
