@@ -14,10 +14,11 @@ and says where it comes from. In order:
    known, are the estimate (expected = pessimistic = bound, optimistic = `bound_low` × bound):
    - the Workload's `spec.maximumExecutionTimeSeconds` less its `accumulatedPastExecutionTime`:
      Kueue deactivates the workload when admitted time reaches it (workload_controller.py);
-   - the `kueue.x-k8s.io/max-exec-time-seconds` label of the owner Job (or the Workload) when the
-     spec has none: Kueue's jobframework copies it into the spec, parsed as a base-10 int32 and
-     ignored unless > 0 (jobframework MaximumExecutionTimeSecondsForObject); a value Kueue would
-     ignore is ignored here too, with a note;
+   - the `kueue.x-k8s.io/max-exec-time-seconds` label of the owner Job (or of the Workload, which
+     carries the Job's labels only when configured to copy them) when the spec has none: Kueue's
+     jobframework NewWorkload sets spec.maximumExecutionTimeSeconds from it
+     (MaximumExecutionTimeSecondsForObject: strconv.ParseInt(value, 10, 32), ignored on error or
+     when ≤ 0); a value Kueue would ignore is ignored here too, with a note;
    - the owner Job's `spec.activeDeadlineSeconds`: the Job controller fails the Job that long
      after its startTime, which is reset when a suspended Job resumes (Kubernetes Job docs,
      "Suspending a Job"), i.e. counted from Kueue's admission. The store keeps no Jobs: the caller
