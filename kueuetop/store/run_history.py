@@ -42,11 +42,19 @@ try:  # advisory locking is POSIX; elsewhere the write is still atomic, only not
 except ImportError:  # pragma: no cover - not on the platforms kueuetop runs on
     fcntl = None  # type: ignore[assignment]
 
+FILE_NAME = "run-history.json"  # in kueuetop's state directory (xdg.state_dir())
 FILE_VERSION = 1
 PER_KEY = 200
 MAX_RUNS = 20_000
 
 RunKey = tuple[str, str, str, str]  # (cluster queue, namespace, local queue, shape)
+
+
+def cluster_scope(server: str, context: str = "") -> str:
+    """The key one cluster's runs are kept under: its API server URL (two kubeconfig contexts on
+    one server watch the same cluster and share its runs), else the context name."""
+    server = server.strip().rstrip("/")
+    return server if server else f"context:{context}"
 
 
 def shape_key(pod_sets: Sequence[PodSet]) -> str:

@@ -13,6 +13,7 @@ from kueuetop.store import events as K
 from kueuetop.store.run_history import (
     RunHistory,
     RunRecord,
+    cluster_scope,
     follow_store,
     load_run_history,
     run_of,
@@ -147,6 +148,12 @@ def test_clusters_do_not_mix(tmp_path: Path) -> None:
     assert [r.runtime for r in lb.records()] == [200, 300]
     none, warning = load_run_history(path, "cluster-c")
     assert len(none) == 0 and warning == ""
+
+
+def test_cluster_scope_is_the_server_else_the_context() -> None:
+    assert cluster_scope("https://10.0.0.1:6443/", "admin@a") == cluster_scope("https://10.0.0.1:6443", "ro@a")
+    assert cluster_scope("https://10.0.0.2:6443", "x") != cluster_scope("https://10.0.0.1:6443", "x")
+    assert cluster_scope("", "kind-a") == "context:kind-a"
 
 
 def test_corrupt_file_is_kept_as_bad_and_history_starts_empty(tmp_path: Path) -> None:
