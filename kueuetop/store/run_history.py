@@ -26,7 +26,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +147,11 @@ class RunHistory:
         """Add the run of a finished Workload; False when it is not one, or already counted."""
         rec = run_of(wl, cluster_queue)
         return rec is not None and self.add(rec)
+
+    def record_all(self, workloads: Iterable[Workload]) -> int:
+        """Add the runs of every finished Workload in `workloads` (e.g. a snapshot's, or a
+        simulation's up to some instant); how many were new."""
+        return sum(self.record(wl) for wl in workloads)
 
     def add(self, rec: RunRecord) -> bool:
         with self._lock:

@@ -79,6 +79,13 @@ def test_a_run_is_counted_once_by_uid() -> None:
     assert len(h) == 1
 
 
+def test_record_all_counts_only_new_finished_runs() -> None:
+    h = RunHistory(CLUSTER)
+    wls = [parsed(finished("a", 10)), parsed(finished("b", 20)), parsed(workload("team-a", "p", "lq-a"))]
+    assert h.record_all(wls) == 2
+    assert h.record_all(wls) == 0
+
+
 def test_per_key_bound_keeps_the_newest() -> None:
     h = RunHistory(CLUSTER, per_key=3)
     for i in range(5):  # runtimes 10, 11, ... finishing in order
