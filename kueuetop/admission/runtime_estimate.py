@@ -1,0 +1,304 @@
+"""How long each running and pending Workload will run once admitted, with the reason shown.
+
+The forecast needs a runtime for every workload it runs forward; a number without its basis
+would be a false exact time, so each estimate is a range (optimistic / expected / pessimistic)
+and says where it comes from. In order:
+
+1. **History** of finished runs (`store/run_history.py`, handed in as `RunSamples`): the runs of
+   the same shape from the same LocalQueue; when fewer than `min_samples` of those, the recent
+   runs of the same ClusterQueue (any shape); when neither has that many, the most specific tier
+   that has any run. From the n runtimes: expected = median; optimistic/pessimistic = p10/p90
+   (linear interpolation) pushed out from the median by k = 1 + 1/√n, and at least 0.5/√n × the
+   median away from it (p10/p90 of a few runs understate the spread: one run gives ±50 %).
+2. **Upper bounds**, which cap the pessimistic end (and the expected value) and, when no run is
+   known, are the estimate (expected = pessimistic = bound, optimistic = `bound_low` × bound):
+   - the Workload's `spec.maximumExecutionTimeSeconds` less its `accumulatedPastExecutionTime`:
+     Kueue deactivates the workload when admitted time reaches it (workload_controller.py);
+   - the `kueue.x-k8s.io/max-exec-time-seconds` label of the owner Job (or of the Workload, which
+     carries the Job's labels only when configured to copy them) when the spec has none: Kueue's
+     jobframework NewWorkload sets spec.maximumExecutionTimeSeconds from it
+     (MaximumExecutionTimeSecondsForObject: strconv.ParseInt(value, 10, 32), ignored on error or
+     when ≤ 0); a value Kueue would ignore is ignored here too, with a note;
+   - the owner Job's `spec.activeDeadlineSeconds`: the Job controller fails the Job that long
+     after its startTime, which is reset when a suspended Job resumes (Kubernetes Job docs,
+     "Suspending a Job"), i.e. counted from Kueue's admission. The store keeps no Jobs: the caller
+     hands their limits in (`JobLimits`, keyed by the Job's namespace/name, `owner_job`). A
+     deadline that is not positive is ignored with a note.
+3. A stated **default** (1 h unless configured) when nothing is known.
+
+Running workloads: the estimate stays the total runtime from admission (the forecast subtracts
+the time already run), conditioned on that time e: only the runs longer than e count (the runtime
+distribution given it has lasted e); when no run lasted that long, or the bound/default is already
+passed, the workload is taken to end soon: expected = e + max(60 s, 10 % of e), pessimistic =
+e + max(60 s, 50 % of e). Every end of the range is at least e, so a remaining time is never negative.
+
+Bad input never raises: what was ignored is in the estimate's `note`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kueuetop.admission.forecast_result import RuntimeEstimate, WorkloadKey
+from kueuetop.kueue.durations import format_duration
+from kueuetop.kueue.snapshot import ClusterSnapshot
+from kueuetop.kueue.workload import Workload
+
+MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+_INT32_MAX = 2**31 - 1
+_GO_INT = re.compile(r"[+-]?[0-9]+")  # what strconv.ParseInt(s, 10, 32) accepts (no spaces, no "_")
+
+
+@dataclass(frozen=True, slots=True)
+class JobLimits:
+    """What a Workload's owner Job says about how long it may run (read by the caller: the store
+    keeps no Jobs)."""
+
+    active_deadline_seconds: float | None = None  # spec.activeDeadlineSeconds
+    max_exec_label: str | None = None  # the raw value of the kueue.x-k8s.io/max-exec-time-seconds label
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateRules:
+    default_runtime: float = 3600.0  # when nothing is known
+    default_low: float = 0.25  # the default's optimistic end, × default_runtime
+    default_high: float = 4.0  # its pessimistic end
+    bound_low: float = 0.25  # a bound alone: optimistic = bound × this
+    min_samples: int = 3  # runs a history tier needs before the next, wider one is not consulted
+    cluster_queue_runs: int = 200  # the most recent runs of a ClusterQueue that count
+
+
+class RunSamples(Protocol):
+    """The finished runs the estimates read (store/run_history.RunHistory is one)."""
+
+    def shape_of(self, wl: Workload) -> str: ...
+
+    def of_shape(self, namespace: str, local_queue: str, shape: str,
+                 cluster_queue: str | None = None) -> Sequence[float]: ...
+
+    def of_cluster_queue(self, cluster_queue: str, limit: int | None = ...) -> Sequence[float]: ...
+
+
+def owner_job(wl: Workload) -> tuple[str, str] | None:
+    """(namespace, name) of the batch/v1 Job that owns the Workload (its controller reference)."""
+    o = wl.meta.controller()
+    if o is None or o.kind != "Job" or not o.api_version.startswith("batch/"):
+        return None
+    return (wl.namespace, o.name)
+
+
+def admitted_at(wl: Workload) -> float | None:
+    """When the current admission began: the Admitted transition while True, else QuotaReserved's
+    (the same rule store/run_history measures finished runs with)."""
+    for type_ in ("Admitted", "QuotaReserved"):
+        c = wl.condition(type_)
+        if c is not None and c.is_true and c.last_transition is not None:
+            return c.last_transition
+    return None
+
+
+def _dur(seconds: float) -> str:
+    return format_duration(max(0, round(seconds)))
+
+
+# ---------------------------------------------------------------------------------------- bounds
+def _label_limit(raw: str) -> int | None:
+    """jobframework's parse: base-10 int32, > 0; None when Kueue would ignore it."""
+    if not _GO_INT.fullmatch(raw):
+        return None
+    v = int(raw)
+    return v if 0 < v <= _INT32_MAX else None
+
+
+def upper_bound(wl: Workload, job: JobLimits | None = None) -> tuple[float | None, str, str]:
+    """(bound in seconds, what it is, what was ignored): the tightest hard limit on this run."""
+    found: list[tuple[float, str]] = []
+    notes: list[str] = []
+    past = max(0, wl.accumulated_execution_seconds)
+    limit = wl.maximum_execution_time_seconds
+    label = job.max_exec_label if job is not None and job.max_exec_label is not None \
+        else wl.meta.labels.get(MAX_EXEC_LABEL)
+    if label is not None and _label_limit(label) is None:
+        notes.append(f"label {MAX_EXEC_LABEL}={label[:40]!r} is not a positive integer: ignored")
+    if limit is None and label is not None and _label_limit(label) is not None:
+        limit = _label_limit(label)
+        source = f"label {MAX_EXEC_LABEL} {limit}"
+    else:
+        source = f"maximumExecutionTimeSeconds {limit}"
+    if limit is not None:
+        if past:
+            found.append((max(0.0, float(limit - past)), f"{source} less {_dur(past)} already run"))
+        else:
+            found.append((float(limit), source))
+    deadline = job.active_deadline_seconds if job is not None else None
+    if deadline is not None:
+        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) \
+                or not math.isfinite(deadline) or deadline <= 0:
+            notes.append(f"Job activeDeadlineSeconds {deadline!r} is not positive: ignored")
+        else:
+            found.append((float(deadline), f"Job activeDeadlineSeconds {deadline:g}"))
+    if not found:
+        return None, "", "; ".join(notes)
+    bound, text = min(found)
+    return bound, text, "; ".join(notes)
+
+
+# ---------------------------------------------------------------------------------------- history
+def _quantile(xs: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default) of sorted `xs`."""
+    pos = (len(xs) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def spread(samples: Sequence[float]) -> tuple[float, float, float]:
+    """(optimistic, expected, pessimistic) from runtimes: median, p10/p90 widened for small n."""
+    xs = sorted(samples)
+    n = len(xs)
+    med = _quantile(xs, 0.5)
+    k = 1 + 1 / math.sqrt(n)
+    floor = med * 0.5 / math.sqrt(n)
+    low = max(0.0, med - max((med - _quantile(xs, 0.1)) * k, floor))
+    high = med + max((_quantile(xs, 0.9) - med) * k, floor)
+    return low, med, high
+
+
+@dataclass(frozen=True, slots=True)
+class _Tier:
+    samples: tuple[float, ...]  # sorted
+    what: str  # "finished runs of this shape in team-a/lq-a"
+
+
+def _clean(runs: Sequence[float]) -> tuple[float, ...]:
+    return tuple(sorted(r for r in runs if isinstance(r, (int, float)) and math.isfinite(r) and r >= 0))
+
+
+def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples | None,
+                  rules: EstimateRules, shape: str | None,
+                  cq_tiers: dict[str, _Tier] | None = None) -> _Tier | None:
+    if history is None:
+        return None
+    tiers: list[_Tier] = []
+    if shape is not None:
+        runs = history.of_shape(wl.namespace, wl.queue_name, shape, cluster_queue)
+        tiers.append(_Tier(_clean(runs), f"of this shape in {wl.namespace}/{wl.queue_name}"))
+    if cluster_queue:
+        cq_tier = cq_tiers.get(cluster_queue) if cq_tiers is not None else None
+        if cq_tier is None:
+            runs = history.of_cluster_queue(cluster_queue, rules.cluster_queue_runs)
+            cq_tier = _Tier(_clean(runs), f"in ClusterQueue {cluster_queue} (any shape)")
+            if cq_tiers is not None:
+                cq_tiers[cluster_queue] = cq_tier
+        tiers.append(cq_tier)
+    for t in tiers:
+        if len(t.samples) >= rules.min_samples:
+            return t
+    return next((t for t in tiers if t.samples), None)
+
+
+def _runs(n: int) -> str:
+    return f"{n} finished run{'s' if n != 1 else ''}"
+
+
+# ---------------------------------------------------------------------------------------- estimate
+def _soon(elapsed: float) -> tuple[float, float, float]:
+    return elapsed, elapsed + max(60.0, 0.1 * elapsed), elapsed + max(60.0, 0.5 * elapsed)
+
+
+def _estimate(tier: _Tier | None, bound: float | None, bound_text: str, note: str, elapsed: float | None,
+              rules: EstimateRules) -> RuntimeEstimate:
+    e = elapsed if elapsed is not None and elapsed > 0 else 0.0
+    if tier is not None:
+        samples = [s for s in tier.samples if s > e] if e else list(tier.samples)
+        n_all = len(tier.samples)
+        if samples:
+            low, exp, high = spread(samples)
+            if len(samples) < n_all:
+                basis = (f"{len(samples)} of {_runs(n_all)} {tier.what} that ran longer than its "
+                         f"{_dur(e)} so far")
+            else:
+                basis = f"{_runs(n_all)} {tier.what}"
+        else:
+            low, exp, high = _soon(e)
+            basis = f"already ran {_dur(e)}, longer than all {_runs(n_all)} {tier.what}: expected to end soon"
+        if bound is not None and high > max(bound, e):
+            basis += f"; capped at {bound_text}"
+    elif bound is not None:
+        low, exp, high = bound * rules.bound_low, bound, bound
+        basis = f"{bound_text} (upper bound; no finished runs known)"
+    else:
+        d = rules.default_runtime
+        low, exp, high = d * rules.default_low, d, d * rules.default_high
+        basis = f"default {_dur(d)}: nothing known"
+    if e and tier is None and exp <= e:
+        # a bound or the default already passed while running: take it to end soon
+        low, exp, high = _soon(e)
+        basis += f"; already ran {_dur(e)}: expected to end soon"
+    if bound is not None:
+        cap = max(bound, e)  # past its bound, Kueue/the Job controller ends it now
+        high = min(high, cap)
+        exp = min(exp, cap)
+    low = min(max(low, e), exp)
+    high = max(high, exp)
+    return RuntimeEstimate(expected=exp, optimistic=low, pessimistic=high, basis=basis,
+                           upper_bound=bound, note=note)
+
+
+def estimate_runtime(wl: Workload, *, cluster_queue: str | None = None, history: RunSamples | None = None,
+                     job: JobLimits | None = None, elapsed: float | None = None,
+                     rules: EstimateRules | None = None) -> RuntimeEstimate:
+    """One workload's runtime (seconds from admission to finish). `elapsed`: seconds it has run
+    in its current admission (None or 0 for a pending workload)."""
+    rules = rules or EstimateRules()
+    bound, bound_text, note = upper_bound(wl, job)
+    shape = history.shape_of(wl) if history is not None else None
+    tier = _history_tier(wl, cluster_queue, history, rules, shape)
+    return _estimate(tier, bound, bound_text, note, elapsed, rules)
+
+
+def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now: float, *,
+                      jobs: Mapping[tuple[str, str], JobLimits] | None = None,
+                      rules: EstimateRules | None = None) -> dict[WorkloadKey, RuntimeEstimate]:
+    """A runtime estimate for every running (quota reserved) and pending Workload of the snapshot
+    (finished ones are left out). `jobs`: limits of owner Jobs by (namespace, name), see owner_job."""
+    rules = rules or EstimateRules()
+    out: dict[WorkloadKey, RuntimeEstimate] = {}
+    shapes: dict[int, str] = {}  # id(pod sets) → shape: workloads of one template share their pod sets
+    tiers: dict[tuple[str, str, str, str | None], _Tier | None] = {}
+    cq_tiers: dict[str, _Tier] = {}  # one read of each ClusterQueue's runs
+    pending: dict[tuple[int, float | None, str, str], RuntimeEstimate] = {}  # equal inputs, one estimate
+    for key, wl in snapshot.workloads.items():
+        if wl.is_finished:
+            continue
+        cq = snapshot.cluster_queue_of(wl)
+        shape = None
+        if history is not None:
+            shape = shapes.get(id(wl.pod_sets))
+            if shape is None:
+                shape = shapes[id(wl.pod_sets)] = history.shape_of(wl)
+        tkey = (wl.namespace, wl.queue_name, shape or "", cq)
+        if tkey in tiers:
+            tier = tiers[tkey]
+        else:
+            tier = tiers[tkey] = _history_tier(wl, cq, history, rules, shape, cq_tiers)
+        job_key = owner_job(wl) if jobs else None
+        job = jobs.get(job_key) if jobs and job_key is not None else None
+        bound, bound_text, note = upper_bound(wl, job)
+        elapsed = None
+        if wl.has_quota_reservation:
+            start = admitted_at(wl)
+            elapsed = max(0.0, now - start) if start is not None else None
+        if elapsed is None:
+            pkey = (id(tier), bound, bound_text, note)
+            est = pending.get(pkey)
+            if est is None:
+                est = pending[pkey] = _estimate(tier, bound, bound_text, note, None, rules)
+            out[key] = est
+        else:
+            out[key] = _estimate(tier, bound, bound_text, note, elapsed, rules)
+    return out

@@ -1,0 +1,233 @@
+"""Runtime estimates: basis text, fallback order, bounds, bad input, conditioning on elapsed time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kueuetop.admission.forecast_result import RuntimeEstimate
+from kueuetop.admission.runtime_estimate import (
+    EstimateRules,
+    JobLimits,
+    estimate_runtime,
+    estimate_runtimes,
+    owner_job,
+    spread,
+)
+from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.workload import Workload
+from kueuetop.store.run_history import RunHistory, RunRecord, shape_key
+from tests.builders import T0, admit, cluster_queue, condition, fq, group, local_queue, snapshot, workload
+
+NOW = T0 + 10_000
+
+
+def wl_dict(name: str = "w", *, gpus: int = 8, lq: str = "lq-a", max_exec: int | None = None,
+            accumulated: int = 0, job: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    d = workload("team-a", name, lq, requests={"nvidia.com/gpu": gpus})
+    if max_exec is not None:
+        d["spec"]["maximumExecutionTimeSeconds"] = max_exec
+    if accumulated:
+        d["status"]["accumulatedPastExecutionTimeSeconds"] = accumulated
+    if job is not None:
+        d["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": job,
+                                             "uid": f"uid-job-{job}", "controller": True}]
+    if labels:
+        d["metadata"]["labels"] = labels
+    return d
+
+
+def parsed(d: dict[str, Any]) -> Workload:
+    wl = parse_object(d)
+    assert isinstance(wl, Workload)
+    return wl
+
+
+def history_with(runtimes: list[float], *, gpus: int = 8, lq: str = "lq-a", cq: str = "cq-a",
+                 history: RunHistory | None = None, tag: str = "") -> RunHistory:
+    h = history or RunHistory("test")
+    shape = shape_key(parsed(wl_dict(gpus=gpus)).pod_sets)
+    for i, rt in enumerate(runtimes):
+        h.add(RunRecord(f"u{tag}{lq}{gpus}-{i}", "team-a", lq, cq, shape, T0 + i, T0 + i + rt))
+    return h
+
+
+def est(d: dict[str, Any], history: RunHistory | None = None, **kw: Any) -> RuntimeEstimate:
+    return estimate_runtime(parsed(d), cluster_queue="cq-a", history=history, **kw)
+
+
+# ---------------------------------------------------------------------------------------- fallback order
+def test_nothing_known_gives_the_stated_default() -> None:
+    e = est(wl_dict())
+    assert (e.optimistic, e.expected, e.pessimistic) == (900, 3600, 14400)
+    assert e.basis == "default 1h: nothing known"
+    assert e.upper_bound is None and e.note == ""
+
+
+def test_the_default_is_configurable() -> None:
+    e = est(wl_dict(), rules=EstimateRules(default_runtime=600))
+    assert e.expected == 600 and e.basis == "default 10m: nothing known"
+
+
+def test_same_shape_in_the_local_queue_comes_first() -> None:
+    h = history_with([float(600 + 60 * i) for i in range(12)])  # 600..1260
+    history_with([99_999.0] * 20, gpus=1, history=h)  # other shape, same queue: not counted
+    e = est(wl_dict(), h)
+    assert e.basis == "12 finished runs of this shape in team-a/lq-a"
+    assert e.expected == pytest.approx(930)
+    assert e.optimistic < 930 < e.pessimistic
+
+
+def test_too_few_runs_of_the_shape_fall_back_to_the_cluster_queue() -> None:
+    h = history_with([100.0, 110.0])  # 2 < min_samples
+    history_with([2000.0] * 8, gpus=1, lq="lq-b", history=h)
+    e = est(wl_dict(), h)
+    assert e.basis == "10 finished runs in ClusterQueue cq-a (any shape)"
+    assert e.expected == 2000
+
+
+def test_few_runs_of_the_shape_are_still_better_than_nothing() -> None:
+    h = history_with([100.0, 120.0])  # the ClusterQueue knows no more than these two
+    e = est(wl_dict(), h)
+    assert e.basis == "2 finished runs of this shape in team-a/lq-a"
+    assert e.expected == 110
+
+
+def test_runs_of_another_cluster_queue_do_not_count() -> None:
+    h = history_with([100.0] * 5, cq="cq-other", lq="lq-other")
+    assert est(wl_dict(), h).basis == "default 1h: nothing known"
+
+
+def test_spread_widens_when_runs_are_few() -> None:
+    assert spread([1000.0]) == (500.0, 1000.0, 1500.0)  # one run: ±50 %
+    low, mid, high = spread([float(x) for x in range(1, 101)])  # p10 10.9, p90 90.1, k = 1.1
+    assert mid == pytest.approx(50.5)
+    assert low == pytest.approx(50.5 - 39.6 * 1.1) and high == pytest.approx(50.5 + 39.6 * 1.1)
+
+
+# ---------------------------------------------------------------------------------------- bounds
+def test_maximum_execution_time_caps_the_history() -> None:
+    h = history_with([5000.0] * 10)
+    e = est(wl_dict(max_exec=3600), h)
+    assert e.upper_bound == 3600
+    assert e.expected == 3600 and e.pessimistic == 3600 and e.optimistic <= 3600
+    assert e.basis == "10 finished runs of this shape in team-a/lq-a; capped at maximumExecutionTimeSeconds 3600"
+
+
+def test_a_bound_alone_is_the_estimate() -> None:
+    e = est(wl_dict(max_exec=1200))
+    assert (e.optimistic, e.expected, e.pessimistic) == (300, 1200, 1200)
+    assert e.basis == "maximumExecutionTimeSeconds 1200 (upper bound; no finished runs known)"
+
+
+def test_time_already_run_counts_against_the_maximum() -> None:
+    # Kueue deactivates at admittedAt + max − accumulatedPastExecutionTimeSeconds
+    e = est(wl_dict(max_exec=3600, accumulated=1000))
+    assert e.upper_bound == 2600
+    assert e.basis.startswith("maximumExecutionTimeSeconds 3600 less 16m40s already run")
+
+
+def test_job_deadline_and_label_come_from_the_owner_job() -> None:
+    d = wl_dict(job="train-1")
+    assert owner_job(parsed(d)) == ("team-a", "train-1")
+    e = est(d, job=JobLimits(active_deadline_seconds=900))
+    assert e.upper_bound == 900 and e.basis.startswith("Job activeDeadlineSeconds 900 ")
+    e = est(d, job=JobLimits(max_exec_label="1800"))  # Kueue copies it into the spec; it is not there yet
+    assert e.upper_bound == 1800 and e.basis.startswith("label kueue.x-k8s.io/max-exec-time-seconds 1800 ")
+
+
+def test_the_tightest_bound_wins() -> None:
+    e = est(wl_dict(max_exec=3600, job="j"), job=JobLimits(active_deadline_seconds=600))
+    assert e.upper_bound == 600
+    e = est(wl_dict(max_exec=300, job="j"), job=JobLimits(active_deadline_seconds=600))
+    assert e.upper_bound == 300
+
+
+def test_estimate_runtimes_reads_job_limits_by_owner() -> None:
+    snap = snapshot(cluster_queue("cq-a", group(["nvidia.com/gpu"], fq("a100", **{"nvidia.com/gpu": 8}))),
+                    local_queue("team-a", "lq-a", "cq-a"), wl_dict("w1", job="j1"), wl_dict("w2", job="j2"))
+    out = estimate_runtimes(snap, None, NOW, jobs={("team-a", "j1"): JobLimits(active_deadline_seconds=120)})
+    assert out[("team-a", "w1")].upper_bound == 120
+    assert out[("team-a", "w2")].upper_bound is None
+
+
+# ---------------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("label", ["1h", "", " 60", "0", "-5", "1_000", "99999999999", "6e2"])
+def test_an_unparsable_label_is_ignored_with_a_note(label: str) -> None:
+    h = history_with([400.0] * 5)
+    e = est(wl_dict(job="j"), h, job=JobLimits(max_exec_label=label))
+    assert e.upper_bound is None
+    assert e.basis == "5 finished runs of this shape in team-a/lq-a"
+    assert "max-exec-time-seconds" in e.note and "ignored" in e.note
+
+
+def test_a_bad_label_on_the_workload_itself_is_noted() -> None:
+    e = est(wl_dict(labels={"kueue.x-k8s.io/max-exec-time-seconds": "soon"}))
+    assert e.basis == "default 1h: nothing known" and "'soon'" in e.note
+
+
+@pytest.mark.parametrize("deadline", [-5, 0, float("nan"), float("inf")])
+def test_a_deadline_that_is_not_positive_is_ignored_with_a_note(deadline: float) -> None:
+    h = history_with([400.0] * 5)
+    e = est(wl_dict(job="j"), h, job=JobLimits(active_deadline_seconds=deadline))
+    assert e.upper_bound is None and e.expected == 400
+    assert "activeDeadlineSeconds" in e.note and "ignored" in e.note
+
+
+def test_a_bad_deadline_does_not_hide_a_good_bound() -> None:
+    e = est(wl_dict(max_exec=700, job="j"), job=JobLimits(active_deadline_seconds=-1))
+    assert e.upper_bound == 700 and "activeDeadlineSeconds -1" in e.note
+
+
+# ---------------------------------------------------------------------------------------- running workloads
+def running(elapsed: float, **kw: Any) -> dict[str, Any]:
+    return admit(wl_dict(**kw), "cq-a", {"nvidia.com/gpu": "a100"}, at=NOW - elapsed)
+
+
+def _one(d: dict[str, Any], history: RunHistory | None, **kw: Any) -> RuntimeEstimate:
+    snap = snapshot(cluster_queue("cq-a", group(["nvidia.com/gpu"], fq("a100", **{"nvidia.com/gpu": 8}))),
+                    local_queue("team-a", "lq-a", "cq-a"), d)
+    return estimate_runtimes(snap, history, NOW, **kw)[("team-a", d["metadata"]["name"])]
+
+
+def test_a_running_workload_keeps_only_the_runs_longer_than_its_elapsed_time() -> None:
+    h = history_with([1000.0, 1200.0, 1400.0, 3000.0, 3200.0, 3400.0])
+    e = _one(running(2500), h)
+    assert e.expected == 3200  # median of the three longer runs, not 2200 of all six
+    assert e.optimistic >= 2500  # the remaining time is never negative
+    assert e.basis == "3 of 6 finished runs of this shape in team-a/lq-a that ran longer than its 41m40s so far"
+
+
+def test_a_workload_running_longer_than_every_run_is_taken_to_end_soon() -> None:
+    h = history_with([100.0, 200.0, 300.0])
+    e = _one(running(1000), h)
+    assert e.optimistic == 1000 and e.expected == 1100 and e.pessimistic == 1500
+    assert e.basis.startswith("already ran 16m40s, longer than all 3 finished runs")
+
+
+def test_a_running_workload_past_the_default_is_not_given_a_negative_remainder() -> None:
+    e = _one(running(5000), None)
+    assert e.expected > 5000 and e.optimistic >= 5000
+    assert "already ran 1h23m20s" in e.basis
+
+
+def test_a_running_workload_past_its_bound_ends_now() -> None:
+    e = _one(running(4000, max_exec=3600), None)
+    assert e.expected == 4000 and e.pessimistic == 4000
+
+
+def test_a_running_workload_early_in_its_run_keeps_the_full_estimate() -> None:
+    h = history_with([1000.0, 1200.0, 1400.0])
+    e = _one(running(10), h)
+    assert e.expected == 1200 and e.basis == "3 finished runs of this shape in team-a/lq-a"
+
+
+def test_estimate_runtimes_covers_running_and_pending_not_finished() -> None:
+    done = running(100, name="done")
+    done["status"]["conditions"].append(condition("Finished", True, "Succeeded", at=NOW))
+    snap = snapshot(cluster_queue("cq-a", group(["nvidia.com/gpu"], fq("a100", **{"nvidia.com/gpu": 8}))),
+                    local_queue("team-a", "lq-a", "cq-a"), running(10, name="run"), wl_dict("pend"), done)
+    out = estimate_runtimes(snap, history_with([500.0] * 4), NOW)
+    assert set(out) == {("team-a", "run"), ("team-a", "pend")}
+    assert out[("team-a", "pend")].basis == "4 finished runs of this shape in team-a/lq-a"
