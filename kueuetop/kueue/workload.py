@@ -351,3 +351,25 @@ def reparse_workload(prev: Workload, prev_data: Mapping, data: Mapping, cache: P
         accumulated_execution_seconds=status.int("accumulatedPastExecutionTimeSeconds"),
         evictions=prev.evictions if same["schedulingStats"] else _parse_evictions(status),
     )
+
+
+def with_status(prev: Workload, data: Mapping, cache: ParseCache | None = None) -> Workload:
+    """`prev` with the parts Kueue's status writers change read from `data`: the status,
+    `spec.active` and `metadata.generation` (bumped by a spec write). The rest — identity,
+    labels, pod sets, priority — stays `prev`'s, not parsed again: a writer never changes it."""
+    f, _, _ = object_fields(to_v1beta2(data), "Workload", cache)
+    status = f.sub("status")
+    generation = f.sub("metadata").int("generation")
+    meta = prev.meta if generation == prev.meta.generation else replace(prev.meta, generation=generation)
+    return replace(
+        prev,
+        meta=meta,
+        active=f.sub("spec").bool("active", True),
+        conditions=parse_conditions(status),
+        admission=_parse_admission(status),
+        requeue_state=_parse_requeue_state(status),
+        admission_checks=_parse_checks(status),
+        reclaimable_pods={r.str("name", required=True): r.int("count", minimum=0) for r in status.items("reclaimablePods")},
+        accumulated_execution_seconds=status.int("accumulatedPastExecutionTimeSeconds"),
+        evictions=_parse_evictions(status),
+    )
