@@ -31,6 +31,7 @@ EVENTS = "events"
 POSITIONS = "positions"  # queue positions from the visibility API
 GPUS = "gpus"
 SOURCES = "sources"
+FORECAST = "forecast"  # the latest forecast's ETAs (keys: the workloads whose forecast moved)
 
 
 class Op(StrEnum):

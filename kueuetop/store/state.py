@@ -74,6 +74,7 @@ class Store:
         self.on_burst: Callable[[], None] | None = None
         self.burst_size = 100
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
+        self._forecast: Any = None  # the latest admission.forecast_result.Forecast (derived, set by its worker)
         self.queue_history: Series[str, QueueCounts] = Series(history_size, ring=CountsRing)
         self.gpu_history: Series[GpuKey, float | None] = Series(gpu_history_size, ring=FloatRing)
         # Fleet-wide, one point per GPU write: GPUs per model, and the utilization distribution
@@ -270,6 +271,18 @@ class Store:
         self._gpu_source.pop(gkey, None)
         self._gpus_by_node.remove(gkey)
         self._gpus_by_pod.remove(gkey)
+
+    # ----------------------------------------------------------------- forecast
+    def set_forecast(self, forecast: Any, moved: set[Key]) -> Changes:
+        """Keep the latest forecast (computed off the store by the console's worker); `moved`:
+        the workloads whose predicted start or reason differs from the previous one's."""
+        with self._lock:
+            self._forecast = forecast
+        return self._notify({K.FORECAST: moved})
+
+    def forecast(self) -> Any:
+        """The latest forecast (`admission.forecast_result.Forecast`), or None before the first."""
+        return self._forecast
 
     # ----------------------------------------------------------------- sources
     def set_source_state(self, source: str, state: SourceState, message: str = "", *,

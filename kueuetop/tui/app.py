@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import events, on
@@ -29,6 +30,7 @@ from kueuetop.tui.action_flow import ActionRunner, Identity
 from kueuetop.tui.bridge import StoreBridge, StoreChanged
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.detail import WorkloadDetailScreen
+from kueuetop.tui.forecaster import Forecaster
 from kueuetop.tui.glyphs import glyphs
 from kueuetop.tui.heap import BurstHold, HeapFreezer, IdleCollector
 from kueuetop.tui.messages import JumpTo, OpenWorkload, RunAction, ShowYaml
@@ -92,7 +94,10 @@ class KueuetopApp(App[int]):
                  theme_name: str | None = None, ascii_only: bool = False, namespace: str | None = None,
                  themes: ThemeSet | None = None, keymap: KM.Keymap | None = None,
                  clock: Callable[[], float] = time.time, max_refresh_rate: float = 20.0,
-                 initial_view: str = "overview", check_rbac: bool = True) -> None:
+                 initial_view: str = "overview", check_rbac: bool = True, forecast: bool = False,
+                 history_dir: Path | None = None) -> None:
+        """`forecast`: run the forecast worker (ETAs); `history_dir`: where it keeps the runtimes of
+        finished workloads between runs (None: this run only)."""
         super().__init__()
         self.read_only = read_only
         self.demo = demo
@@ -131,6 +136,10 @@ class KueuetopApp(App[int]):
         self._idle_gc = IdleCollector(busy=self._change_in_flight)
         self._burst_hold = BurstHold()
         self.refresh_count = 0  # redraws driven by store changes (tests and benchmarks read it)
+        self.forecaster: Forecaster | None = None
+        if forecast:
+            self.forecaster = Forecaster(store, server=server, context=context, state_dir=history_dir, clock=clock,
+                                         busy=lambda: self._change_in_flight() or self.ctx.keys_active())
 
     def get_driver_class(self) -> type[Any]:
         cls = super().get_driver_class()
@@ -168,6 +177,10 @@ class KueuetopApp(App[int]):
         self._idle_gc.start()
         self.ctx.store.on_burst = self._burst_hold.hold
         self.set_interval(0.5, self._collect_garbage)
+        if self.forecaster is not None:
+            self.forecaster.start()
+            if self.forecaster.warning:
+                self.notify(self.forecaster.warning, title="forecast history", severity="warning", timeout=8)
         if self._check_rbac:
             self.run_worker(self._rbac_check, thread=True, group="rbac", exit_on_error=False)
         if self.api is not None:  # actions an earlier kueuetop left unfinished, reported once
@@ -193,6 +206,8 @@ class KueuetopApp(App[int]):
         self._burst_hold.release()
         self._idle_gc.stop()
         self.bridge.stop()
+        if self.forecaster is not None:
+            self.forecaster.stop()
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):

@@ -50,9 +50,11 @@ from kueuetop.tui.sparkline import sparkline
 from kueuetop.tui.views.fleet import pool_of
 from kueuetop.tui.yaml_view import fetch_yaml, yaml_text
 from kueuetop.views import pod_evidence as PE
+from kueuetop.views.eta_text import eta_sentence, forecast_of
 from kueuetop.views.explain_text import explain_lines
 from kueuetop.views.rows import age
 from kueuetop.views.safe_text import clean
+from kueuetop.views.workload_rows import QUEUED
 
 Key = tuple[str, str]
 SPARK_WIDTH = 32  # GPU utilization history per GPU: the newest 32 samples
@@ -213,6 +215,11 @@ def detail_text(ctx: ViewContext, key: Key, events: Sequence[ObjectEvent] | None
             t.append(line + "\n")  # explain_lines cleans every cluster string
     except Exception as e:  # the engine must never take the console down
         t.append(f"explain unavailable: {type(e).__name__}: {clean(str(e))}\n")
+    if st.phase in QUEUED:
+        # When: the forecast (the engine run forward over estimated runtimes), with its basis.
+        forecast, wf = forecast_of(store, key)
+        t.append("Forecast: ", style="bold")
+        t.append(clean(eta_sentence(wf, forecast, now)) + "\n")
 
     _head(t, "Conditions")
     for c in sorted(wl.conditions, key=lambda c: c.last_transition or 0.0):
@@ -257,7 +264,7 @@ class WorkloadDetailScreen(Screen[None]):
     WorkloadDetailScreen > .page-title { height: 1; background: $panel; padding: 0 1; }
     WorkloadDetailScreen > VerticalScroll { padding: 0 1; }
     """
-    KINDS = frozenset({K.WORKLOADS, K.PODS, K.GPUS, K.PROVISIONING_REQUESTS, K.POSITIONS, K.NODES})
+    KINDS = frozenset({K.WORKLOADS, K.PODS, K.GPUS, K.PROVISIONING_REQUESTS, K.POSITIONS, K.NODES, K.FORECAST})
     EVENTS_EVERY = 5.0  # seconds between the drawing of one answer and the next request
 
     class EventsFetched(Message):

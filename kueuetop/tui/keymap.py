@@ -117,6 +117,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("workload.explain", "Why", ("x",), "workloads"),
     Action("sort.position", "Sort by queue position", ("Q",), "workloads", show=False),
     Action("sort.priority", "Sort by priority", ("R",), "workloads", show=False),
+    Action("sort.eta", "Sort by forecast start (ETA)", ("E",), "workloads", show=False),
     _wl("hold", "Hold", ("h",), "hold"),
     _wl("resume", "Resume", ("u",), "resume"),
     _wl("requeue", "Requeue", ("r",), "requeue"),

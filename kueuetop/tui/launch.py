@@ -63,6 +63,8 @@ def add_console_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--demo-speed", type=float, default=1.0, help=argparse.SUPPRESS)
     g.add_argument("--ascii", action="store_true", help="ASCII glyphs only (LANG=C sessions, poor fonts)")
     g.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting")
+    g.add_argument("--no-forecast", action="store_true",
+                   help="do not forecast start times (the ETA columns stay empty; saves CPU on huge clusters)")
 
 
 @dataclass
@@ -145,6 +147,12 @@ def _say(message: str, hint: str = "") -> None:
         print(f"  hint: {one_line(hint, 1000)}", file=sys.stderr)
 
 
+def _state_dir() -> Path:
+    from kueuetop.xdg import state_dir
+
+    return state_dir()
+
+
 def run_console(args: argparse.Namespace) -> int:
     from kueuetop.sources.connection import ConnectionProblem, connect
     from kueuetop.sources.kube import KubeSources
@@ -187,7 +195,10 @@ def run_console(args: argparse.Namespace) -> int:
                           user=conn.info.user, read_only=bool(getattr(args, "read_only", False)),
                           demo=args.demo if demo else None, theme_name=getattr(args, "theme", None),
                           ascii_only=bool(getattr(args, "ascii", False)),
-                          namespace=getattr(args, "namespace", None))
+                          namespace=getattr(args, "namespace", None),
+                          forecast=not getattr(args, "no_forecast", False),
+                          # A demo cluster is new each run: its finished runs are not worth keeping.
+                          history_dir=None if demo else _state_dir())
         if poller is not None:  # the nodes on screen are read first by a budgeted GPU scrape
             from kueuetop.tui.gpu_focus import wire_gpu_focus
 

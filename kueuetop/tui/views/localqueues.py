@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kueuetop.admission.forecast_result import Forecast
 from kueuetop.kueue.actions import Target
 from kueuetop.kueue.local_queue import LocalQueue
 from kueuetop.store import events as K
@@ -11,12 +12,16 @@ from kueuetop.tui.context import ViewContext
 from kueuetop.tui.messages import JumpTo, RunAction
 from kueuetop.tui.views.base import TableView, scope_bindings
 from kueuetop.tui.views.queues_common import status_cell
+from kueuetop.views.eta_text import eta_cell, eta_sort, next_admissions
 from kueuetop.views.queue_rows import local_queue_row
 from kueuetop.views.rows import Row, cell
 
 
 def local_queue_rows(ctx: ViewContext) -> list[Row]:
     out = []
+    now = ctx.now()
+    forecast = ctx.store.forecast()
+    nexts = next_admissions(ctx.store, forecast if isinstance(forecast, Forecast) else None)
     for key, lq in ctx.store.objects(K.LOCAL_QUEUES).items():
         if not isinstance(lq, LocalQueue) or (ctx.namespace and lq.namespace != ctx.namespace):
             continue
@@ -24,7 +29,9 @@ def local_queue_rows(ctx: ViewContext) -> list[Row]:
         out.append(Row(key, (
             cell(q.namespace), cell(q.name), cell(lq.cluster_queue), cell(q.pending),
             cell(q.reserving), cell(q.admitted), status_cell(q.status, ctx.state_style(q.colour)),
-        ), sort={"name": q.name, "namespace": q.namespace, "status": q.status, "cq": lq.cluster_queue},
+            cell(eta_cell(nexts.get(key), now) if q.pending else "-"),
+        ), sort={"name": q.name, "namespace": q.namespace, "status": q.status, "cq": lq.cluster_queue,
+                 "eta": eta_sort(nexts.get(key), now)},
             labels=lq.meta.labels, state=q.status.lower()))
     return out
 
@@ -32,9 +39,10 @@ def local_queue_rows(ctx: ViewContext) -> list[Row]:
 class LocalQueuesView(TableView):
     VIEW = "localqueues"
     TITLE = "LocalQueues"
-    KINDS = frozenset({K.LOCAL_QUEUES})
-    COLUMNS = ("NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "RESERVING", "ADMITTED", "STATUS")
-    PRIORITIES = (1, 0, 2, 0, 3, 1, 0)
+    KINDS = frozenset({K.LOCAL_QUEUES, K.FORECAST})
+    # NEXT ADMISSION: when the forecast admits this queue's first pending workload.
+    COLUMNS = ("NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "RESERVING", "ADMITTED", "STATUS", "NEXT ADMISSION")
+    PRIORITIES = (1, 0, 2, 0, 3, 1, 0, 1)
     MARKS = True
     BINDINGS: ClassVar = scope_bindings("localqueues")
 

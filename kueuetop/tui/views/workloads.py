@@ -14,7 +14,9 @@ from kueuetop.tui.context import ViewContext
 from kueuetop.tui.gpu_focus import nodes_of_workloads
 from kueuetop.tui.messages import OpenWorkload, RunAction
 from kueuetop.tui.views.base import TableView, scope_bindings
+from kueuetop.views.eta_text import eta_cell, eta_sort, forecast_of
 from kueuetop.views.rows import Row, age, cell
+from kueuetop.views.workload_rows import QUEUED
 from kueuetop.views.workload_rows import workload_row as build_workload_row
 
 # Workload phase → the theme's state colour.
@@ -29,20 +31,23 @@ def workload_row(ctx: ViewContext, key: tuple[str, str], wl: Workload, now: floa
     """The shared row (views/workload_rows.py), styled."""
     r = build_workload_row(ctx.store, key, wl, now)
     st, util = r.state, r.gpu_util
+    forecast, wf = forecast_of(ctx.store, key) if st.phase in QUEUED else (None, None)
+    eta = eta_cell(wf, now, complete=forecast.complete) if forecast is not None else "-"
     colour = ctx.state_style(PHASE_COLOUR.get(st.phase, ""))
     idle = st.phase is Phase.ADMITTED and util is not None and util < ctx.idle_below
     cells = (
         cell(wl.namespace), cell(wl.name), cell(wl.queue_name), cell(r.cluster_queue or "-"),
         cell(wl.effective_priority), cell(st.phase.value, colour), cell(st.reason or "-"),
         cell(r.position if r.position is not None else "-"), cell(",".join(r.flavors) or "-"),
-        cell(age(r.wait)), cell(f"{util:.0f}%{'!' if idle else ''}" if util is not None else "-",
+        cell(age(r.wait)), cell(eta, ctx.state_style("evicted") if eta == "never" else ""),
+        cell(f"{util:.0f}%{'!' if idle else ''}" if util is not None else "-",
                                 ctx.state_style("evicted") if idle else ""),
         cell(r.evictions or "-"),
     )
     return Row(key, cells,
                sort={"name": wl.name, "namespace": wl.namespace, "age": -(wl.meta.creation or 0.0),
                      "status": st.phase.value, "priority": -wl.effective_priority, "position": r.position,
-                     "lq": wl.queue_name, "cq": r.cluster_queue, "wait": r.wait, "util": util, "evictions": r.evictions},
+                     "lq": wl.queue_name, "cq": r.cluster_queue, "wait": r.wait, "eta": eta_sort(wf, now), "util": util, "evictions": r.evictions},
                labels=wl.meta.labels,
                state=f"{st.phase.value.lower()} {st.kueue_status.lower()} {st.report_state.lower()}")
 
@@ -66,6 +71,7 @@ def workload_keys_for(store: Store, changes: Mapping[str, set[Any]]) -> set[Hash
         keys |= store.workloads_in_local_queue(ns, name)
     for cq in changes.get(K.POSITIONS, ()):
         keys |= store.workloads_in_cluster_queue(cq)
+    keys |= changes.get(K.FORECAST, set())
     for pod in changes.get(K.PODS, ()):
         if (wl := store.workload_of_pod(pod)) is not None:
             keys.add(wl)
@@ -81,13 +87,14 @@ def workload_keys_for(store: Store, changes: Mapping[str, set[Any]]) -> set[Hash
 class WorkloadsView(TableView):
     VIEW = "workloads"
     TITLE = "Workloads"
-    KINDS = frozenset({K.WORKLOADS, K.LOCAL_QUEUES, K.POSITIONS, K.GPUS, K.PODS})
+    KINDS = frozenset({K.WORKLOADS, K.LOCAL_QUEUES, K.POSITIONS, K.GPUS, K.PODS, K.FORECAST})
+    # ETA: the forecast's admission time for a pending workload, as a range.
     COLUMNS = ("NAMESPACE", "NAME", "LQ", "CQ", "PRIO", "STATE", "REASON", "POS", "FLAVORS", "WAIT",
-               "GPU%", "EVICT")
+               "ETA", "GPU%", "EVICT")
     # At 80 columns NAME, STATE and Kueue's reason stay; queue names and flavors go first.
-    PRIORITIES = (1, 0, 5, 3, 4, 0, 1, 2, 5, 2, 3, 4)
+    PRIORITIES = (1, 0, 5, 3, 4, 0, 1, 2, 5, 2, 1, 3, 4)
     MARKS = True
-    SORT_KEYS = (*TableView.SORT_KEYS, "position", "priority")
+    SORT_KEYS = (*TableView.SORT_KEYS, "position", "priority", "eta")
     BINDINGS: ClassVar = scope_bindings("workloads")
 
     def build_rows(self) -> list[Row]:
@@ -139,6 +146,9 @@ class WorkloadsView(TableView):
 
     def action_sort_priority(self) -> None:
         self.sort_by("priority")
+
+    def action_sort_eta(self) -> None:
+        self.sort_by("eta")
 
     def action_workload_action(self, action: str) -> None:
         targets = [Target(WORKLOAD, r.key[1], r.key[0]) for r in self.selected()]  # type: ignore[index]

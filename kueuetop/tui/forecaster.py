@@ -1,0 +1,141 @@
+"""The console's forecast worker: when will each pending workload start, recomputed off the UI thread.
+
+A thread owns everything the forecast keeps between runs (its EngineCache, the runtime history
+and its file): when the store's snapshot changed, at most every `interval` seconds, it estimates
+every running and pending workload's runtime from the history, runs the admission engine forward
+(`admission.forecast`) and hands the result to the store, which tells the views which rows moved.
+The UI never waits for it; while a change is on its way to the screen or keys come, it waits.
+The history of finished runs is saved to `$XDG_STATE_HOME/kueuetop/run-history.json` every
+minute and on stop, so a fresh console on a long-lived cluster starts with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kueuetop.admission.engine_cache import EngineCache
+from kueuetop.admission.forecast import forecast
+from kueuetop.admission.forecast_result import Forecast, WorkloadForecast
+from kueuetop.admission.runtime_estimate import estimate_runtimes
+from kueuetop.store import Store
+from kueuetop.store.run_history import (
+    FILE_NAME,
+    RunHistory,
+    cluster_scope,
+    follow_store,
+    load_run_history,
+    save_run_history,
+)
+
+log = logging.getLogger(__name__)
+
+INTERVAL = 5.0  # seconds between forecasts at most (the issue: "at most once per few seconds")
+SAVE_EVERY = 60.0
+_YIELD_MAX = 2.0  # seconds a forecast waits for the screen at most before it runs anyway
+
+
+def _moved(old: Forecast | None, new: Forecast) -> set[tuple[str, str]]:
+    """Workloads whose answer changed: their rows are redrawn, the rest keep theirs."""
+    before = old.workloads if old is not None else {}
+    out = {k for k in before.keys() - new.workloads.keys()}
+    for k, wf in new.workloads.items():
+        prev: WorkloadForecast | None = before.get(k)
+        if prev is None or (prev.start, prev.earliest, prev.latest, prev.never) != (
+                wf.start, wf.earliest, wf.latest, wf.never):
+            out.add(k)
+    return out
+
+
+class Forecaster:
+    """Runs forecasts of the store's cluster on its own thread until stopped."""
+
+    def __init__(self, store: Store, *, server: str = "", context: str = "", state_dir: Path | None = None,
+                 interval: float = INTERVAL, busy: Callable[[], bool] = lambda: False,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.interval = interval
+        self._busy = busy
+        self._clock = clock
+        self._path = state_dir / FILE_NAME if state_dir is not None else None
+        scope = cluster_scope(server, context)
+        if self._path is not None:
+            self.history, self.warning = load_run_history(self._path, scope)
+        else:
+            self.history, self.warning = RunHistory(scope), ""
+        self.cache = EngineCache()  # this worker's own: the UI thread's explains keep theirs
+        self.runs = 0
+        self.last_seconds = 0.0  # how long the last forecast took (wall)
+        self.error = ""  # the last run's failure, one line ("" after a good run)
+        self._version = -1
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._unfollow: Callable[[], None] | None = None
+        self._thread = threading.Thread(target=self._run, name="kueuetop-forecast", daemon=True)
+        self._saved_at = time.monotonic()
+
+    def start(self) -> Forecaster:
+        # Finished workloads already in the store count at once; later ones as they finish.
+        self._unfollow = follow_store(self.store, self.history)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._unfollow is not None:
+            self._unfollow()
+            self._unfollow = None
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        self.save()
+
+    def now(self) -> None:
+        """Forecast at the next chance rather than after the interval (a what-if asked, a test)."""
+        self._version = -1
+        self._wake.set()
+
+    def save(self) -> None:
+        if self._path is None or not self.history.unsaved:
+            return
+        warning = save_run_history(self._path, self.history)
+        if warning:
+            log.warning("%s", warning)
+        self._saved_at = time.monotonic()
+
+    def run_once(self) -> Forecast | None:
+        """One forecast of the store as it is now, handed to the store; None when nothing changed."""
+        version = self.store.version()
+        if version == self._version:
+            return None
+        self._version = version
+        started = time.monotonic()
+        snap = self.store.snapshot()
+        now = self._clock()
+        runtimes = estimate_runtimes(snap, self.history, now)
+        result = forecast(snap, runtimes, now, cache=self.cache)
+        self.last_seconds = time.monotonic() - started
+        self.runs += 1
+        old = self.store.forecast()
+        self.store.set_forecast(result, _moved(old if isinstance(old, Forecast) else None, result))
+        return result
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            deadline = time.monotonic() + _YIELD_MAX
+            while self._busy() and time.monotonic() < deadline and not self._stop.is_set():
+                time.sleep(0.01)  # the screen first: this thread would take the interpreter from it
+            try:
+                self.run_once()
+                self.error = ""
+            except Exception as exc:  # a forecast must never take the console down
+                self.error = f"forecast failed: {type(exc).__name__}: {exc}"[:200]
+                log.exception("forecast failed")
+            if time.monotonic() - self._saved_at >= SAVE_EVERY:
+                self.save()
+            self._wake.wait(self.interval)
+            self._wake.clear()
+
