@@ -81,10 +81,11 @@ class _World:
         self.wake: dict[WorkloadKey, float] = {}
         self.ends: list[tuple[float, WorkloadKey]] = []  # heap of (finish time, key)
         self.end_of: dict[WorkloadKey, float] = {}
-        self.freed_at: dict[float, list[WorkloadKey]] = {}  # instant → workloads that finished or gave quota back
+        self.freed_now: list[WorkloadKey] = []  # finished or gave quota back at this instant
         self.prev_workloads: Mapping[WorkloadKey, Workload] | None = None
         self.jobs_todo: set[WorkloadKey] = set(self.wls)
-        self.started: set[WorkloadKey] = set()  # admitted by this round's writes  # workloads the job side has to look at
+        self.started: set[WorkloadKey] = set()  # admitted by this round's writes
+        self.endless: set[WorkloadKey] = set()  # running with no runtime: their end is unknown  # workloads the job side has to look at
         for key, wl in self.wls.items():
             if wl.has_quota_reservation and not wl.is_evicted:
                 self._schedule_end(key, _admitted_since(wl))
@@ -137,7 +138,8 @@ class _World:
     def _schedule_end(self, key: WorkloadKey, since: float) -> None:
         runtime = self.runtimes.get(key)
         if runtime is None:
-            return  # no estimate: it holds its quota for the whole forecast
+            self.endless.add(key)  # no estimate: it holds its quota for the whole forecast
+            return
         end = max(self.now, since + runtime)
         self.end_of[key] = end
         heapq.heappush(self.ends, (end, key))
@@ -155,7 +157,7 @@ class _World:
                 # The job integration stops the pods; the quota comes back (jobframework).
                 if self.write(key, su.release_quota(self._api(key), self.now, config=self.base.config)):
                     wrote = True
-                    self.freed_at.setdefault(self.now, []).append(key)
+                    self.freed_now.append(key)
                     self.end_of.pop(key, None)
                 continue
             if wl.has_quota_reservation and not wl.is_evicted and key not in self.end_of:
@@ -170,7 +172,7 @@ class _World:
             if self.end_of.get(key) != end:
                 continue  # evicted (and maybe readmitted) since: an older timer
             del self.end_of[key]
-            self.freed_at.setdefault(self.now, []).append(key)
+            self.freed_now.append(key)
             self._set(key, None)  # finished: it holds nothing and the engine no longer reads it
             wrote = True
         return wrote
@@ -289,12 +291,16 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
             result = loop.schedule(snap, world.now)
             wrote = apply(result.decisions)
         wrote |= world.jobs(wait_pods)
-        for key in world.started & waiting:
-            out.start[key] = world.now
-            root = roots.get(cq_of.get(key, ""))
-            freed = [k for k in world.freed_at.get(world.now, ()) if roots.get(cq_of.get(k, "")) == root]
-            out.after[key] = tuple(dict.fromkeys(freed))
-            waiting.discard(key)
+        started = world.started & waiting
+        if started:
+            # Whose finish or eviction at this instant, in the same cohort tree, let them in.
+            freed: dict[str, list[WorkloadKey]] = {}
+            for k in dict.fromkeys(world.freed_now):
+                freed.setdefault(roots.get(cq_of.get(k, ""), ""), []).append(k)
+            for key in started:
+                out.start[key] = world.now
+                out.after[key] = tuple(freed.get(roots.get(cq_of.get(key, ""), ""), ()))
+            waiting -= started
         world.started.clear()
         if not waiting:
             break
@@ -302,11 +308,14 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
             continue
         t = world.next_time()
         if t is None:
-            break  # nothing left to happen: whoever still waits never starts
+            # Nothing left to happen: whoever still waits never starts — unless a workload whose
+            # end is unknown still holds quota (then the answer is "not within the horizon").
+            out.stable = not any(k in world.wls and world.wls[k].has_quota_reservation for k in world.endless)
+            break
         if t > horizon:
             out.stable = False
             break
-        world.freed_at = {k: v for k, v in world.freed_at.items() if k >= world.now}
+        world.freed_now = []
         world.now = t
     out.end = world.now
     out.final = world.snapshot()

@@ -1,0 +1,174 @@
+"""The forecast on small clusters whose future can be worked out by hand: who starts when, after
+whom, on which flavor, by preempting whom; "never" with the reason; ranges from the runtime
+spread; the horizon; inputs untouched; a reused EngineCache answers as a fresh one does."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kueuetop.admission.engine_cache import EngineCache
+from kueuetop.admission.forecast import forecast
+from kueuetop.admission.forecast_result import RuntimeEstimate
+from kueuetop.kueue.workload import Workload
+from kueuetop.kueue.workload_api import status_from_api, workload_to_api
+from tests.builders import (
+    T0,
+    admit,
+    cluster_queue,
+    flavor,
+    fq,
+    group,
+    local_queue,
+    namespace,
+    snapshot,
+    workload,
+)
+
+NS = "team-a"
+GPU = "nvidia.com/gpu"
+
+
+def exact(seconds: float) -> RuntimeEstimate:
+    return RuntimeEstimate(seconds, seconds, seconds, "exact")
+
+
+def spread(lo: float, mid: float, hi: float) -> RuntimeEstimate:
+    return RuntimeEstimate(mid, lo, hi, "test")
+
+
+def gpus(n: int) -> dict:
+    return {GPU: str(n)}
+
+
+def base(quota: int = 4, within: str | None = None, **cq_kw: object) -> list[dict]:
+    return [flavor("l4"), namespace(NS),
+            cluster_queue("cq", group(GPU, fq("l4", **{GPU: quota})), within=within, **cq_kw),  # type: ignore[arg-type]
+            local_queue(NS, "lq", "cq")]
+
+
+def running(name: str, n: int, since: float, priority: int = 0) -> dict:
+    return admit(workload(NS, name, "lq", gpus(n), priority=priority, created=since - 60), "cq", {GPU: "l4"}, at=since)
+
+
+def test_a_queue_of_three_starts_one_after_the_other_as_each_run_ends() -> None:
+    # 4 GPUs: r (4 GPUs) runs since T0 for 10 min; a, b (4 GPUs each) wait in FIFO order.
+    snap = snapshot(*base(), running("r", 4, T0),
+                    workload(NS, "a", "lq", gpus(4), created=T0 + 1), workload(NS, "b", "lq", gpus(4), created=T0 + 2))
+    now = T0 + 120
+    f = forecast(snap, {(NS, "r"): exact(600), (NS, "a"): exact(300), (NS, "b"): exact(300)}, now)
+    a, b = f.workloads[(NS, "a")], f.workloads[(NS, "b")]
+    assert (a.start, b.start) == (T0 + 600, T0 + 900)
+    assert a.after == ((NS, "r"),) and b.after == ((NS, "a"),)
+    assert [p.flavors for p in a.flavors] == [{GPU: "l4"}]
+    assert f.complete and set(f.workloads) == {(NS, "a"), (NS, "b")}  # the running one is not forecast
+
+
+def test_a_workload_that_fits_now_starts_now_and_waits_for_nobody() -> None:
+    snap = snapshot(*base(), workload(NS, "a", "lq", gpus(2), created=T0))
+    f = forecast(snap, {(NS, "a"): exact(60)}, T0 + 5)
+    assert f.workloads[(NS, "a")].start == T0 + 5
+    assert f.workloads[(NS, "a")].after == ()
+
+
+def test_ranges_come_from_the_optimistic_and_pessimistic_runtimes() -> None:
+    snap = snapshot(*base(), running("r", 4, T0), workload(NS, "a", "lq", gpus(4), created=T0 + 1))
+    f = forecast(snap, {(NS, "r"): spread(300, 600, 1200), (NS, "a"): exact(60)}, T0 + 100)
+    a = f.workloads[(NS, "a")]
+    assert (a.earliest, a.start, a.latest) == (T0 + 300, T0 + 600, T0 + 1200)
+    assert f.runtimes[(NS, "r")].expected == 600
+
+
+def test_an_overdue_run_ends_now_not_in_the_past() -> None:
+    snap = snapshot(*base(), running("r", 4, T0), workload(NS, "a", "lq", gpus(4), created=T0 + 1))
+    f = forecast(snap, {(NS, "r"): exact(60)}, T0 + 500)
+    assert f.workloads[(NS, "a")].start == T0 + 500
+
+
+def test_a_higher_priority_workload_preempts_within_its_queue_and_the_victim_waits_for_it() -> None:
+    snap = snapshot(*base(within="LowerPriority"), running("low", 4, T0, priority=0),
+                    workload(NS, "high", "lq", gpus(4), priority=100, created=T0 + 10))
+    now = T0 + 20
+    f = forecast(snap, {(NS, "low"): exact(3600), (NS, "high"): exact(600)}, now)
+    high = f.workloads[(NS, "high")]
+    assert high.start == now and high.preempts == ((NS, "low"),)
+    assert (NS, "low") not in f.workloads  # it was running at the snapshot: not a pending answer
+
+
+def test_a_workload_larger_than_its_queue_never_starts_and_says_why() -> None:
+    snap = snapshot(*base(quota=4), workload(NS, "huge", "lq", gpus(8), created=T0))
+    f = forecast(snap, {(NS, "huge"): exact(60)}, T0)
+    huge = f.workloads[(NS, "huge")]
+    assert huge.start is None and f.complete
+    assert "nvidia.com/gpu" in huge.never and "exceeds the maximum capacity" in huge.never, huge.never
+
+
+def test_a_held_workload_never_starts_while_held() -> None:
+    snap = snapshot(*base(), workload(NS, "held", "lq", gpus(1), created=T0, active=False))
+    f = forecast(snap, {(NS, "held"): exact(60)}, T0)
+    assert f.workloads[(NS, "held")].start is None
+    assert "held" in f.workloads[(NS, "held")].never
+
+
+def test_the_horizon_ends_the_run_without_calling_anything_never() -> None:
+    snap = snapshot(*base(), running("r", 4, T0), workload(NS, "a", "lq", gpus(4), created=T0 + 1))
+    f = forecast(snap, {(NS, "r"): exact(7200), (NS, "a"): exact(60)}, T0, horizon=3600)
+    a = f.workloads[(NS, "a")]
+    assert a.start is None and a.never == "" and not f.complete
+
+
+def test_a_running_workload_without_an_estimate_holds_its_quota_to_the_horizon() -> None:
+    snap = snapshot(*base(), running("r", 4, T0), workload(NS, "a", "lq", gpus(4), created=T0 + 1))
+    f = forecast(snap, {(NS, "a"): exact(60)}, T0, horizon=3600)
+    assert f.workloads[(NS, "a")].start is None and not f.complete
+
+
+def test_borrowing_in_a_cohort_then_reclaim_by_the_lender() -> None:
+    # cq-a lends 4 GPUs to cq-b's job; when cq-a's own job arrives it reclaims them.
+    objs = [flavor("l4"), namespace(NS), namespace("team-b"),
+            cluster_queue("cq-a", group(GPU, fq("l4", **{GPU: 4})), cohort="co", reclaim="Any"),
+            cluster_queue("cq-b", group(GPU, fq("l4", **{GPU: 0})), cohort="co"),
+            local_queue(NS, "lq-a", "cq-a"), local_queue("team-b", "lq-b", "cq-b"),
+            admit(workload("team-b", "borrower", "lq-b", gpus(4), created=T0), "cq-b", {GPU: "l4"}, at=T0),
+            workload(NS, "owner", "lq-a", gpus(4), created=T0 + 30)]
+    f = forecast(snapshot(*objs), {("team-b", "borrower"): exact(3600), (NS, "owner"): exact(60)}, T0 + 40)
+    owner = f.workloads[(NS, "owner")]
+    assert owner.start == T0 + 40 and owner.preempts == (("team-b", "borrower"),)
+
+
+def test_the_snapshot_is_not_changed_and_a_reused_cache_answers_as_a_fresh_one() -> None:
+    snap = snapshot(*base(within="LowerPriority"), running("r", 2, T0), running("low", 2, T0),
+                    *[workload(NS, f"w{i}", "lq", gpus(1 + i % 3), priority=(i % 2) * 10, created=T0 + i)
+                      for i in range(12)])
+    runtimes = {k: exact(100 + 37 * i) for i, k in enumerate(sorted(snap.workloads))}
+    before = dict(snap.workloads)
+    cache = EngineCache()
+    first = forecast(snap, runtimes, T0 + 50, cache=cache)
+    again = forecast(snap, runtimes, T0 + 50, cache=cache)
+    fresh = forecast(snap, runtimes, T0 + 50, cache=EngineCache(fast_paths=False))
+    assert dict(snap.workloads) == before and all(snap.workloads[k] is v for k, v in before.items())
+    assert first.workloads == again.workloads == fresh.workloads
+    assert all(w.start is not None for w in first.workloads.values())
+
+
+@pytest.mark.parametrize("wl", [
+    workload(NS, "p", "lq", gpus(2), created=T0),
+    admit(workload(NS, "a", "lq", gpus(2), count=3, created=T0), "cq", {GPU: "l4"}, at=T0 + 5),
+])
+def test_a_workload_written_back_to_the_api_form_reads_back_the_same(wl: dict) -> None:
+    from kueuetop.kueue.parse import parse_object
+
+    parsed = parse_object(wl)
+    assert isinstance(parsed, Workload)
+    api = workload_to_api(parsed)
+    assert status_from_api(parsed, api) == parsed
+    # A write the status writers make is read back; the rest stays the parsed workload's own.
+    api["status"].setdefault("conditions", []).append(
+        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "m", "lastTransitionTime": "2023-11-14T22:13:20Z"})
+    api["spec"]["active"] = False
+    api["metadata"]["generation"] = 7
+    back = status_from_api(parsed, api)
+    assert back.is_evicted and not back.active and back.meta.generation == 7
+    assert back.pod_sets is parsed.pod_sets and back.meta.labels == parsed.meta.labels
+    assert dataclasses.replace(back, conditions=parsed.conditions, active=True, meta=parsed.meta) == parsed
