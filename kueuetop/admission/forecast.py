@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kueuetop.admission import status_updates as su
@@ -232,7 +232,7 @@ def _cohort_root(snapshot: ClusterSnapshot, cq: str) -> str:
 
 
 def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: float, pending: set[WorkloadKey],
-         cache: EngineCache, horizon: float, max_steps: int) -> _Run:
+         cache: EngineCache, horizon: float, max_steps: int, pause: Callable[[], None] | None) -> _Run:
     world = _World(snapshot, runtimes, now, cache)
     loop = KueueLoop(None, cache)
     out = _Run(loop=loop)
@@ -267,6 +267,8 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
 
     while True:
         steps += 1
+        if pause is not None:
+            pause()
         if steps > max_steps:
             out.stable = False
             break
@@ -329,21 +331,22 @@ def _pending(snapshot: ClusterSnapshot) -> set[WorkloadKey]:
 
 def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEstimate], now: float, *,
              cache: EngineCache | None = None, horizon: float = HORIZON, max_steps: int = MAX_STEPS,
-             ranges: bool = True) -> Forecast:
+             ranges: bool = True, pause: Callable[[], None] | None = None) -> Forecast:
     """Each pending workload's predicted admission (see the module docstring).
 
     `runtimes`: total runtime from admission per workload (a running workload's finish is its
     admission time plus it); a workload without one holds its quota to the horizon.
     `ranges`: also run with optimistic and pessimistic runtimes (earliest / latest).
+    `pause`: called between rounds; a caller on a thread beside a UI lets the UI go first there.
     """
     cache = cache if cache is not None else EngineCache()
     pending = _pending(snapshot)
     end = now + horizon
-    expected = _run(snapshot, {k: r.expected for k, r in runtimes.items()}, now, pending, cache, end, max_steps)
+    expected = _run(snapshot, {k: r.expected for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause)
     early = late = None
     if ranges:
-        early = _run(snapshot, {k: r.optimistic for k, r in runtimes.items()}, now, pending, cache, end, max_steps)
-        late = _run(snapshot, {k: r.pessimistic for k, r in runtimes.items()}, now, pending, cache, end, max_steps)
+        early = _run(snapshot, {k: r.optimistic for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause)
+        late = _run(snapshot, {k: r.pessimistic for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause)
     out: dict[WorkloadKey, WorkloadForecast] = {}
     for key in pending:
         wl = snapshot.workloads[key]
