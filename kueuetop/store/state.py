@@ -42,6 +42,7 @@ _SNAPSHOT_FIELDS = {
     K.ADMISSION_CHECKS: "admission_checks", K.LOCAL_QUEUES: "local_queues", K.WORKLOADS: "workloads",
 }
 _NAMESPACED_SNAPSHOT = {K.LOCAL_QUEUES, K.WORKLOADS}
+_SNAPSHOT_KINDS = frozenset({*_SNAPSHOT_FIELDS, K.NAMESPACES})
 
 
 class Store:
@@ -68,6 +69,7 @@ class Store:
         # console sets it from the visible view, so the visibility API is asked only for those.
         self.position_focus: frozenset[str] | None = None
         self._version = 0
+        self._snapshot_version = 0  # moves only when the engine's input (snapshot()) changes
         self._writing = 0  # batches being applied (readers may avoid pausing the process meanwhile)
         # Called (on the writer's thread) before a batch of at least `burst_size` events is
         # applied: the console uses it to keep garbage collections out of the burst.
@@ -120,6 +122,8 @@ class Store:
                 self._sources[ev.source] = replace(st, last_ok=at)
         if any(changed.values()):
             self._version += 1
+            if any(changed.get(k) for k in _SNAPSHOT_KINDS):
+                self._snapshot_version += 1
             self._record_history(now, changed)
 
     def _apply_one(self, ev: StoreEvent, now: float, changed: dict[str, set[Any]]) -> None:
@@ -480,12 +484,17 @@ class Store:
             return dict(self._gpus)
 
     # ----------------------------------------------------------------- engine snapshot
+    @property
+    def snapshot_version(self) -> int:
+        """Increases when a kind the engine reads changes (not with GPU samples, pods or Events)."""
+        return self._snapshot_version
+
     def snapshot(self) -> ClusterSnapshot:
         """The engine's input, built from the parsed objects (shared, not copied) and cached
-        until the next change."""
+        until one of its kinds changes."""
         with self._lock:
             cached = self._snapshot
-            if cached is not None and cached[0] == self._version:
+            if cached is not None and cached[0] == self._snapshot_version:
                 return cached[1]
             fields: dict[str, Any] = {}
             for kind, name in _SNAPSHOT_FIELDS.items():
@@ -497,5 +506,5 @@ class Store:
             fields["namespaces"] = {k[1]: e.obj.labels for k, e in self._objects.get(K.NAMESPACES, {}).items()
                                     if e.obj is not None}
             snap = ClusterSnapshot(**fields)
-            self._snapshot = (self._version, snap)
+            self._snapshot = (self._snapshot_version, snap)
             return snap

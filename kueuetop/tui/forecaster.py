@@ -21,7 +21,9 @@ from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.forecast import forecast
 from kueuetop.admission.forecast_result import Forecast, WorkloadForecast
 from kueuetop.admission.runtime_estimate import estimate_runtimes
+from kueuetop.kueue.workload import Workload
 from kueuetop.store import Store
+from kueuetop.store import events as K
 from kueuetop.store.run_history import (
     FILE_NAME,
     RunHistory,
@@ -33,9 +35,14 @@ from kueuetop.store.run_history import (
 
 log = logging.getLogger(__name__)
 
-INTERVAL = 5.0  # seconds between forecasts at most (the issue: "at most once per few seconds")
+INTERVAL = 5.0  # seconds between forecasts at least ("at most once per few seconds")
+DUTY = 0.05  # share of one core the forecasts may take on average: a slow one runs less often
 SAVE_EVERY = 60.0
 _YIELD_MAX = 2.0  # seconds a forecast waits for the screen at most before it runs anyway
+
+
+class _Stopped(Exception):
+    """The console is quitting: a forecast under way is dropped."""
 
 
 def _moved(old: Forecast | None, new: Forecast) -> set[tuple[str, str]]:
@@ -80,6 +87,7 @@ class Forecaster:
     def start(self) -> Forecaster:
         # Finished workloads already in the store count at once; later ones as they finish.
         self._unfollow = follow_store(self.store, self.history)
+        self.history.record_all(w for w in self.store.objects(K.WORKLOADS).values() if isinstance(w, Workload))
         self._thread.start()
         return self
 
@@ -108,7 +116,7 @@ class Forecaster:
 
     def run_once(self) -> Forecast | None:
         """One forecast of the store as it is now, handed to the store; None when nothing changed."""
-        version = self.store.version()
+        version = self.store.snapshot_version
         if version == self._version:
             return None
         self._version = version
@@ -116,26 +124,42 @@ class Forecaster:
         snap = self.store.snapshot()
         now = self._clock()
         runtimes = estimate_runtimes(snap, self.history, now)
-        result = forecast(snap, runtimes, now, cache=self.cache)
+        result = forecast(snap, runtimes, now, cache=self.cache, pause=self._pause)
         self.last_seconds = time.monotonic() - started
         self.runs += 1
         old = self.store.forecast()
         self.store.set_forecast(result, _moved(old if isinstance(old, Forecast) else None, result))
         return result
 
+    def _pause(self) -> None:
+        """Between the engine's rounds: while keys come or a change is on its way to the screen,
+        the UI thread gets the interpreter (a forecast of a large cluster runs for seconds)."""
+        deadline = time.monotonic() + _YIELD_MAX
+        while self._busy() and time.monotonic() < deadline and not self._stop.is_set():
+            time.sleep(0.01)
+        if self._stop.is_set():
+            raise _Stopped
+
+    def wait_seconds(self) -> float:
+        """Until the next forecast: the interval, or longer after a slow one (DUTY)."""
+        return max(self.interval, self.last_seconds / DUTY)
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            deadline = time.monotonic() + _YIELD_MAX
-            while self._busy() and time.monotonic() < deadline and not self._stop.is_set():
-                time.sleep(0.01)  # the screen first: this thread would take the interpreter from it
+            try:
+                self._pause()
+            except _Stopped:
+                return
             try:
                 self.run_once()
                 self.error = ""
+            except _Stopped:
+                return
             except Exception as exc:  # a forecast must never take the console down
                 self.error = f"forecast failed: {type(exc).__name__}: {exc}"[:200]
                 log.exception("forecast failed")
             if time.monotonic() - self._saved_at >= SAVE_EVERY:
                 self.save()
-            self._wake.wait(self.interval)
+            self._wake.wait(self.wait_seconds())
             self._wake.clear()
 

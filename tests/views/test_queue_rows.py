@@ -49,7 +49,7 @@ def test_the_cli_and_the_console_show_kueues_counts_and_status_for_every_queue()
         (False, "FlavorNotFound: Can't admit new workloads: flavor missing")
     assert cli["cq-new"]["active"] is None and cli["cq-busy"]["active"] is True
     lq = [[c.plain.strip() for c in r.cells] for r in console_lq_rows(ctx)]
-    assert lq == [["team-a", "lq", "cq-busy", "4", "3", "2", "Active"]]
+    assert lq == [["team-a", "lq", "cq-busy", "4", "3", "2", "Active", "-"]]  # no forecast yet: no next admission
 
 
 def test_the_text_snapshot_says_the_same_status_words() -> None:

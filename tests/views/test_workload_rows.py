@@ -55,7 +55,8 @@ def test_the_cli_and_the_console_show_the_same_values_for_every_workload() -> No
         shown = lambda v: "-" if v is None else str(v)  # noqa: E731 (the console's empty cell)
         want = [r["namespace"], r["name"], r["queue"], shown(r["clusterQueue"]), str(r["priority"]), r["state"],
                 shown(r["reason"]), shown(r["position"]), ",".join(dict.fromkeys(r["flavors"].values())) or "-",
-                age_text(r["waitSeconds"]), "-" if r["gpuUtil"] is None else f"{r['gpuUtil']:.0f}%",
+                age_text(r["waitSeconds"]), "-",  # ETA: the console's forecast (none in this store)
+                "-" if r["gpuUtil"] is None else f"{r['gpuUtil']:.0f}%",
                 shown(r["evictions"] or None)]
         assert cells == want, key
     assert states == {"Finished", "Admitted", "QuotaReserved", "Pending"}

@@ -29,7 +29,7 @@ def local_queue_rows(ctx: ViewContext) -> list[Row]:
         out.append(Row(key, (
             cell(q.namespace), cell(q.name), cell(lq.cluster_queue), cell(q.pending),
             cell(q.reserving), cell(q.admitted), status_cell(q.status, ctx.state_style(q.colour)),
-            cell(eta_cell(nexts.get(key), now) if q.pending else "-"),
+            cell(eta_cell(nexts[key], now) if key in nexts else "-"),
         ), sort={"name": q.name, "namespace": q.namespace, "status": q.status, "cq": lq.cluster_queue,
                  "eta": eta_sort(nexts.get(key), now)},
             labels=lq.meta.labels, state=q.status.lower()))

@@ -1,0 +1,148 @@
+"""Where users see the forecast: the Workloads view's ETA, the LocalQueues view's next admission,
+the detail screen's sentence (when, after whom, on what basis, how old), the sort by ETA; and the
+worker behind them (recomputed only when the store changed, slower after a slow run, its history
+of finished runs kept between consoles)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from kueuetop.admission.forecast_result import Forecast
+from kueuetop.store import Store
+from kueuetop.store import events as K
+from kueuetop.tui.detail import detail_text
+from kueuetop.tui.forecaster import DUTY, Forecaster
+from kueuetop.tui.views.base import TableView
+from tests.builders import (
+    T0,
+    admit,
+    cluster_queue,
+    condition,
+    flavor,
+    fq,
+    group,
+    local_queue,
+    namespace,
+    workload,
+)
+from tests.tui.test_app import make_app, run, table_cells, until
+from tests.views.cluster import put
+
+from .conftest import Live
+
+GPU = "nvidia.com/gpu"
+NOW = T0 + 120
+
+
+def _store() -> Store:
+    """4 GPUs; `r` runs since T0 (its Job's limit: 10 minutes); `a` and `b` (4 GPUs each, 5 minutes
+    at most) wait in FIFO order: a at T0+600, b at T0+900."""
+    store = Store()
+    limit = {"kueue.x-k8s.io/max-exec-time-seconds": "600"}
+    r = admit(workload("team-a", "r", "lq", {GPU: "4"}, created=T0 - 60), "cq", {GPU: "l4"}, at=T0)
+    r["spec"]["maximumExecutionTimeSeconds"] = 600
+    a = workload("team-a", "a", "lq", {GPU: "4"}, created=T0 + 1)
+    b = workload("team-a", "b", "lq", {GPU: "4"}, created=T0 + 2)
+    for w in (a, b):
+        w["spec"]["maximumExecutionTimeSeconds"] = 300
+        w["metadata"]["labels"] = dict(limit)
+        w["status"] = {"conditions": [condition("QuotaReserved", False, "Pending", "insufficient quota", T0 + 3)]}
+    put(store, flavor("l4"), cluster_queue("cq", group(GPU, fq("l4", **{GPU: 4}))),
+        local_queue("team-a", "lq", "cq"), r, a, b)
+    return store
+
+
+def test_the_worker_forecasts_only_when_the_store_changed_and_slows_down_after_a_slow_run(tmp_path: Path) -> None:
+    store = _store()
+    f = Forecaster(store, state_dir=tmp_path, clock=lambda: NOW)
+    first = f.run_once()
+    assert isinstance(first, Forecast) and store.forecast() is first
+    # The upper bounds (Kueue's maximumExecutionTimeSeconds) are the expected runtimes: nothing ran before.
+    assert (first.workloads[("team-a", "a")].start, first.workloads[("team-a", "b")].start) == (T0 + 600, T0 + 900)
+    assert f.run_once() is None  # nothing changed since
+    f.last_seconds = 2.0
+    assert f.wait_seconds() == 2.0 / DUTY
+    f.last_seconds = 0.01
+    assert f.wait_seconds() == f.interval
+
+
+def test_the_worker_tells_the_views_which_rows_moved() -> None:
+    store = _store()
+    seen: list[set] = []
+    store.subscribe(lambda changes: seen.append(set(changes.get(K.FORECAST))))
+    f = Forecaster(store, clock=lambda: NOW)
+    f.run_once()
+    assert seen == [{("team-a", "a"), ("team-a", "b")}]
+    Forecaster(store, clock=lambda: NOW).run_once()  # the same answers again: no row moved, nothing to redraw
+    assert seen == [{("team-a", "a"), ("team-a", "b")}]
+    Forecaster(store, clock=lambda: NOW + 60).run_once()  # a minute on, r has run longer: its optimistic end moved
+    assert seen[-1] == {("team-a", "a"), ("team-a", "b")} and len(seen) == 2
+
+
+def test_finished_runs_are_kept_for_the_next_console(tmp_path: Path) -> None:
+    store = _store()
+    done = admit(workload("team-a", "done", "lq", {GPU: "4"}, created=T0 - 2000), "cq", {GPU: "l4"}, at=T0 - 1900)
+    done["status"]["conditions"].append(condition("Finished", True, "Succeeded", "Job finished", T0 - 1500))
+    put(store, done)
+    f = Forecaster(store, state_dir=tmp_path, server="https://k8s.example:6443", clock=lambda: NOW).start()
+    f.stop()
+    saved = tmp_path / "run-history.json"
+    (run,) = json.loads(saved.read_text())["clusters"]["https://k8s.example:6443"]
+    assert (run["uid"], run["finished"] - run["admitted"]) == ("uid-team-a-done", 400)  # from its conditions
+    again = Forecaster(Store(), state_dir=tmp_path, server="https://k8s.example:6443", clock=lambda: NOW)
+    assert len(again.history.records()) == 1 and again.warning == ""
+
+
+def _cells(app: object, view: str) -> dict[str, dict[str, str]]:
+    """Rows on screen by workload (or queue) name, in screen order: column → text."""
+    tv = app.main.query_one(f"#{view}", TableView)  # type: ignore[attr-defined]
+    names = list(tv._column_keys)
+    return {r[names.index("NAME")]: dict(zip(names, r, strict=True)) for r in table_cells(app, view)}  # type: ignore[arg-type]
+
+
+def test_eta_in_the_workloads_and_localqueues_views_the_detail_line_and_the_sort() -> None:
+    store = _store()
+    app = make_app(store, initial_view="workloads", forecast=True, clock=lambda: NOW)
+
+    async def body(pilot: Pilot[int]) -> None:
+        await pilot.press("ctrl+w")  # every column
+        assert await until(pilot, lambda: _cells(app, "workloads").get("a", {}).get("ETA", "-") != "-")
+        cells = _cells(app, "workloads")
+        # r's 600 s limit ends at T0+600, 8 minutes from now; at its optimistic end (a quarter of
+        # the bound, as no run is known) r ends at T0+150, 30 s from now. b follows a's 300 s.
+        assert cells["a"]["ETA"] == "~8m (30s–8m)", cells["a"]
+        assert cells["b"]["ETA"].startswith("~13m ("), cells["b"]
+        assert cells["r"]["ETA"] == "-"  # running: nothing to forecast
+        await pilot.press("E")
+        assert await until(pilot, lambda: list(_cells(app, "workloads"))[:2] == ["a", "b"])
+        await pilot.press("E")  # again: reversed
+        assert await until(pilot, lambda: (lambda order: order.index("b") < order.index("a"))(list(_cells(app, "workloads"))))
+        text = " ".join(detail_text(app.ctx, ("team-a", "a")).plain.split())
+        assert "Forecast: expected to start in ~8m (30s–8m) when team-a/r finish" in text, text
+        assert "basis: maximumExecutionTimeSeconds 600" in text and "forecast 0s old" in text, text
+        await pilot.press("4")
+        assert await until(pilot, lambda: _cells(app, "localqueues").get("lq", {}).get("NEXT ADMISSION")
+                           == "~8m (30s–8m)")
+
+    run(app, body)
+
+
+def test_a_live_console_forecasts_the_pending_workloads_it_is_shown(live: Live) -> None:
+    app = make_app(live.store, live, initial_view="workloads", forecast=True)
+
+    async def body(pilot: Pilot[int]) -> None:
+        def forecast_shown() -> bool:
+            rows = _cells(app, "workloads").values()
+            return any(r["STATE"] in ("Pending", "Blocked", "Backoff") and r["ETA"] not in ("-", "") for r in rows)
+
+        assert await until(pilot, forecast_shown, timeout=60)
+        f = live.store.forecast()
+        assert isinstance(f, Forecast) and f.workloads
+        pending = {k for k, w in live.store.objects(K.WORKLOADS).items() if not w.has_quota_reservation and not w.is_finished}
+        assert set(f.workloads) <= pending | set(f.workloads)  # answers only for workloads the store had
+        assert all(w.start is None or w.start >= f.at for w in f.workloads.values())
+
+    run(app, body)
