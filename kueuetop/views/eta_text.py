@@ -112,10 +112,11 @@ def forecast_of(store: Store, key: Key) -> tuple[Forecast | None, WorkloadForeca
     return f, f.workloads.get(key)
 
 
-def next_admissions(store: Store, forecast: Forecast | None) -> dict[Key, WorkloadForecast]:
-    """Per LocalQueue (namespace, name): its pending workload the forecast admits first."""
+def next_admissions(store: Store) -> dict[Key, WorkloadForecast]:
+    """Per LocalQueue (namespace, name): its pending workload the store's latest forecast admits first."""
     out: dict[Key, WorkloadForecast] = {}
-    if forecast is None:
+    forecast = store.forecast()
+    if not isinstance(forecast, Forecast):
         return out
     for key, wf in forecast.workloads.items():
         if wf.start is None:

@@ -25,7 +25,6 @@ from tests.builders import (
     fq,
     group,
     local_queue,
-    namespace,
     workload,
 )
 from tests.tui.test_app import make_app, run, table_cells, until

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from kueuetop.admission.forecast_result import Forecast
 from kueuetop.kueue.actions import Target
 from kueuetop.kueue.local_queue import LocalQueue
 from kueuetop.store import events as K
@@ -20,8 +19,7 @@ from kueuetop.views.rows import Row, cell
 def local_queue_rows(ctx: ViewContext) -> list[Row]:
     out = []
     now = ctx.now()
-    forecast = ctx.store.forecast()
-    nexts = next_admissions(ctx.store, forecast if isinstance(forecast, Forecast) else None)
+    nexts = next_admissions(ctx.store)
     for key, lq in ctx.store.objects(K.LOCAL_QUEUES).items():
         if not isinstance(lq, LocalQueue) or (ctx.namespace and lq.namespace != ctx.namespace):
             continue
