@@ -103,11 +103,13 @@ class _World:
         self.pods_started: set[WorkloadKey] = set()  # pods started this round
         running = [(_admitted_since(w), k) for k, w in self.wls.items() if w.has_quota_reservation and not w.is_evicted]
         for since, key in sorted(running):
-            self._schedule_end(key, since)
             if self.pods is not None:
                 # Without placements its pods are taken as bound where nobody knows: they free no GPUs.
                 pods = self._gpu_pods(self.wls[key]) if placements is not None else []
-                self.pods.seed(key, pods, placements.get(key, ()) if placements is not None else ())
+                if self.pods.seed(key, pods, placements.get(key, ()) if placements is not None else (),
+                                  runtimes.get(key)):
+                    continue  # pods still wait for nodes: its run has not begun, it ends after they start
+            self._schedule_end(key, since)
 
     # -- snapshots -----------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
@@ -402,7 +404,8 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
     `pools`: the node pools (`pod_placement.pools_from_cluster`); with them pods wait for nodes,
     a pending workload's runtime counts from its pods' start and `pods_start` is filled. None:
     pods run at admission. `placements`: where running workloads' GPUs are, (pool, node index,
-    GPUs) per workload; a running workload missing from it has its GPU pods still to place.
+    GPUs) per workload; a running workload's GPU pods missing from it are still to place, and
+    then its runtime counts from their start, like a pending one's.
     None: every running workload's pods are taken as bound, but where is unknown, so their finish
     frees no pool's GPUs.
     """

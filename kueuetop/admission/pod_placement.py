@@ -155,10 +155,10 @@ class PodPlacer:
     def holds(self, key: WorkloadKey) -> bool:
         return key in self.held or key in self.waiting
 
-    def seed(self, key: WorkloadKey, pods: list[GpuPod], placed: Iterable[GpuPlacement]) -> None:
-        """A workload running at the snapshot: its GPUs where they are (already counted as used);
-        its pods not yet bound wait like a new admission's. They all hold their GPUs until the
-        workload ends: their own start times are not in the snapshot."""
+    def seed(self, key: WorkloadKey, pods: list[GpuPod], placed: Iterable[GpuPlacement], runtime: float | None) -> bool:
+        """A workload holding quota at the snapshot: its GPUs where they are (already counted as
+        used; they are held until the workload ends, their pods' start times are not in the
+        snapshot); its pods not yet bound wait like a new admission's. Whether some wait."""
         held = [(pool, i, g) for pool, i, g in placed if pool in self.nodes and 0 <= i < len(self.nodes[pool])]
         self.held[key] = held
         left = list(pods)
@@ -167,10 +167,12 @@ class PodPlacer:
                 if want == g:
                     del left[j]
                     break
-        if left:
-            self.waiting[key] = [_WaitingPod(p, g) for p, g in left]
-            self.runtime[key] = None
-            self.dirty = True
+        if not left:
+            return False
+        self.waiting[key] = [_WaitingPod(p, g) for p, g in left]
+        self.runtime[key] = runtime
+        self.dirty = True
+        return True
 
     def admit(self, key: WorkloadKey, pods: list[GpuPod], runtime: float | None) -> None:
         """An admission: the job's pods are created and queue for nodes (placed by `step`)."""
