@@ -60,7 +60,8 @@ def pools_from_cluster(nodes: Iterable[Node], pods: Iterable[Pod],
     Ready, schedulable nodes grouped by their pool label; free GPUs per node = allocatable
     `nvidia.com/gpu` minus the GPU requests of the non-terminated pods bound to it (what
     kube-scheduler's NodeResourcesFit counts). `limits`: per pool (max nodes, provisioning delay
-    in seconds), the autoscaler's settings, which no Node carries; a pool without one cannot grow."""
+    in seconds), the autoscaler's settings, which no Node carries; a pool without one cannot grow.
+    Nodes a scale-up has asked for are not Nodes yet: `coming` is left for the caller to fill."""
     by_pool = _pool_nodes(nodes)
     used = _gpus_used(pods)
     out: dict[str, PoolCapacity] = {}
@@ -133,7 +134,8 @@ class PodPlacer:
         self.caps = pools
         self._order = 0
         self.nodes: dict[str, list[_Node]] = {name: [self._node(f) for f in p.free_gpus] for name, p in pools.items()}
-        self.coming: list[tuple[float, str, int]] = []  # heap of (Ready at, pool, nodes)
+        self.coming: list[tuple[float, str, int]] = [(t, name, 1) for name, p in pools.items() for t in p.coming]
+        heapq.heapify(self.coming)  # (Ready at, pool, nodes)
         self.held: dict[WorkloadKey, list[tuple[str, int, int]]] = {}
         self.waiting: dict[WorkloadKey, list[_WaitingPod]] = {}  # in admission order
         self.runtime: dict[WorkloadKey, float | None] = {}
@@ -169,7 +171,10 @@ class PodPlacer:
                     break
         if not left:
             return False
-        self.waiting[key] = [_WaitingPod(p, g) for p, g in left]
+        # cluster-autoscaler asked for the nodes in flight for pods like these: they wait for them
+        # before asking again (which of them each was meant for is not in the snapshot).
+        self.waiting[key] = [_WaitingPod(p, g, max((t for t, q, _ in self.coming if q in p), default=None))
+                             for p, g in left]
         self.runtime[key] = runtime
         self.dirty = True
         return True
