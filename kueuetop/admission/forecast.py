@@ -11,6 +11,9 @@ to the next finish or controller timer (backoff, PodsReady timeout, …). No wor
 after `now`. So with exact runtimes the forecast is the simulator's future, admission by
 admission (tests/admission/test_forecast_exact.py holds it to that).
 
+With `pools` the pods also need nodes (`pod_placement`): an admitted workload's pods wait for
+free GPUs or for an autoscaled pool's new nodes, and its runtime counts from when they start.
+
 Admission checks are taken to pass the instant quota is reserved: a forecast cannot know when a
 ProvisioningRequest is satisfied, and says so (`Forecast.assumptions`).
 
@@ -35,8 +38,15 @@ from kueuetop.admission import status_updates as su
 from kueuetop.admission.decisions import Admit, Decision, Preempt
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.explain import explain
-from kueuetop.admission.forecast_result import Forecast, PodSetFlavors, RuntimeEstimate, WorkloadForecast
+from kueuetop.admission.forecast_result import (
+    Forecast,
+    PodSetFlavors,
+    PoolCapacity,
+    RuntimeEstimate,
+    WorkloadForecast,
+)
 from kueuetop.admission.kueue_loop import KueueLoop
+from kueuetop.admission.pod_placement import GpuPlacement, PodPlacer, gpu_pods
 from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.kueue.workload import Workload
@@ -54,6 +64,7 @@ class _Run:
     """What one forward run saw, per pending workload."""
 
     start: dict[WorkloadKey, float] = field(default_factory=dict)
+    pods_start: dict[WorkloadKey, float] = field(default_factory=dict)
     flavors: dict[WorkloadKey, tuple[PodSetFlavors, ...]] = field(default_factory=dict)
     after: dict[WorkloadKey, tuple[WorkloadKey, ...]] = field(default_factory=dict)
     preempts: dict[WorkloadKey, list[WorkloadKey]] = field(default_factory=dict)
@@ -67,7 +78,8 @@ class _World:
     """The unfinished workloads as the forward run changes them, and the job side's timers."""
 
     def __init__(self, snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: float,
-                 cache: EngineCache) -> None:
+                 cache: EngineCache, pools: Mapping[str, PoolCapacity] | None = None,
+                 placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None) -> None:
         self.base = dataclasses.replace(snapshot, workloads={}, workload_delta=None)
         self.cache = cache
         self.runtimes = runtimes
@@ -86,9 +98,18 @@ class _World:
         self.jobs_todo: set[WorkloadKey] = set(self.wls)
         self.started: set[WorkloadKey] = set()  # admitted by this round's writes
         self.endless: set[WorkloadKey] = set()  # running with no runtime: their end is unknown  # workloads the job side has to look at
-        for key, wl in self.wls.items():
-            if wl.has_quota_reservation and not wl.is_evicted:
-                self._schedule_end(key, _admitted_since(wl))
+        self.pools = pools
+        self.pods = PodPlacer(pools, now) if pools is not None else None  # None: pods run at admission
+        self.pods_started: set[WorkloadKey] = set()  # pods started this round
+        running = [(_admitted_since(w), k) for k, w in self.wls.items() if w.has_quota_reservation and not w.is_evicted]
+        for since, key in sorted(running):
+            if self.pods is not None:
+                # Without placements its pods are taken as bound where nobody knows: they free no GPUs.
+                pods = self._gpu_pods(self.wls[key]) if placements is not None else []
+                if self.pods.seed(key, pods, placements.get(key, ()) if placements is not None else (),
+                                  runtimes.get(key)):
+                    continue  # pods still wait for nodes: its run has not begun, it ends after they start
+            self._schedule_end(key, since)
 
     # -- snapshots -----------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
@@ -135,6 +156,16 @@ class _World:
         return True
 
     # -- the job side --------------------------------------------------------------------------
+    def _gpu_pods(self, wl: Workload) -> list:
+        assert self.pools is not None
+        return gpu_pods(wl, self.base.flavors, self.pools)
+
+    def stopped(self, key: WorkloadKey) -> None:
+        """It gave its quota back: no end to wait for; its pods are deleted, their GPUs free."""
+        self.end_of.pop(key, None)
+        if self.pods is not None:
+            self.pods.release(key)
+
     def _schedule_end(self, key: WorkloadKey, since: float) -> None:
         runtime = self.runtimes.get(key)
         if runtime is None:
@@ -155,32 +186,55 @@ class _World:
                 continue
             if _needs_release(wl):
                 # The job integration stops the pods; the quota comes back (jobframework).
+                if self.pods is not None:
+                    self.pods.release(key)
                 if self.write(key, su.release_quota(self._api(key), self.now, config=self.base.config)):
                     wrote = True
                     self.freed_now.append(key)
                     self.end_of.pop(key, None)
                 continue
             if wl.has_quota_reservation and not wl.is_evicted and key not in self.end_of:
-                self._schedule_end(key, self.now)
-            if config_wait and wl.is_admitted and not wl.is_true("PodsReady"):
-                d = _copy(self._api(key))
-                su.set_condition(d["status"].setdefault("conditions", []), "PodsReady", True, "Started",
-                                 "All pods reached readiness and the workload is running", self.now, None)
-                wrote |= self.write(key, d)
+                if self.pods is None:
+                    self._schedule_end(key, self.now)
+                elif not self.pods.holds(key):
+                    # The job's pods are created and queue for nodes; the runtime clock waits for them.
+                    self.pods.admit(key, self._gpu_pods(wl), self.runtimes.get(key))
+            if config_wait and (self.pods is None or key in self.end_of):
+                wrote |= self._pods_ready(key)
         while self.ends and self.ends[0][0] <= self.now:
             end, key = heapq.heappop(self.ends)
             if self.end_of.get(key) != end:
                 continue  # evicted (and maybe readmitted) since: an older timer
             del self.end_of[key]
             self.freed_now.append(key)
+            if self.pods is not None:
+                self.pods.release(key)
             self._set(key, None)  # finished: it holds nothing and the engine no longer reads it
             wrote = True
+        if self.pods is not None:
+            for key in self.pods.step(self.now):
+                # Its last pod is bound and starts (the kubelet runs it at once): the run begins.
+                self.pods_started.add(key)
+                self._schedule_end(key, self.now)
+                if config_wait:
+                    wrote |= self._pods_ready(key)
         return wrote
+
+    def _pods_ready(self, key: WorkloadKey) -> bool:
+        wl = self.wls.get(key)
+        if wl is None or not wl.is_admitted or wl.is_true("PodsReady"):
+            return False
+        d = _copy(self._api(key))
+        su.set_condition(d["status"].setdefault("conditions", []), "PodsReady", True, "Started",
+                         "All pods reached readiness and the workload is running", self.now, None)
+        return self.write(key, d)
 
     def next_time(self) -> float | None:
         times = [t for t in self.wake.values() if t > self.now]
         if self.ends:
             times.append(self.ends[0][0])
+        if self.pods is not None and (t := self.pods.next_time()) is not None:
+            times.append(t)
         return min(times) if times else None
 
 
@@ -232,11 +286,14 @@ def _cohort_root(snapshot: ClusterSnapshot, cq: str) -> str:
 
 
 def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: float, pending: set[WorkloadKey],
-         cache: EngineCache, horizon: float, max_steps: int, pause: Callable[[], None] | None) -> _Run:
-    world = _World(snapshot, runtimes, now, cache)
+         cache: EngineCache, horizon: float, max_steps: int, pause: Callable[[], None] | None,
+         pools: Mapping[str, PoolCapacity] | None = None,
+         placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None) -> _Run:
+    world = _World(snapshot, runtimes, now, cache, pools, placements)
     loop = KueueLoop(None, cache)
     out = _Run(loop=loop)
     waiting = set(pending)
+    pods_waiting = set(pending) if pools is not None else set()  # admitted or not, pods not started
     wait_pods = snapshot.config.wait_for_pods_ready is not None
     cq_of = {k: snapshot.cluster_queue_of(w) or "" for k, w in world.wls.items()}
     roots = {cq: _cohort_root(snapshot, cq) for cq in snapshot.cluster_queues}
@@ -262,7 +319,7 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
                 elif isinstance(d, Preempt) and d.preemptor in waiting and d.preemptor not in out.start:
                     out.preempts.setdefault(d.preemptor, []).append(key)
                 if before.has_quota_reservation and not world.wls[key].has_quota_reservation:
-                    world.end_of.pop(key, None)
+                    world.stopped(key)
         return wrote
 
     while True:
@@ -304,7 +361,11 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
                 out.after[key] = tuple(freed.get(roots.get(cq_of.get(key, ""), ""), ()))
             waiting -= started
         world.started.clear()
-        if not waiting:
+        for key in world.pods_started & pods_waiting:
+            out.pods_start[key] = world.now
+        pods_waiting -= world.pods_started
+        world.pods_started.clear()
+        if not waiting and not pods_waiting:
             break
         if wrote:
             continue
@@ -331,22 +392,35 @@ def _pending(snapshot: ClusterSnapshot) -> set[WorkloadKey]:
 
 def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEstimate], now: float, *,
              cache: EngineCache | None = None, horizon: float = HORIZON, max_steps: int = MAX_STEPS,
-             ranges: bool = True, pause: Callable[[], None] | None = None) -> Forecast:
+             ranges: bool = True, pause: Callable[[], None] | None = None,
+             pools: Mapping[str, PoolCapacity] | None = None,
+             placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None) -> Forecast:
     """Each pending workload's predicted admission (see the module docstring).
 
     `runtimes`: total runtime from admission per workload (a running workload's finish is its
     admission time plus it); a workload without one holds its quota to the horizon.
     `ranges`: also run with optimistic and pessimistic runtimes (earliest / latest).
     `pause`: called between rounds; a caller on a thread beside a UI lets the UI go first there.
+    `pools`: the node pools (`pod_placement.pools_from_cluster`); with them pods wait for nodes,
+    a pending workload's runtime counts from its pods' start and `pods_start` is filled. None:
+    pods run at admission. `placements`: where running workloads' GPUs are, (pool, node index,
+    GPUs) per workload; a running workload's GPU pods missing from it are still to place, and
+    then its runtime counts from their start, like a pending one's.
+    None: every running workload's pods are taken as bound, but where is unknown, so their finish
+    frees no pool's GPUs.
     """
     cache = cache if cache is not None else EngineCache()
     pending = _pending(snapshot)
     end = now + horizon
-    expected = _run(snapshot, {k: r.expected for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause)
+    nodes = (pools, placements)
+    expected = _run(snapshot, {k: r.expected for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause,
+                    *nodes)
     early = late = None
     if ranges:
-        early = _run(snapshot, {k: r.optimistic for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause)
-        late = _run(snapshot, {k: r.pessimistic for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause)
+        early = _run(snapshot, {k: r.optimistic for k, r in runtimes.items()}, now, pending, cache, end, max_steps,
+                     pause, *nodes)
+        late = _run(snapshot, {k: r.pessimistic for k, r in runtimes.items()}, now, pending, cache, end, max_steps,
+                    pause, *nodes)
     out: dict[WorkloadKey, WorkloadForecast] = {}
     for key in pending:
         wl = snapshot.workloads[key]
@@ -362,7 +436,8 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
             earliest=min(starts) if start is not None else None,
             latest=max(starts) if start is not None else None,
             flavors=expected.flavors.get(key, ()), after=expected.after.get(key, ()),
-            preempts=tuple(expected.preempts.get(key, ())) if start is not None else (), never=never)
+            preempts=tuple(expected.preempts.get(key, ())) if start is not None else (), never=never,
+            pods_start=expected.pods_start.get(key))
     return Forecast(at=now, horizon=end, workloads=out, runtimes=dict(runtimes), complete=expected.stable)
 
 

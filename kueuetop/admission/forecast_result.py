@@ -68,3 +68,4 @@ class PoolCapacity:
     free_gpus: tuple[int, ...]  # per current Ready, schedulable node
     max_nodes: int  # the autoscaler's limit (= len(free_gpus) when the pool cannot grow)
     provisioning_delay: float = 0.0  # seconds from a scale-up to a Ready node
+    coming: tuple[float, ...] = ()  # when the nodes already asked for (a scale-up in flight) are Ready
