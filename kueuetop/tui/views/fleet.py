@@ -13,16 +13,10 @@ from kueuetop.kueue.core import Node, Pod
 from kueuetop.kueue.flavor import ResourceFlavor
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
+from kueuetop.views.node_pools import pool_of  # shared with the headless forecast
 
-POOL_LABELS = ("cloud.google.com/gke-nodepool", "karpenter.sh/nodepool", "eks.amazonaws.com/nodegroup",
-               "kubernetes.azure.com/agentpool", "node.kubernetes.io/pool", "nodepool")
 MODEL_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
 _DONE = ("Succeeded", "Failed")
-
-
-def pool_of(node: Node) -> str:
-    labels = node.meta.labels
-    return next((labels[k] for k in POOL_LABELS if labels.get(k)), "-")
 
 
 def model_of(node: Node) -> str:
