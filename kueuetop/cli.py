@@ -1,6 +1,6 @@
 """kueuetop command line.
 
-Headless commands (sim, explain, snapshot, actions) never import Textual: a test enforces it,
+Headless commands (sim, explain, snapshot, forecast, actions) never import Textual: a test enforces it,
 so they stay fast and usable on hosts where the console can't run.
 
 Exit codes: 0 success; 1 the command ran but failed (e.g. a workload not found, an action
@@ -116,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("-o", "--output", choices=("json", "table"), default="table")
     snap.add_argument("--timeout", type=_duration, default=_duration("30s"),
                       help="give up when the cluster has not synced after this long (default 30s)")
+    from kueuetop.forecast_cli import add_forecast_parser
+
+    add_forecast_parser(sub, _duration, add_connection_args)
     _add_action_parsers(sub)
     return p
 
@@ -446,6 +449,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_explain(args)
     if args.command == "snapshot":
         return cmd_snapshot(args)
+    if args.command == "forecast":
+        from kueuetop.forecast_cli import cmd_forecast
+
+        return cmd_forecast(args)
     if getattr(args, "action", None):
         return _run_action(args)
     if args.command is None:
