@@ -31,7 +31,7 @@ seconds from the forecast's `at` (`…InSeconds`, ≥ 0).
                     before: eta, after: eta, change, deltaSeconds}],
                     summary: {sooner, soonerMedianSeconds, later, laterMedianSeconds,
                               nowStart, noLongerStart, text}}
-                  moved: every workload whose expected start moved, sorted by deltaSeconds
+                  moved: every workload whose expected start moved by 5 s or more, sorted by deltaSeconds
                   (most sooner first); change: sooner | later | starts (had no start before) |
                   noLongerStarts; deltaSeconds: after − before (null unless both start)
 """
@@ -47,14 +47,14 @@ from kueuetop.admission.forecast import CHECKS_ASSUMED
 from kueuetop.admission.forecast_result import Forecast, WorkloadForecast
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.views.ages import age_text
-from kueuetop.views.eta_text import eta_basis, eta_cell, eta_range
+from kueuetop.views.eta_text import NOW_WITHIN, eta_basis, eta_cell, eta_range
 from kueuetop.views.safe_text import clean
 
 # The snapshot command's table layout and engine queue order, shared rather than copied.
 from kueuetop.views.snapshot import _engine_positions, _table
 
 SCHEMA = 1
-MOVED_WITHIN = 1.0  # seconds: a start that moved less than this did not move (one instant)
+MOVED_WITHIN = NOW_WITHIN  # seconds: a start that moved less did not move (one scheduling instant)
 
 Key = tuple[str, str]
 PositionOf = Callable[[Key], tuple[int, int] | None]
