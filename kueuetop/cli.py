@@ -1,6 +1,6 @@
 """kueuetop command line.
 
-Headless commands (sim, explain, snapshot, actions) never import Textual: a test enforces it,
+Headless commands (sim, explain, snapshot, forecast, actions) never import Textual: a test enforces it,
 so they stay fast and usable on hosts where the console can't run.
 
 Exit codes: 0 success; 1 the command ran but failed (e.g. a workload not found, an action
@@ -116,8 +116,37 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("-o", "--output", choices=("json", "table"), default="table")
     snap.add_argument("--timeout", type=_duration, default=_duration("30s"),
                       help="give up when the cluster has not synced after this long (default 30s)")
+    _add_forecast_parser(sub)
     _add_action_parsers(sub)
     return p
+
+
+def _add_forecast_parser(sub: Any) -> None:
+    fc = sub.add_parser("forecast", help="when each pending workload starts; what-ifs with --with")
+    fc.add_argument("workload", nargs="?", metavar="NAMESPACE/NAME", help="only this workload")
+    fc.add_argument("-n", "--namespace", help="only the workloads of this namespace")
+    fc.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    fc.add_argument("--with", dest="changes", action="append", default=[], metavar="SPEC",
+                    help="a what-if change (repeatable): 'quota CQ [FLAVOR/]RESOURCE=+N' (or =-N, =N), "
+                         "'hold NS/NAME' (globs allowed), 'nodes POOL=+N' (or =-N)")
+    fc.add_argument("--at-most", type=_count, metavar="N", help="list at most N workloads")
+    fc.add_argument("--scenario", help="forecast a simulated scenario (built-in or file) instead of the "
+                                       "live cluster")
+    fc.add_argument("--at", type=_duration, default=_duration("5m"),
+                    help="with --scenario: the simulated time to forecast from (default 5m)")
+    fc.add_argument("--timeout", type=_duration, default=_duration("30s"),
+                    help="give up when the cluster has not synced after this long (default 30s)")
+    add_connection_args(fc)
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"invalid count {text!r}: use a whole number >= 0")
+    return n
 
 
 _ACTION_HELP = {
@@ -253,6 +282,86 @@ def cmd_explain(args: argparse.Namespace) -> int:
     else:
         print("\n".join(explain_lines(ex)))
     return EXIT_OK
+
+
+def cmd_forecast(args: argparse.Namespace) -> int:
+    """`kueuetop forecast` (live_cli.print_forecast): the changes are checked before anything
+    connects or simulates, so a typo costs nothing."""
+    from kueuetop.admission.forecast_changes import parse_changes
+    from kueuetop.live_cli import forecast_live_look, print_forecast
+
+    target: tuple[str, str] | None = None
+    if args.workload is not None:
+        if args.workload.count("/") != 1 or not all(args.workload.split("/")):
+            return _fail(f"bad workload {args.workload!r}: use NAMESPACE/NAME", EXIT_USAGE)
+        ns, name = args.workload.split("/")
+        target = (ns, name)
+    try:
+        changes = parse_changes(args.changes)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    if args.scenario is not None:
+        look, code = _forecast_scenario_look(args)
+    else:
+        from kueuetop.store.run_history import FILE_NAME
+        from kueuetop.xdg import state_dir
+
+        look, code = forecast_live_look(args, state_dir() / FILE_NAME)
+    if look is None:
+        return code
+    try:
+        return print_forecast(args, look, changes, target)
+    except KeyboardInterrupt:
+        return _fail("interrupted")
+
+
+def _forecast_scenario_look(args: argparse.Namespace) -> tuple[Any, int]:
+    """The scenario simulated to --at: its snapshot, node pools, and its finished runs as the history."""
+    from kueuetop.admission.pod_placement import placements_from_cluster, pools_from_cluster
+    from kueuetop.kueue.core import parse_node, parse_pod
+    from kueuetop.kueue.durations import parse_duration
+    from kueuetop.kueue.errors import KueueParseError
+    from kueuetop.live_cli import ForecastLook
+    from kueuetop.sim.clock import SimClock
+    from kueuetop.sim.runner import VIRTUAL_EPOCH
+    from kueuetop.sim.wiring import build_cluster
+    from kueuetop.store import Entry, Op, Store, StoreEvent
+    from kueuetop.store import events as K
+    from kueuetop.store.run_history import RunHistory
+
+    scenario = _load(args.scenario)
+    if scenario is None:
+        return None, EXIT_USAGE
+    clock = SimClock(VIRTUAL_EPOCH)
+    parts = build_cluster(scenario, clock)
+    parts.cluster.run_for(args.at)
+    parsed: dict[str, list] = {"nodes": [], "pods": []}
+    with parts.cluster.lock:
+        snap = parts.kueue.snapshot()
+        for plural, parse in (("nodes", parse_node), ("pods", parse_pod)):
+            for o in parts.cluster.store.list("", plural, copy=False)[0]:
+                try:
+                    parsed[plural].append(parse(o))
+                except KueueParseError:
+                    continue  # left out, as the live store leaves out what it cannot parse
+        now = clock.now()
+    history = RunHistory(f"scenario:{scenario.name}")
+    history.record_all(snap.workloads.values())
+    limits = {}  # the scenario's NodePools: how far each may grow, and how long a new node takes
+    for doc in scenario.node_pools:
+        spec, name = doc.get("spec") or {}, (doc.get("metadata") or {}).get("name")
+        if name and spec.get("autoscaling", True) is not False and spec.get("maxSize") is not None:
+            limits[name] = (int(spec["maxSize"]), parse_duration(str(spec.get("provisioningDelay", "0s"))))
+    pools = pools_from_cluster(parsed["nodes"], parsed["pods"], limits)
+    # The console's own pod → Workload join (a store fed the Workloads and Pods), not a second one.
+    join = Store()
+    for kind, objs in ((K.WORKLOADS, list(snap.workloads.values())), (K.PODS, parsed["pods"])):
+        join.apply(StoreEvent(Op.REPLACE, kind, "scenario", entries=tuple(
+            Entry((o.namespace, o.name), None, o, o.meta.uid, o.meta.resource_version) for o in objs)))
+    placements = placements_from_cluster(parsed["nodes"], parsed["pods"],
+                                         lambda p: join.workload_of_pod((p.namespace, p.name)))
+    return ForecastLook(snap, pools, placements, True, history, now,
+                        {"kind": "scenario", "name": scenario.name, "atSeconds": args.at}), EXIT_OK
 
 
 def _kube_identity(kubeconfig: str | None, context: str | None) -> tuple[str, str, str]:
@@ -446,6 +555,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_explain(args)
     if args.command == "snapshot":
         return cmd_snapshot(args)
+    if args.command == "forecast":
+        return cmd_forecast(args)
     if getattr(args, "action", None):
         return _run_action(args)
     if args.command is None:

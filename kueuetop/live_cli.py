@@ -1,7 +1,8 @@
-"""Headless commands against a live cluster: `kueuetop snapshot` and `kueuetop explain NS/NAME`.
+"""Headless commands against a live cluster: `kueuetop snapshot`, `kueuetop explain NS/NAME` and `kueuetop forecast`.
 
-Both connect as kubectl would, sync the store once (bounded by `--timeout`), take one look and
-stop. Errors are one line on stderr starting with "kueuetop: ", with a hint, never a traceback:
+Each connects as kubectl would, syncs the store once (bounded by `--timeout`), takes one look
+and stops (`forecast` then runs the engine forward from that look; its scenario variant and its
+arguments are in cli.py). Errors are one line on stderr starting with "kueuetop: ", with a hint, never a traceback:
 exit 2 for bad input (missing or broken kubeconfig, unknown context, bad arguments), exit 1 when
 the cluster is unreachable, refuses us, has no Kueue, does not sync in time, or the workload
 does not exist. No Textual here.
@@ -16,16 +17,22 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kueuetop.admission.forecast_changes import Change
+    from kueuetop.admission.forecast_result import PoolCapacity
     from kueuetop.kueue.snapshot import ClusterSnapshot
     from kueuetop.sources.gpu_join import WorkloadGpuUse
     from kueuetop.sources.gpu_poller import GpuPoller
     from kueuetop.sources.session import LiveSession
     from kueuetop.store import Store
+    from kueuetop.store.run_history import RunHistory
+
+Key = tuple[str, str]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -196,3 +203,124 @@ def _explain_live(args: argparse.Namespace, ns: str, name: str, guard: threading
     else:
         print("\n".join(lines))
     return EXIT_OK
+
+
+# ====================================================================== forecast
+@dataclass
+class ForecastLook:
+    """One look at a cluster or a scenario: what `kueuetop forecast` starts from."""
+
+    snapshot: ClusterSnapshot
+    pools: dict[str, PoolCapacity]
+    placements: dict[Key, tuple[tuple[str, int, int], ...]]
+    pools_known: bool  # True: each pool's growth limit and delay are known (a scenario's NodePools)
+    history: RunHistory
+    now: float
+    source: dict[str, Any]
+    position_of: Callable[[Key], tuple[int, int] | None] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequence[Change], target: Key | None) -> int:
+    """`kueuetop forecast`'s output from one look (live or scenario): the forecast, or with
+    `changes` the forecasts before and after them and what moved. Exit 2 when a change does not
+    apply (an unknown queue, flavor, resource or pool), 1 when the workload asked about is not pending."""
+    from kueuetop.admission.engine_cache import EngineCache
+    from kueuetop.admission.forecast_changes import NodesChange, apply_changes, run_forecast
+    from kueuetop.admission.runtime_estimate import estimate_runtimes
+    from kueuetop.views.forecast_report import forecast_doc, render_text
+
+    for w in look.warnings:
+        print(f"kueuetop: warning: {w}", file=sys.stderr)
+
+    snap = look.snapshot
+    try:
+        changed = apply_changes(snap, look.pools, changes) if changes else None
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    if target is not None:
+        wl = snap.workloads.get(target)
+        if wl is None:
+            return _fail(f"workload {target[0]}/{target[1]} not found (hint: `kubectl get workloads -n {target[0]}` "
+                         "lists them; the name is the Workload's, not the Job's)")
+        if wl.is_finished or wl.has_quota_reservation:
+            state = "finished" if wl.is_finished else "already holds quota"
+            return _fail(f"workload {target[0]}/{target[1]} {state}: only pending workloads have an ETA")
+    keys = [target] if target is not None else sorted(
+        k for k, w in snap.workloads.items() if not w.is_finished and not w.has_quota_reservation
+        and (args.namespace is None or k[0] == args.namespace))
+    # One set of runtimes for both forecasts: a what-if moves admissions, not how long jobs run.
+    runtimes = estimate_runtimes(snap, look.history, look.now)
+    cache = EngineCache()
+    # Pods wait for nodes only where the pools are known: a scenario's NodePools, or pools taken
+    # at their current size because a `nodes` change asks about them. A live cluster does not say
+    # how far its autoscaler may grow a pool, so otherwise pods run when their workload is admitted.
+    model = look.pools_known or any(isinstance(c, NodesChange) for c in changes)
+    source = {**look.source, "pods": ("placed on the node pools" + ("" if look.pools_known else " at their current size"))
+              if model else "run when admitted (node pools not modelled)"}
+    result = run_forecast(snap, look.pools if model else None, runtimes, look.now, cache, look.placements)
+    before = None
+    if changed is not None:
+        before = result
+        result = run_forecast(changed[0], changed[1] if model else None, runtimes, look.now, cache, look.placements)
+    doc = forecast_doc(snap, result, keys, source=source, position_of=look.position_of,
+                       at_most=args.at_most, before=before, changes=[c.spec for c in changes])
+    if args.output == "json":
+        indent = 2 if sys.stdout.isatty() else None
+        sys.stdout.write(json.dumps(doc, indent=indent, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_text(doc))
+    return EXIT_OK
+
+
+def forecast_live_look(args: argparse.Namespace, history_path: Path) -> tuple[ForecastLook | None, int]:
+    """Connect and sync as `snapshot` does (bounded by --timeout) and take what the forecast needs:
+    the snapshot, the node pools, the run history at `history_path` with the finished Workloads
+    still in the cluster added (and saved back), the cluster's now and Kueue's queue positions."""
+    guard = _hard_deadline(args.timeout, "forecast")
+    try:
+        return _forecast_live(args, history_path)
+    finally:
+        guard.cancel()  # the cluster part is bounded; the forecast itself is not cut off mid-output
+
+
+def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook | None, int]:
+    from kueuetop.admission.pod_placement import placements_from_cluster, pools_from_cluster
+    from kueuetop.kueue.core import Node, Pod
+    from kueuetop.store import events as K
+    from kueuetop.store.events import Changes
+    from kueuetop.store.run_history import cluster_scope, load_run_history, record_changes, save_run_history
+    from kueuetop.views.snapshot import observed_now
+    from kueuetop.views.workload_rows import store_position
+
+    session, code = _open(args)
+    if session is None:
+        return None, code
+    try:
+        store = session.store
+        info = session.conn.info
+        history, warning = load_run_history(path, cluster_scope(info.server, info.context))
+        # The finished Workloads still in the cluster are runs too (what follow_store feeds from
+        # the initial list; the store has synced already, so they are fed here at once).
+        record_changes(store, history, Changes({K.WORKLOADS: frozenset(store.keys(K.WORKLOADS))}))
+        snap = store.snapshot()
+        nodes = _of_type(store.objects(K.NODES).values(), Node)
+        pods = _of_type(store.objects(K.PODS).values(), Pod)
+        pools = pools_from_cluster(nodes, pods, {})  # growth unknown: each pool at its current size
+        placements = placements_from_cluster(nodes, pods, lambda p: store.workload_of_pod((p.namespace, p.name)))
+        now = observed_now(snap, time.time())
+    except KeyboardInterrupt:
+        return None, _fail("interrupted")
+    finally:
+        session.close()
+    warnings = [warning] if warning else []
+    if history.unsaved:
+        saved = save_run_history(path, history)
+        if saved:
+            warnings.append(saved)
+    source = {"kind": "cluster", "server": info.server, "context": info.context}
+    return ForecastLook(snap, pools, placements, False, history, now, source, store_position(store), warnings), EXIT_OK
+
+
+def _of_type(objs: Iterable[object], kind: type) -> list:
+    return [o for o in objs if isinstance(o, kind)]

@@ -182,6 +182,9 @@ def test_headless_commands_never_import_textual(tmp_path):
                            (0, ("explain", workload, *live)),
                            (0, ("explain", workload, "-o", "json", *live))],
             ("snapshot",): [(0, ("snapshot", *live)), (0, ("snapshot", "-o", "json", *live))],
+            ("forecast",): [(0, ("forecast", "--scenario", str(scenario), "--at", "2m")),
+                            (0, ("forecast", *live)),
+                            (0, ("forecast", "-o", "json", "--with", "hold team-a/*", *live))],
         }
         for action in _ACTION_COMMANDS:
             target = (queue_target if action in ("stop", "drain", "resume-queue")

@@ -84,11 +84,16 @@ def eta_sentence(wf: WorkloadForecast | None, forecast: Forecast | None, now: fl
         parts[0] += f" when {_names(list(wf.after))} finish"
     if wf.preempts:
         parts.append(f"by preempting {_names(list(wf.preempts))}")
-    bases = _bases(forecast.runtimes, list(wf.after) or [wf.key])
+    bases = eta_basis(wf, forecast)
     if bases:
         parts.append("basis: " + bases)
     parts.append(age)
     return "; ".join(parts)
+
+
+def eta_basis(wf: WorkloadForecast, forecast: Forecast) -> str:
+    """What the ETA rests on: the runtime bases of the workloads it waits for, else its own."""
+    return _bases(forecast.runtimes, list(wf.after) or [wf.key])
 
 
 def _bases(runtimes: dict[Key, RuntimeEstimate] | object, keys: Sequence[Key]) -> str:

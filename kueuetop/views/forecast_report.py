@@ -1,0 +1,254 @@
+"""`kueuetop forecast`: a forecast as a JSON document and as text, and what a what-if moved. No Textual.
+
+ETAs are worded by `views/eta_text` (the console's columns use the same cells). Every string from
+the cluster goes through `safe_text.clean`.
+
+JSON document (`-o json`), stable: keys are never renamed or removed within a `schema` version,
+new keys may be added; absent values are `null`. Times are given twice: RFC 3339 UTC, and as
+seconds from the forecast's `at` (`…InSeconds`, ≥ 0).
+
+    schema        1
+    at            RFC 3339: the instant forecast from (the cluster's now, or the scenario's --at)
+    horizon       RFC 3339: how far the forecast ran at most
+    complete      false when the horizon or the step limit ended it with workloads still waiting
+    source        {kind: "cluster", server, context} | {kind: "scenario", name, atSeconds}
+    assumptions   [text]
+    workloads     [{namespace, name, queue, clusterQueue, position, localPosition,
+                    eta: {text, start, startInSeconds, earliest, earliestInSeconds, latest,
+                          latestInSeconds},
+                    never, flavors: [{podSet, flavors: {resource: flavor}}],
+                    after: ["ns/name"], preempts: ["ns/name"], basis,
+                    runtime: {expectedSeconds, optimisticSeconds, pessimisticSeconds, basis}}]
+                  the pending workloads (with --with: as forecast after the changes), sorted by
+                  expected start (those without one last), then namespace and name;
+                  position / localPosition 1-based, null when not queued; eta.text is the
+                  console's ETA cell ("~14m (9m–22m)", "now", "never", "beyond");
+                  never: why the engine never admits it (null when it starts or is beyond the
+                  horizon); after: the workloads whose finish or eviction lets it in; basis: the
+                  runtime estimates that ETA rests on; runtime: its own estimate
+    shown         how many workloads are listed; omitted: how many --at-most left out
+    whatIf        null, or {changes: [spec], moved: [{namespace, name, clusterQueue,
+                    before: eta, after: eta, change, deltaSeconds}],
+                    summary: {sooner, soonerMedianSeconds, later, laterMedianSeconds,
+                              nowStart, noLongerStart, text}}
+                  moved: every workload whose expected start moved by 5 s or more, sorted by deltaSeconds
+                  (most sooner first); change: sooner | later | starts (had no start before) |
+                  noLongerStarts; deltaSeconds: after − before (null unless both start)
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from kueuetop.admission.forecast import CHECKS_ASSUMED
+from kueuetop.admission.forecast_result import Forecast, WorkloadForecast
+from kueuetop.kueue.snapshot import ClusterSnapshot
+from kueuetop.views.ages import age_text
+from kueuetop.views.eta_text import NOW_WITHIN, eta_basis, eta_cell, eta_range
+from kueuetop.views.safe_text import clean
+
+# The snapshot command's table layout and engine queue order, shared rather than copied.
+from kueuetop.views.snapshot import _engine_positions, _table
+
+SCHEMA = 1
+MOVED_WITHIN = NOW_WITHIN  # seconds: a start that moved less did not move (one scheduling instant)
+
+Key = tuple[str, str]
+PositionOf = Callable[[Key], tuple[int, int] | None]
+
+
+def rfc3339(t: float | None) -> str | None:
+    return None if t is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def _name(key: Key) -> str:
+    return clean(f"{key[0]}/{key[1]}")
+
+
+def eta_doc(wf: WorkloadForecast, now: float, complete: bool = True) -> dict[str, Any]:
+    r = eta_range(wf, now)
+    lo, exp, hi = r if r is not None else (None, None, None)
+
+    def at(seconds: float | None) -> str | None:
+        return None if seconds is None else rfc3339(now + seconds)
+
+    return {"text": eta_cell(wf, now, complete=complete), "start": at(exp), "startInSeconds": exp,
+            "earliest": at(lo), "earliestInSeconds": lo, "latest": at(hi), "latestInSeconds": hi}
+
+
+def _start_order(wf: WorkloadForecast) -> tuple[bool, float]:
+    return (wf.start is None, wf.start or 0.0)
+
+
+def workload_rows(snap: ClusterSnapshot, fc: Forecast, keys: Iterable[Key],
+                  position_of: PositionOf | None = None) -> list[dict[str, Any]]:
+    """One row per key the forecast answers for (see the module docstring)."""
+    engine: dict[Key, tuple[int, int]] | None = None
+
+    def position(key: Key) -> tuple[int, int] | None:
+        nonlocal engine
+        got = position_of(key) if position_of is not None else None
+        if got is None:
+            if engine is None:
+                engine = _engine_positions(snap)  # built once, and only when Kueue did not answer
+            got = engine.get(key)
+        return got
+
+    found = sorted((fc.workloads[k] for k in keys if k in fc.workloads), key=lambda w: (_start_order(w), w.key))
+    rows = []
+    for wf in found:
+        wl = snap.workloads.get(wf.key)
+        pos = position(wf.key)
+        est = fc.runtimes.get(wf.key)
+        rows.append({
+            "namespace": clean(wf.key[0]), "name": clean(wf.key[1]),
+            "queue": clean(wl.queue_name) if wl is not None else None,
+            "clusterQueue": clean(wf.cluster_queue) or None,
+            "position": pos[0] + 1 if pos is not None else None,
+            "localPosition": pos[1] + 1 if pos is not None and pos[1] >= 0 else None,
+            "eta": eta_doc(wf, fc.at, fc.complete),
+            "never": clean(wf.never) if wf.start is None and wf.never else None,
+            "flavors": [{"podSet": clean(p.name), "flavors": {clean(r): clean(f) for r, f in p.flavors.items()}}
+                        for p in wf.flavors],
+            "after": [_name(k) for k in wf.after], "preempts": [_name(k) for k in wf.preempts],
+            "basis": clean(eta_basis(wf, fc)) or None,
+            "runtime": None if est is None else {
+                "expectedSeconds": est.expected, "optimisticSeconds": est.optimistic,
+                "pessimisticSeconds": est.pessimistic, "basis": clean(est.basis)},
+        })
+    return rows
+
+
+# ---------------------------------------------------------------------------------------- what-if
+def eta_moves(before: Forecast, after: Forecast, keys: Iterable[Key]) -> list[dict[str, Any]]:
+    """Every workload of `keys` whose expected start differs between the two forecasts."""
+    now = before.at
+    out = []
+    for key in keys:
+        b, a = before.workloads.get(key), after.workloads.get(key)
+        if b is None or a is None:
+            continue
+        if b.start is not None and a.start is not None:
+            delta = a.start - b.start
+            if abs(delta) < MOVED_WITHIN:
+                continue
+            change = "sooner" if delta < 0 else "later"
+        elif b.start is None and a.start is not None:
+            change, delta = "starts", None
+        elif b.start is not None and a.start is None:
+            change, delta = "noLongerStarts", None
+        else:
+            continue
+        out.append({"namespace": clean(key[0]), "name": clean(key[1]), "clusterQueue": clean(a.cluster_queue) or None,
+                    "before": eta_doc(b, now, before.complete), "after": eta_doc(a, now, after.complete),
+                    "never": clean(a.never) if a.start is None and a.never else None,
+                    "change": change, "deltaSeconds": delta})
+    out.sort(key=lambda m: (m["deltaSeconds"] is None, m["deltaSeconds"] or 0.0, m["namespace"], m["name"]))
+    return out
+
+
+def _count(n: int, verb: str, verb_one: str) -> str:
+    return f"{n} workload{'s' if n != 1 else ''} {verb if n != 1 else verb_one}"
+
+
+def move_summary(moves: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    sooner = [-m["deltaSeconds"] for m in moves if m["change"] == "sooner"]
+    later = [m["deltaSeconds"] for m in moves if m["change"] == "later"]
+    starts = sum(1 for m in moves if m["change"] == "starts")
+    gone = sum(1 for m in moves if m["change"] == "noLongerStarts")
+    s_med = statistics.median(sooner) if sooner else None
+    l_med = statistics.median(later) if later else None
+    text = _count(len(sooner), "start sooner", "starts sooner") + (f", median {age_text(s_med)}" if sooner else "")
+    text += f"; {len(later)} later" + (f", median {age_text(l_med)}" if later else "")
+    if starts:
+        text += f"; {_count(starts, 'now start', 'now starts')} (no start before)"
+    if gone:
+        text += f"; {_count(gone, 'no longer start', 'no longer starts')}"
+    return {"sooner": len(sooner), "soonerMedianSeconds": s_med, "later": len(later), "laterMedianSeconds": l_med,
+            "nowStart": starts, "noLongerStart": gone, "text": text}
+
+
+# ---------------------------------------------------------------------------------------- document
+def forecast_doc(snap: ClusterSnapshot, fc: Forecast, keys: Sequence[Key], *, source: Mapping[str, Any],
+                 position_of: PositionOf | None = None, at_most: int | None = None,
+                 before: Forecast | None = None, changes: Sequence[str] = ()) -> dict[str, Any]:
+    """The `-o json` document. `fc`: the forecast shown (after the changes, with --with);
+    `before`: the forecast without them; `keys`: the workloads asked about."""
+    rows = workload_rows(snap, fc, keys, position_of)
+    shown = rows if at_most is None else rows[:max(0, at_most)]
+    what_if = None
+    if before is not None:
+        moves = eta_moves(before, fc, keys)
+        what_if = {"changes": [clean(c) for c in changes], "moved": moves, "summary": move_summary(moves)}
+    return {"schema": SCHEMA, "at": rfc3339(fc.at), "horizon": rfc3339(fc.horizon), "complete": fc.complete,
+            "source": dict(source), "assumptions": [CHECKS_ASSUMED], "workloads": shown,
+            "shown": len(shown), "omitted": len(rows) - len(shown), "whatIf": what_if}
+
+
+# ---------------------------------------------------------------------------------------- text
+def _flavors_cell(row: Mapping[str, Any]) -> str:
+    sets = row["flavors"]
+    if not sets:
+        return "-"
+    names = [",".join(dict.fromkeys(p["flavors"].values())) or "-" for p in sets]
+    if len(sets) == 1:
+        return names[0]
+    return " ".join(f"{p['podSet']}={n}" for p, n in zip(sets, names, strict=True))
+
+
+def _names_cell(names: Sequence[str], limit: int = 3) -> str:
+    if not names:
+        return "-"
+    more = len(names) - limit
+    return ", ".join(names[:limit]) + (f" +{more} more" if more > 0 else "")
+
+
+def _change_cell(m: Mapping[str, Any]) -> str:
+    if m["change"] == "sooner":
+        return f"sooner by {age_text(-m['deltaSeconds'])}"
+    if m["change"] == "later":
+        return f"later by {age_text(m['deltaSeconds'])}"
+    if m["change"] == "starts":
+        return "starts (had no start)"
+    return "no longer starts" + (f": {m['never']}" if m.get("never") else "")
+
+
+def render_text(doc: Mapping[str, Any]) -> str:
+    """The same document as aligned text (`-o table`)."""
+    src = doc["source"]
+    where = (f"scenario {src['name']} at {age_text(src['atSeconds'])}" if src.get("kind") == "scenario"
+             else f"cluster {src.get('context') or '-'} ({src.get('server')})")
+    lines = [f"forecast of {where}, at {doc['at']}" + ("" if doc["complete"] else
+                                                        " (incomplete: the horizon ended it)")]
+    lines += [f"  assumes {a}" for a in doc["assumptions"]]
+    lines.append("")
+    what_if = doc.get("whatIf")
+    if what_if is not None:
+        lines.append("with " + "; ".join(what_if["changes"]))
+        rows = [[f"{m['namespace']}", m["name"], m["clusterQueue"], m["before"]["text"], m["after"]["text"],
+                 _change_cell(m)] for m in what_if["moved"]]
+        if not rows:
+            return "\n".join([*lines, "No workload's ETA moved.", what_if["summary"]["text"]]) + "\n"
+        lines += _table("Workloads whose ETA moved", ["NAMESPACE", "NAME", "CLUSTERQUEUE", "BEFORE", "AFTER",
+                                                      "CHANGE"], rows)
+        lines.append(what_if["summary"]["text"])
+        return "\n".join(lines) + "\n"
+    ws = doc["workloads"]
+    starting = [w for w in ws if w["never"] is None]
+    rows = [[w["namespace"], w["name"], w["clusterQueue"], None if w["position"] is None else f"#{w['position']}",
+             w["eta"]["text"], _flavors_cell(w), _names_cell(w["after"]), _names_cell(w["preempts"]),
+             w["basis"]] for w in starting]
+    if not ws:
+        lines.append("No pending workloads.")
+    lines += [] if not rows else _table("Pending workloads", ["NAMESPACE", "NAME", "CLUSTERQUEUE", "POS", "ETA", "FLAVORS",
+                                          "WAITS FOR", "PREEMPTS", "BASIS"], rows)
+    never = [w for w in ws if w["never"] is not None]
+    if never:
+        lines += _table("Never admitted as the cluster stands", ["NAMESPACE", "NAME", "CLUSTERQUEUE", "WHY"],
+                        [[w["namespace"], w["name"], w["clusterQueue"], w["never"]] for w in never])
+    if doc["omitted"]:
+        lines.append(f"{doc['omitted']} more not shown (--at-most {doc['shown']})")
+    return "\n".join(lines).rstrip("\n") + "\n"
