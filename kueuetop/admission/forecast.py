@@ -95,9 +95,9 @@ class _World:
         self.end_of: dict[WorkloadKey, float] = {}
         self.freed_now: list[WorkloadKey] = []  # finished or gave quota back at this instant
         self.prev_workloads: Mapping[WorkloadKey, Workload] | None = None
-        self.jobs_todo: set[WorkloadKey] = set(self.wls)
+        self.jobs_todo: set[WorkloadKey] = set(self.wls)  # workloads the job side has to look at
         self.started: set[WorkloadKey] = set()  # admitted by this round's writes
-        self.endless: set[WorkloadKey] = set()  # running with no runtime: their end is unknown  # workloads the job side has to look at
+        self.endless: set[WorkloadKey] = set()  # running with no runtime: their end is unknown
         self.pools = pools
         self.pods = PodPlacer(pools, now) if pools is not None else None  # None: pods run at admission
         self.pods_started: set[WorkloadKey] = set()  # pods started this round
@@ -292,7 +292,9 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
     world = _World(snapshot, runtimes, now, cache, pools, placements)
     loop = KueueLoop(None, cache)
     out = _Run(loop=loop)
-    waiting = set(pending)
+    # A held workload stays held: nothing in a forward run reactivates one, so the run need not
+    # go on for its sake (it is answered "never: held").
+    waiting = {k for k in pending if snapshot.workloads[k].active}
     pods_waiting = set(pending) if pools is not None else set()  # admitted or not, pods not started
     wait_pods = snapshot.config.wait_for_pods_ready is not None
     cq_of = {k: snapshot.cluster_queue_of(w) or "" for k, w in world.wls.items()}
@@ -385,6 +387,20 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
     return out
 
 
+def _relevant(snapshot: ClusterSnapshot, pending: set[WorkloadKey]) -> ClusterSnapshot:
+    """The snapshot without the workloads of cohort trees where nothing is pending: quota, fair
+    sharing and preemption never cross a cohort tree (Kueue: pkg/cache/scheduler cohort
+    snapshots), so their runs cannot move any answer, and each of their ends would cost the
+    forward run an instant. Only without node pools: nodes are shared across trees."""
+    roots = {cq: _cohort_root(snapshot, cq) for cq in snapshot.cluster_queues}
+    wanted = {roots.get(snapshot.cluster_queue_of(snapshot.workloads[k]) or "") for k in pending}
+    keep = {k: w for k, w in snapshot.workloads.items()
+            if k in pending or roots.get(snapshot.cluster_queue_of(w) or "") in wanted}
+    if len(keep) == len(snapshot.workloads):
+        return snapshot
+    return dataclasses.replace(snapshot, workloads=keep, workload_delta=None)
+
+
 def _pending(snapshot: ClusterSnapshot) -> set[WorkloadKey]:
     """The workloads a forecast answers for: unfinished, holding no quota."""
     return {k for k, w in snapshot.workloads.items() if not w.is_finished and not w.has_quota_reservation}
@@ -413,6 +429,7 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
     pending = _pending(snapshot)
     end = now + horizon
     nodes = (pools, placements)
+    full, snapshot = snapshot, (_relevant(snapshot, pending) if pools is None else snapshot)
     expected = _run(snapshot, {k: r.expected for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause,
                     *nodes)
     early = late = None
@@ -422,6 +439,7 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
         late = _run(snapshot, {k: r.pessimistic for k, r in runtimes.items()}, now, pending, cache, end, max_steps,
                     pause, *nodes)
     out: dict[WorkloadKey, WorkloadForecast] = {}
+    snapshot = full
     for key in pending:
         wl = snapshot.workloads[key]
         cq = snapshot.cluster_queue_of(wl) or ""
