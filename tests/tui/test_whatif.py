@@ -169,3 +169,25 @@ def test_the_before_is_the_console_forecast_when_the_store_has_not_moved() -> No
     assert not fresh.reused and [m["name"] for m in fresh.moves] == ["a", "b"]
     assert fresh.moves[0]["after"]["startInSeconds"] == 0
     assert fresh.moves[0]["before"]["startInSeconds"] == T0 + 600 - NOW
+
+
+def test_a_second_request_replaces_the_first() -> None:
+    app = make_app(_store(), forecast=True, clock=lambda: NOW)
+
+    async def body(pilot: Pilot[int]) -> None:
+        await pilot.press("w")
+        assert await until(pilot, lambda: _panel(app) is not None)
+        panel = _panel(app)
+        assert panel is not None
+        panel.submit("quota cq nvidia.com/gpu=+4")
+        panel.submit("hold team-a/a")  # before the first can answer: its answer is dropped
+        assert COMPUTING in _summary(app)
+        assert await until(pilot, lambda: "no longer starts" in _summary(app)), _summary(app)
+        await pilot.pause(0.5)  # time for a late first answer, which must not replace it
+        assert "with hold team-a/a;" in _summary(app), _summary(app)
+        # Held, a no longer starts and b takes its place (5m sooner); the quota's answer, both 8m
+        # sooner, never shows.
+        rows = panel.rows()
+        assert [(r[0], r[4][:16]) for r in rows] == [("team-a/b", "sooner by 5m"), ("team-a/a", "no longer starts")], rows
+
+    run(app, body)
