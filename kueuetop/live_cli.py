@@ -285,11 +285,10 @@ def forecast_live_look(args: argparse.Namespace, history_path: Path) -> tuple[Fo
 
 
 def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook | None, int]:
-    from kueuetop.admission.pod_placement import placements_from_cluster, pools_from_cluster
-    from kueuetop.kueue.core import Node, Pod
     from kueuetop.store import events as K
     from kueuetop.store.events import Changes
     from kueuetop.store.run_history import cluster_scope, load_run_history, record_changes, save_run_history
+    from kueuetop.views.forecast_report import pools_from_store
     from kueuetop.views.snapshot import observed_now
     from kueuetop.views.workload_rows import store_position
 
@@ -304,10 +303,7 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
         # the initial list; the store has synced already, so they are fed here at once).
         record_changes(store, history, Changes({K.WORKLOADS: frozenset(store.keys(K.WORKLOADS))}))
         snap = store.snapshot()
-        nodes = _of_type(store.objects(K.NODES).values(), Node)
-        pods = _of_type(store.objects(K.PODS).values(), Pod)
-        pools = pools_from_cluster(nodes, pods, {})  # growth unknown: each pool at its current size
-        placements = placements_from_cluster(nodes, pods, lambda p: store.workload_of_pod((p.namespace, p.name)))
+        pools, placements = pools_from_store(store)  # growth unknown: each pool at its current size
         now = observed_now(snap, time.time())
     except KeyboardInterrupt:
         return None, _fail("interrupted")
@@ -320,7 +316,3 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
             warnings.append(saved)
     source = {"kind": "cluster", "server": info.server, "context": info.context}
     return ForecastLook(snap, pools, placements, False, history, now, source, store_position(store), warnings), EXIT_OK
-
-
-def _of_type(objs: Iterable[object], kind: type) -> list:
-    return [o for o in objs if isinstance(o, kind)]

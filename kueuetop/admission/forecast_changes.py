@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -215,7 +215,10 @@ def _nodes(pools: Mapping[str, PoolCapacity], ch: NodesChange) -> PoolCapacity:
 def run_forecast(snapshot: ClusterSnapshot, pools: Mapping[str, PoolCapacity] | None,
                  runtimes: Mapping[WorkloadKey, RuntimeEstimate], now: float,
                  cache: EngineCache | None = None,
-                 placements: Mapping[WorkloadKey, tuple[tuple[str, int, int], ...]] | None = None) -> Forecast:
+                 placements: Mapping[WorkloadKey, tuple[tuple[str, int, int], ...]] | None = None,
+                 pause: Callable[[], None] | None = None) -> Forecast:
     """The forecast of `snapshot` with `pools` as its node capacity (None: pods run the instant
-    their workload is admitted) and `placements`, the GPUs running workloads hold on them."""
-    return forecast(snapshot, runtimes, now, cache=cache, pools=pools, placements=placements if pools else None)
+    their workload is admitted) and `placements`, the GPUs running workloads hold on them.
+    `pause`: as `forecast`'s (a caller on a thread beside a UI lets it go first, or stops)."""
+    return forecast(snapshot, runtimes, now, cache=cache, pools=pools, placements=placements if pools else None,
+                    pause=pause)

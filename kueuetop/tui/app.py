@@ -23,6 +23,7 @@ from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Input
 
 from kueuetop.kueue.actions import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Target
+from kueuetop.kueue.workload import Workload
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.tui import keymap as KM
@@ -48,6 +49,7 @@ from kueuetop.tui.views.localqueues import LocalQueuesView
 from kueuetop.tui.views.nodes import NodesView
 from kueuetop.tui.views.overview import OverviewView
 from kueuetop.tui.views.workloads import WorkloadsView
+from kueuetop.tui.whatif import WhatIfScreen
 from kueuetop.tui.yaml_view import ObjectYamlScreen
 
 VIEW_CLASSES: tuple[type[View], ...] = (OverviewView, WorkloadsView, ClusterQueuesView, LocalQueuesView,
@@ -506,6 +508,8 @@ class KueuetopApp(App[int]):
             self.exit(0)
         elif cmd.kind == "help":
             self.action_help()
+        elif cmd.kind == "whatif":
+            self.open_what_if(cmd.arg)
         elif cmd.kind == "view":
             self.action_switch_view(cmd.target)
             tv = self.table_view()
@@ -524,6 +528,24 @@ class KueuetopApp(App[int]):
                 tv.set_filter("")
             elif isinstance(tv, EventsView):
                 tv.unfollow()
+
+    def action_forecast_whatif(self) -> None:
+        self.open_what_if()
+
+    def open_what_if(self, text: str = "") -> None:
+        """The what-if panel; from a pending workload's row, its ClusterQueue's change preselected."""
+        if isinstance(self.screen, WhatIfScreen):
+            return
+        focus_cq = ""
+        tv = self.table_view() if len(self.screen_stack) == 1 else None
+        row = tv.cursor_row() if tv is not None and tv.raw_kind() == K.WORKLOADS else None
+        wl = self.ctx.store.get(K.WORKLOADS, row.key) if row is not None else None  # type: ignore[arg-type]
+        if isinstance(wl, Workload) and not wl.is_finished and not wl.has_quota_reservation:
+            focus_cq = str(row.sort.get("cq") or "") if row is not None else ""
+        fc = self.forecaster
+        self.push_screen(WhatIfScreen(self.ctx, history=fc.history if fc is not None else None,
+                                      latest=(lambda: fc.latest) if fc is not None else (lambda: None),
+                                      focus_cq=focus_cq, text=text))
 
     def action_drill(self) -> None:
         tv = self.table_view()

@@ -21,6 +21,7 @@ from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.forecast import forecast
 from kueuetop.admission.forecast_result import Forecast, WorkloadForecast
 from kueuetop.admission.runtime_estimate import estimate_runtimes
+from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.store import Store
 from kueuetop.store import events as K
@@ -77,6 +78,10 @@ class Forecaster:
         self.runs = 0
         self.last_seconds = 0.0  # how long the last forecast took (wall)
         self.error = ""  # the last run's failure, one line ("" after a good run)
+        # The latest forecast with the snapshot it was run on (the store caches one snapshot
+        # object per version): the what-if panel reuses it as its "before" when the store has not
+        # moved since. One tuple, so a reader on another thread never sees a mismatched pair.
+        self.latest: tuple[ClusterSnapshot, Forecast] | None = None
         self._version = -1
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -128,6 +133,7 @@ class Forecaster:
         self.last_seconds = time.monotonic() - started
         self.runs += 1
         old = self.store.forecast()
+        self.latest = (snap, result)
         self.store.set_forecast(result, _moved(old if isinstance(old, Forecast) else None, result))
         return result
 

@@ -78,7 +78,9 @@ VIEWS: tuple[View, ...] = (
 VIEW_NAMES = frozenset(v.name for v in VIEWS)
 
 # Command mode (`:`) words that are not views; `:q` as in k9s / vi.
-COMMANDS: Mapping[str, str] = {"q": "quit", "quit": "quit", "q!": "quit", "help": "help", "?": "help"}
+# `:whatif [CHANGE]` opens the what-if panel (with a change: runs it at once).
+COMMANDS: Mapping[str, str] = {"q": "quit", "quit": "quit", "q!": "quit", "help": "help", "?": "help",
+                               "whatif": "whatif", "what-if": "whatif"}
 
 
 def _wl(verb: str, desc: str, keys: tuple[str, ...], plan_name: str) -> Action:
@@ -112,6 +114,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("wide", "Wide columns", ("ctrl+w",), show=False),
     Action("yaml", "YAML", ("y",), show=False),
     Action("describe", "Describe", ("d",), show=False),
+    # The what-if panel: ETAs before and after a quota, hold or node-pool change.
+    Action("forecast.whatif", "What-if", ("w",), show=False),
     *(Action(f"view.{v.name}", v.title, (v.key,), action=f"switch_view('{v.name}')", show=False) for v in VIEWS),
     # workloads
     Action("workload.explain", "Why", ("x",), "workloads"),
@@ -329,7 +333,7 @@ def load_keymap_file(path: Path | None = None) -> Keymap:
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    kind: str  # "view" | "quit" | "help"
+    kind: str  # "view" | "quit" | "help" | "whatif"
     target: str = ""  # view name
     arg: str = ""  # rest of the line: a namespace, a /filter, a label selector
 

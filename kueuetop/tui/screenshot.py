@@ -6,8 +6,13 @@ the same on every run. The console reaches it through the real path (kubeconfig,
 scrape), runs headless with its clock pinned to that moment and the default themes and keys (no
 user config), and the screen is exported as plain text.
 
-`--check README.md` exits 1 when the README's block differs from a fresh rendering (tests run
-it too); `--write README.md` replaces the block between the README's markers; `--svg DIR` writes
+The README has two blocks, each between its own markers: the triage board (incident), and the
+forecast (`forecast`: refarch's pending workloads by ETA). The forecast worker runs in these
+renders too, and every frame waits until its first forecast is in the store, so the ETAs are as
+fixed as the rest.
+
+`--check README.md` exits 1 when a README block differs from a fresh rendering (tests run
+it too); `--write README.md` replaces the blocks between the README's markers; `--svg DIR` writes
 the main views at 80×24 and 160×48 as SVG into DIR (tests/tui/snapshots, which a test compares
 with fresh renderings). The caller names every file written.
 """
@@ -34,10 +39,37 @@ BEGIN, END = "<!-- screenshot:begin (python -m kueuetop.tui.screenshot --write R
 README_SCENARIO, README_AT = "incident", 8 * 60.0
 
 
+# The README's forecast: the Workloads view of the demo (refarch) with its queues full, the
+# pending workloads only, soonest ETA first.
+FORECAST_SCENARIO, FORECAST_AT = "refarch", AT
+FORECAST_VIEWS = (("workloads", "state:pending"),)
+FORECAST_SIZE = (120, 22)  # its sixteen pending workloads, without a screenful of blank rows
+FORECAST_SORT = "eta"
+FORECAST_BLOCK = "forecast"
+FORECAST_WAIT = 60.0  # seconds the first forecast may take at most before the frame is taken anyway
+
+
 def render(scenario: str = README_SCENARIO, at: float = README_AT, size: tuple[int, int] = SIZE,
-           views: tuple[tuple[str, str], ...] = README_VIEWS) -> str:
+           views: tuple[tuple[str, str], ...] = README_VIEWS, sort: str = "") -> str:
     """The console's screens (one per view) as text, from the scenario frozen at `at` seconds."""
-    return "\n\n".join(_render(scenario, at, (size,), views, svg=False))
+    return "\n\n".join(_render(scenario, at, (size,), views, svg=False, sort=sort))
+
+
+def render_forecast() -> str:
+    """The README's forecast block: refarch's pending workloads with their ETAs."""
+    return render(FORECAST_SCENARIO, FORECAST_AT, FORECAST_SIZE, FORECAST_VIEWS, sort=FORECAST_SORT)
+
+
+def render_block(name: str = "") -> str:
+    """A README block's text by name ("" the triage board, "forecast")."""
+    if name == FORECAST_BLOCK:
+        return render_forecast()
+    if name:
+        raise ValueError(f"unknown screenshot block {name!r}")
+    return render()
+
+
+BLOCK_NAMES = ("", FORECAST_BLOCK)
 
 
 # The main views as SVG: what layout changes do to them shows in review.
@@ -65,21 +97,21 @@ def render_event_svgs(sizes: tuple[tuple[int, int], ...] = SNAPSHOT_SIZES) -> di
 
 
 def _render(scenario: str, at: float, sizes: tuple[tuple[int, int], ...], views: tuple[tuple[str, str], ...],
-            svg: bool, include_events: bool = False) -> list[str]:
+            svg: bool, include_events: bool = False, sort: str = "") -> list[str]:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="kueuetop-shot-") as d:
         frozen = serve_frozen(load_scenario(scenario), at=at, epoch=EPOCH, kubeconfig=Path(d) / "kubeconfig")
         try:
             return _console_shots(frozen.kubeconfig, frozen.now, sizes, views, svg, demo=scenario,
-                                  include_events=include_events)
+                                  include_events=include_events, sort=sort)
         finally:
             frozen.stop()
 
 
 def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], ...],
                    views: tuple[tuple[str, str], ...], svg: bool, demo: str = "refarch",
-                   include_events: bool = False) -> list[str]:
+                   include_events: bool = False, sort: str = "") -> list[str]:
     from kueuetop.sources.connection import connect
     from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
     from kueuetop.sources.kube import KubeSources
@@ -115,11 +147,12 @@ def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], .
         config, _ = read_kueue_config(conn.api)  # as the console reads it at start
         shots = []
         for size in sizes:
+            # The forecast worker as the console runs it (ETAs), its run history this render's only.
             app = KueuetopApp(store, api=None, context=conn.info.context, read_only=False, demo=demo,
                               themes=load_themes(user=Path("/nonexistent")), keymap=load_keymap(), clock=fixed,
-                              check_rbac=False, initial_view=views[0][0])
+                              check_rbac=False, initial_view=views[0][0], forecast=True)
             app.ctx.extra["kueue_config"] = config
-            shots += _capture(app, size, views, svg)  # informers stay live: the frozen cluster sends nothing new
+            shots += _capture(app, size, views, svg, sort)  # informers stay live: the frozen cluster sends nothing new
         return shots
     finally:
         sources.stop(timeout=2.0)
@@ -137,7 +170,8 @@ def _wait_positions(store: object, deadline: float) -> None:
         time.sleep(1.0)
 
 
-def _capture(app: object, size: tuple[int, int], views: tuple[tuple[str, str], ...], svg: bool) -> list[str]:
+def _capture(app: object, size: tuple[int, int], views: tuple[tuple[str, str], ...], svg: bool,
+             sort: str = "") -> list[str]:
     import asyncio
 
     from kueuetop.tui.app import KueuetopApp
@@ -147,8 +181,12 @@ def _capture(app: object, size: tuple[int, int], views: tuple[tuple[str, str], .
 
     async def main() -> None:
         async with app.run_test(size=size) as pilot:
+            await _forecast_in(pilot, app)
             for view, filter_text in views:
                 app.jump_to(view, filter_text)
+                tv = app.table_view()
+                if sort and tv is not None:
+                    tv.sort_by(sort)
                 app.refresh_all()
                 app._focus_view()  # the table's key hints in the footer, as after a real switch
                 text = await _settled(pilot, app)
@@ -156,6 +194,20 @@ def _capture(app: object, size: tuple[int, int], views: tuple[tuple[str, str], .
 
     asyncio.run(main())
     return shots
+
+
+async def _forecast_in(pilot: object, app: object, timeout: float = FORECAST_WAIT) -> None:
+    """Until this console's forecast worker has handed its first forecast to the store (bounded):
+    a frame taken before would show no ETAs, or some, depending on the machine's speed."""
+    from kueuetop.tui.app import KueuetopApp
+
+    assert isinstance(app, KueuetopApp)
+    worker = app.forecaster
+    deadline = time.monotonic() + timeout
+    while worker is not None and time.monotonic() < deadline:
+        if (worker.runs >= 1 and app.ctx.store.forecast() is not None) or worker.error:
+            return
+        await pilot.pause(0.1)  # type: ignore[attr-defined]
 
 
 async def _settled(pilot: object, app: object, timeout: float = 20.0) -> str:
@@ -178,13 +230,24 @@ async def _settled(pilot: object, app: object, timeout: float = 20.0) -> str:
     return last
 
 
-def readme_block(text: str) -> str:
-    return f"{BEGIN}\n```text\n{text}\n```\n{END}"
+def markers(name: str = "") -> tuple[str, str]:
+    """A README block's begin and end markers; "" is the first block's (unnamed, as it always was)."""
+    if not name:
+        return BEGIN, END
+    return (f"<!-- screenshot:begin {name} (python -m kueuetop.tui.screenshot --write README.md) -->",
+            f"<!-- screenshot:end {name} -->")
 
 
-def current_block(readme: str) -> str | None:
-    start, end = readme.find(BEGIN), readme.find(END)
-    return readme[start:end + len(END)] if start >= 0 and end > start else None
+def readme_block(text: str, name: str = "") -> str:
+    begin, end = markers(name)
+    return f"{begin}\n```text\n{text}\n```\n{end}"
+
+
+def current_block(readme: str, name: str = "") -> str | None:
+    begin, end_marker = markers(name)
+    start = readme.find(begin)
+    end = readme.find(end_marker, start) if start >= 0 else -1
+    return readme[start:end + len(end_marker)] if start >= 0 and end > start else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,18 +271,24 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"{readme_path}: {e.strerror or e}", file=sys.stderr)
         return 1
-    old = current_block(readme)
-    if old is None:
-        print(f"{readme_path}: no screenshot markers ({BEGIN!r} … {END!r})", file=sys.stderr)
-        return 1
-    block = readme_block(render())
-    if args.check:
+    stale = False
+    for name in BLOCK_NAMES:
+        old = current_block(readme, name)
+        if old is None:
+            begin, end = markers(name)
+            print(f"{readme_path}: no screenshot markers ({begin!r} … {end!r})", file=sys.stderr)
+            return 1
+        block = readme_block(render_block(name), name)
         if old != block:
+            stale = True
+            readme = readme.replace(old, block)
+    if args.check:
+        if stale:
             print(f"{readme_path}: screenshot is stale: run python -m kueuetop.tui.screenshot --write {readme_path}",
                   file=sys.stderr)
             return 1
         return 0
-    readme_path.write_text(readme.replace(old, block), encoding="utf-8")
+    readme_path.write_text(readme, encoding="utf-8")
     return 0
 
 

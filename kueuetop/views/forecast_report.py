@@ -44,8 +44,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kueuetop.admission.forecast import CHECKS_ASSUMED
-from kueuetop.admission.forecast_result import Forecast, WorkloadForecast
+from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadForecast
+from kueuetop.admission.pod_placement import GpuPlacement, placements_from_cluster, pools_from_cluster
+from kueuetop.kueue.core import Node, Pod
 from kueuetop.kueue.snapshot import ClusterSnapshot
+from kueuetop.store import Store
+from kueuetop.store import events as K
 from kueuetop.views.ages import age_text
 from kueuetop.views.eta_text import NOW_WITHIN, eta_basis, eta_cell, eta_range
 from kueuetop.views.safe_text import clean
@@ -120,6 +124,18 @@ def workload_rows(snap: ClusterSnapshot, fc: Forecast, keys: Iterable[Key],
                 "pessimisticSeconds": est.pessimistic, "basis": clean(est.basis)},
         })
     return rows
+
+
+# ---------------------------------------------------------------------------------------- pools
+def pools_from_store(store: Store) -> tuple[dict[str, PoolCapacity], dict[Key, tuple[GpuPlacement, ...]]]:
+    """The node pools of the store's cluster, each at its current size (a live cluster does not
+    say how far its autoscaler may grow a pool), and the GPUs running workloads hold on them.
+    `kueuetop forecast` and the console's what-if panel both start from these."""
+    nodes = [n for n in store.objects(K.NODES).values() if isinstance(n, Node)]
+    pods = [p for p in store.objects(K.PODS).values() if isinstance(p, Pod)]
+    pools = pools_from_cluster(nodes, pods, {})
+    placements = placements_from_cluster(nodes, pods, lambda p: store.workload_of_pod((p.namespace, p.name)))
+    return pools, placements
 
 
 # ---------------------------------------------------------------------------------------- what-if
@@ -206,7 +222,8 @@ def _names_cell(names: Sequence[str], limit: int = 3) -> str:
     return ", ".join(names[:limit]) + (f" +{more} more" if more > 0 else "")
 
 
-def _change_cell(m: Mapping[str, Any]) -> str:
+def change_cell(m: Mapping[str, Any]) -> str:
+    """What a what-if did to one workload's start: "sooner by 5m", "later by 2m", …."""
     if m["change"] == "sooner":
         return f"sooner by {age_text(-m['deltaSeconds'])}"
     if m["change"] == "later":
@@ -229,7 +246,7 @@ def render_text(doc: Mapping[str, Any]) -> str:
     if what_if is not None:
         lines.append("with " + "; ".join(what_if["changes"]))
         rows = [[f"{m['namespace']}", m["name"], m["clusterQueue"], m["before"]["text"], m["after"]["text"],
-                 _change_cell(m)] for m in what_if["moved"]]
+                 change_cell(m)] for m in what_if["moved"]]
         if not rows:
             return "\n".join([*lines, "No workload's ETA moved.", what_if["summary"]["text"]]) + "\n"
         lines += _table("Workloads whose ETA moved", ["NAMESPACE", "NAME", "CLUSTERQUEUE", "BEFORE", "AFTER",

@@ -29,6 +29,21 @@ def test_readme_screenshot_matches_a_fresh_rendering() -> None:
         assert text in block, text
 
 
+def test_readme_forecast_screenshot_matches_a_fresh_rendering() -> None:
+    """The second block: refarch's pending workloads sorted by ETA, drawn once the console's
+    forecast worker has handed its forecast to the store (so every ETA is in, on any machine)."""
+    readme = README.read_text(encoding="utf-8")
+    block = screenshot.current_block(readme, screenshot.FORECAST_BLOCK)
+    assert block is not None, "README has no forecast screenshot markers"
+    assert block != screenshot.current_block(readme)  # its own block, not the first one again
+    fresh = screenshot.readme_block(screenshot.render_block(screenshot.FORECAST_BLOCK), screenshot.FORECAST_BLOCK)
+    assert block == fresh, "README forecast screenshot is stale: run python -m kueuetop.tui.screenshot --write README.md"
+    for text in ("Workloads", "filter: state:pending", "sort: eta", "ETA", "Pending", "DEMO"):
+        assert text in block, text
+    etas = [line for line in block.splitlines() if "Pending" in line and "~" in line]
+    assert len(etas) >= 5, block  # several pending workloads, each with its ETA range
+
+
 def test_svg_snapshots_of_the_main_views_match_fresh_renderings(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Overview, workloads, ClusterQueues, cohorts, nodes and GPUs at 80×24 and 160×48, from the
     frozen cluster: a layout change shows up here (and in review) as a changed SVG."""
