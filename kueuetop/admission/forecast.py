@@ -92,12 +92,15 @@ class _World:
         self.to_reconcile: set[WorkloadKey] = set(self.wls)
         self.wake: dict[WorkloadKey, float] = {}
         self.ends: list[tuple[float, WorkloadKey]] = []  # heap of (finish time, key)
+        self.ends_at: dict[float, list[WorkloadKey]] = {}  # the same, by instant (stale entries too)
         self.end_of: dict[WorkloadKey, float] = {}
         self.freed_now: list[WorkloadKey] = []  # finished or gave quota back at this instant
         self.prev_workloads: Mapping[WorkloadKey, Workload] | None = None
         self.jobs_todo: set[WorkloadKey] = set(self.wls)  # workloads the job side has to look at
         self.started: set[WorkloadKey] = set()  # admitted by this round's writes
         self.endless: set[WorkloadKey] = set()  # running with no runtime: their end is unknown
+        self.root_of: Callable[[Workload], str] = lambda wl: ""  # set by the run: the workload's cohort tree
+        self.queued: dict[str, set[WorkloadKey]] = {}  # per tree: active workloads holding no quota
         self.pools = pools
         self.pods = PodPlacer(pools, now) if pools is not None else None  # None: pods run at admission
         self.pods_started: set[WorkloadKey] = set()  # pods started this round
@@ -121,7 +124,44 @@ class _World:
             delta = WorkloadDelta(self.prev_workloads, self.shared, frozenset(self.changed_since_cycle))
         return dataclasses.replace(self.base, workloads=self.shared, workload_delta=delta)
 
+    def track(self, root_of: Callable[[Workload], str]) -> None:
+        """Follow, per cohort tree, which workloads still want quota (see `skip_quiet_ends`)."""
+        self.root_of = root_of
+        for key, wl in self.wls.items():
+            self._track(key, None, wl)
+
+    def _track(self, key: WorkloadKey, old: Workload | None, new: Workload | None) -> None:
+        if old is not None:
+            self.queued.get(self.root_of(old), set()).discard(key)
+        if new is not None and new.active and not new.has_quota_reservation and not new.is_finished:
+            self.queued.setdefault(self.root_of(new), set()).add(key)
+
+    def skip_quiet_ends(self, t: float) -> bool:
+        """The instant `t` is nothing but ends in trees where no workload wants quota: those runs
+        leave the forward run at once and no round is spent on the instant (what a cycle there
+        would do: nothing, the engine being pure and no head of another tree having changed).
+        False, and nothing done, when the instant has anything else."""
+        if any(w == t for w in self.wake.values()):
+            return False
+        due = []
+        for key in self.ends_at.get(t, ()):
+            if self.end_of.get(key) == t:
+                wl = self.wls.get(key)
+                if wl is None or self.queued.get(self.root_of(wl)):
+                    return False
+                due.append(key)
+        if self.pods is not None or not due:
+            return False
+        self.ends_at.pop(t, None)
+        while self.ends and self.ends[0][0] <= t:
+            end, key = heapq.heappop(self.ends)
+            if self.end_of.get(key) == end:
+                del self.end_of[key]
+                self._set(key, None)
+        return True
+
     def _set(self, key: WorkloadKey, wl: Workload | None) -> None:
+        self._track(key, self.wls.get(key), wl)
         if wl is None:
             self.wls.pop(key, None)
             self.data.pop(key, None)
@@ -174,6 +214,7 @@ class _World:
         end = max(self.now, since + runtime)
         self.end_of[key] = end
         heapq.heappush(self.ends, (end, key))
+        self.ends_at.setdefault(end, []).append(key)
 
     def jobs(self, config_wait: bool) -> bool:
         """Pods of new admissions start (PodsReady), evicted ones stop (quota released), due ones
@@ -201,6 +242,7 @@ class _World:
                     self.pods.admit(key, self._gpu_pods(wl), self.runtimes.get(key))
             if config_wait and (self.pods is None or key in self.end_of):
                 wrote |= self._pods_ready(key)
+        self.ends_at.pop(self.now, None)
         while self.ends and self.ends[0][0] <= self.now:
             end, key = heapq.heappop(self.ends)
             if self.end_of.get(key) != end:
@@ -299,6 +341,7 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
     wait_pods = snapshot.config.wait_for_pods_ready is not None
     cq_of = {k: snapshot.cluster_queue_of(w) or "" for k, w in world.wls.items()}
     roots = {cq: _cohort_root(snapshot, cq) for cq in snapshot.cluster_queues}
+    world.track(lambda wl: roots.get(snapshot.cluster_queue_of(wl) or "", ""))
     steps = 0
 
     def apply(decisions: tuple[Decision, ...] | list[Decision]) -> bool:
@@ -372,6 +415,8 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
         if wrote:
             continue
         t = world.next_time()
+        while t is not None and t <= horizon and world.skip_quiet_ends(t):
+            t = world.next_time()
         if t is None:
             # Nothing left to happen: whoever still waits never starts — unless a workload whose
             # end is unknown still holds quota (then the answer is "not within the horizon").
