@@ -328,7 +328,7 @@ def _cohort_root(snapshot: ClusterSnapshot, cq: str) -> str:
 
 
 def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: float, pending: set[WorkloadKey],
-         cache: EngineCache, horizon: float, max_steps: int, pause: Callable[[], None] | None,
+         cache: EngineCache, horizon: float, max_steps: int, pause: Callable[[], bool | None] | None,
          pools: Mapping[str, PoolCapacity] | None = None,
          placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None) -> _Run:
     world = _World(snapshot, runtimes, now, cache, pools, placements)
@@ -369,8 +369,9 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
 
     while True:
         steps += 1
-        if pause is not None:
-            pause()
+        if pause is not None and pause():
+            out.stable = False  # the caller's budget: answered up to here, like the horizon
+            break
         if steps > max_steps:
             out.stable = False
             break
@@ -453,7 +454,7 @@ def _pending(snapshot: ClusterSnapshot) -> set[WorkloadKey]:
 
 def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEstimate], now: float, *,
              cache: EngineCache | None = None, horizon: float = HORIZON, max_steps: int = MAX_STEPS,
-             ranges: bool = True, pause: Callable[[], None] | None = None,
+             ranges: bool = True, pause: Callable[[], bool | None] | None = None,
              pools: Mapping[str, PoolCapacity] | None = None,
              placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None) -> Forecast:
     """Each pending workload's predicted admission (see the module docstring).
@@ -461,7 +462,9 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
     `runtimes`: total runtime from admission per workload (a running workload's finish is its
     admission time plus it); a workload without one holds its quota to the horizon.
     `ranges`: also run with optimistic and pessimistic runtimes (earliest / latest).
-    `pause`: called between rounds; a caller on a thread beside a UI lets the UI go first there.
+    `pause`: called between rounds; a caller on a thread beside a UI lets the UI go first there,
+    and a true answer ends the run there (a caller's time budget): the workloads not placed by
+    then have no start, `complete` is False and `horizon` is where the run got to.
     `pools`: the node pools (`pod_placement.pools_from_cluster`); with them pods wait for nodes,
     a pending workload's runtime counts from its pods' start and `pods_start` is filled. None:
     pods run at admission. `placements`: where running workloads' GPUs are, (pool, node index,
@@ -479,9 +482,12 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
                     *nodes)
     early = late = None
     if ranges:
-        early = _run(snapshot, {k: r.optimistic for k, r in runtimes.items()}, now, pending, cache, end, max_steps,
+        # The range runs go as far in virtual time as the expected one got: a budget that cut it
+        # short (max_steps, pause) bounds them too, and the answers are about the same workloads.
+        span = end if expected.stable else expected.end
+        early = _run(snapshot, {k: r.optimistic for k, r in runtimes.items()}, now, pending, cache, span, max_steps,
                      pause, *nodes)
-        late = _run(snapshot, {k: r.pessimistic for k, r in runtimes.items()}, now, pending, cache, end, max_steps,
+        late = _run(snapshot, {k: r.pessimistic for k, r in runtimes.items()}, now, pending, cache, span, max_steps,
                     pause, *nodes)
     out: dict[WorkloadKey, WorkloadForecast] = {}
     snapshot = full
@@ -494,14 +500,18 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
             never = _never(expected, key, wl)
         starts = [s for s in (start, early.start.get(key) if early else None, late.start.get(key) if late else None)
                   if s is not None]
+        latest = max(starts) if start is not None else None
+        if latest is not None and late is not None and not late.stable and key not in late.start:
+            latest = max(latest, late.end)  # the pessimistic run stopped first: later than where it got to
         out[key] = WorkloadForecast(
             key=key, cluster_queue=cq, start=start,
             earliest=min(starts) if start is not None else None,
-            latest=max(starts) if start is not None else None,
+            latest=latest,
             flavors=expected.flavors.get(key, ()), after=expected.after.get(key, ()),
             preempts=tuple(expected.preempts.get(key, ())) if start is not None else (), never=never,
             pods_start=expected.pods_start.get(key))
-    return Forecast(at=now, horizon=end, workloads=out, runtimes=dict(runtimes), complete=expected.stable)
+    return Forecast(at=now, horizon=end if expected.stable else min(end, expected.end), workloads=out,
+                    runtimes=dict(runtimes), complete=expected.stable)
 
 
 def _never(run: _Run, key: WorkloadKey, wl: Workload) -> str:

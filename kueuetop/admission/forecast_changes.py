@@ -216,7 +216,7 @@ def run_forecast(snapshot: ClusterSnapshot, pools: Mapping[str, PoolCapacity] | 
                  runtimes: Mapping[WorkloadKey, RuntimeEstimate], now: float,
                  cache: EngineCache | None = None,
                  placements: Mapping[WorkloadKey, tuple[tuple[str, int, int], ...]] | None = None,
-                 pause: Callable[[], None] | None = None) -> Forecast:
+                 pause: Callable[[], bool | None] | None = None) -> Forecast:
     """The forecast of `snapshot` with `pools` as its node capacity (None: pods run the instant
     their workload is admitted) and `placements`, the GPUs running workloads hold on them.
     `pause`: as `forecast`'s (a caller on a thread beside a UI lets it go first, or stops)."""

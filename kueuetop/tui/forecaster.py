@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 INTERVAL = 5.0  # seconds between forecasts at least ("at most once per few seconds")
 DUTY = 0.05  # share of one core the forecasts may take on average: a slow one runs less often
+TARGET = 10.0  # seconds one forecast (its three runs) may take: its rounds are capped to fit (with DUTY: one every 200 s at most then)
+FIRST_STEPS = 400  # rounds per run before the first forecast has measured this cluster's pace
+MIN_STEPS = 100
 SAVE_EVERY = 60.0
 _YIELD_MAX = 2.0  # seconds a forecast waits for the screen at most before it runs anyway
 
@@ -77,6 +80,8 @@ class Forecaster:
         self.cache = EngineCache()  # this worker's own: the UI thread's explains keep theirs
         self.runs = 0
         self.last_seconds = 0.0  # how long the last forecast took (wall)
+        self.max_steps = FIRST_STEPS  # rounds per forward run: what fits TARGET at the last pace
+        self._rounds = 0
         self.error = ""  # the last run's failure, one line ("" after a good run)
         # The latest forecast with the snapshot it was run on (the store caches one snapshot
         # object per version): the what-if panel reuses it as its "before" when the store has not
@@ -129,8 +134,15 @@ class Forecaster:
         snap = self.store.snapshot()
         now = self._clock()
         runtimes = estimate_runtimes(snap, self.history, now)
-        result = forecast(snap, runtimes, now, cache=self.cache, pause=self._pause)
+        self._rounds = 0
+        # A big cluster's whole future costs minutes of the engine; the first ones matter most. The
+        # run stops after the rounds that fit TARGET and says how far it got (`horizon`): later
+        # workloads read "beyond" that, rather than the console burning a core on them.
+        result = forecast(snap, runtimes, now, cache=self.cache, pause=self._pause, max_steps=self.max_steps)
         self.last_seconds = time.monotonic() - started
+        if self.last_seconds > 0 and self._rounds:
+            pace = self._rounds / self.last_seconds
+            self.max_steps = max(MIN_STEPS, int(pace * TARGET / 3))
         self.runs += 1
         old = self.store.forecast()
         self.latest = (snap, result)
@@ -140,6 +152,7 @@ class Forecaster:
     def _pause(self) -> None:
         """Between the engine's rounds: while keys come or a change is on its way to the screen,
         the UI thread gets the interpreter (a forecast of a large cluster runs for seconds)."""
+        self._rounds += 1
         deadline = time.monotonic() + _YIELD_MAX
         while self._busy() and time.monotonic() < deadline and not self._stop.is_set():
             time.sleep(0.01)

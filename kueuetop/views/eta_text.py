@@ -34,13 +34,18 @@ def eta_range(wf: WorkloadForecast, now: float) -> tuple[float, float, float] | 
     return min(lo, exp), exp, max(hi, exp)
 
 
-def eta_cell(wf: WorkloadForecast | None, now: float, *, complete: bool = True) -> str:
-    """The ETA column: "~14m (9m–22m)", "now", "never", ">horizon" or "-" (no forecast)."""
+def eta_cell(wf: WorkloadForecast | None, now: float, *, complete: bool = True, horizon: float | None = None) -> str:
+    """The ETA column: "~14m (9m–22m)", "now", "never", ">45m" (not placed before the forecast's
+    `horizon`, where an incomplete run stopped), "beyond" (the same, horizon unknown) or "-"."""
     if wf is None:
         return "-"
     r = eta_range(wf, now)
     if r is None:
-        return "never" if wf.never else ("beyond" if not complete else "-")
+        if wf.never:
+            return "never"
+        if complete:
+            return "-"
+        return f">{age_text(horizon - now)}" if horizon is not None and horizon > now else "beyond"
     lo, exp, hi = r
     if hi < NOW_WITHIN:
         return "now"

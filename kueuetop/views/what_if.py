@@ -150,7 +150,7 @@ def _runtimes(snap: ClusterSnapshot, latest: Forecast | None, history: RunSample
 
 def run_what_if(store: Store, changes: Sequence[Change], now: float, *, history: RunSamples | None = None,
                 latest: tuple[ClusterSnapshot, Forecast] | None = None,
-                pause: Callable[[], None] | None = None) -> WhatIfAnswer:
+                pause: Callable[[], bool | None] | None = None) -> WhatIfAnswer:
     """The store's cluster forecast before and after `changes`. `latest`: the console's latest
     forecast with the snapshot it ran on; it is the "before" (and its `at` the instant) when that
     snapshot is still the store's and no pools are modelled. A change that does not apply (an

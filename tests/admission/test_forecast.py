@@ -172,3 +172,27 @@ def test_a_workload_written_back_to_the_api_form_reads_back_the_same(wl: dict) -
     assert back.is_evicted and not back.active and back.meta.generation == 7
     assert back.pod_sets is parsed.pod_sets and back.meta.labels == parsed.meta.labels
     assert dataclasses.replace(back, conditions=parsed.conditions, active=True, meta=parsed.meta) == parsed
+
+
+def test_a_round_budget_answers_the_first_workloads_and_says_how_far_it_got() -> None:
+    from kueuetop.views.eta_text import eta_cell
+
+    # Ten 4-GPU jobs one after the other, 10 minutes each: a budget of rounds places the first few.
+    snap = snapshot(*base(), running("r", 4, T0),
+                    *[workload(NS, f"w{i}", "lq", gpus(4), created=T0 + 1 + i) for i in range(10)])
+    runtimes = {k: exact(600) for k in snap.workloads}
+    full = forecast(snap, runtimes, T0)
+    cut = forecast(snap, runtimes, T0, max_steps=12)
+    assert full.complete and not cut.complete
+    placed = {k: w.start for k, w in cut.workloads.items() if w.start is not None}
+    assert 0 < len(placed) < 10
+    assert all(full.workloads[k].start == t for k, t in placed.items())  # what it answers is right
+    assert max(placed.values()) <= cut.horizon < T0 + 7 * 24 * 3600
+    beyond = next(w for w in cut.workloads.values() if w.start is None)
+    assert beyond.never == ""
+    assert eta_cell(beyond, T0, complete=cut.complete, horizon=cut.horizon) == ">" + eta_cell(
+        dataclasses.replace(beyond, start=cut.horizon), T0)[1:]
+    # The caller's pause can end it too.
+    rounds = []
+    stopped = forecast(snap, runtimes, T0, pause=lambda: rounds.append(1) or len(rounds) > 12)
+    assert not stopped.complete and {k: w.start for k, w in stopped.workloads.items() if w.start} == placed

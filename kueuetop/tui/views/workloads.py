@@ -32,7 +32,7 @@ def workload_row(ctx: ViewContext, key: tuple[str, str], wl: Workload, now: floa
     r = build_workload_row(ctx.store, key, wl, now)
     st, util = r.state, r.gpu_util
     forecast, wf = forecast_of(ctx.store, key) if st.phase in QUEUED else (None, None)
-    eta = eta_cell(wf, now, complete=forecast.complete) if forecast is not None else "-"
+    eta = eta_cell(wf, now, complete=forecast.complete, horizon=forecast.horizon) if forecast is not None else "-"
     colour = ctx.state_style(PHASE_COLOUR.get(st.phase, ""))
     idle = st.phase is Phase.ADMITTED and util is not None and util < ctx.idle_below
     cells = (
