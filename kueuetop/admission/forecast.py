@@ -47,6 +47,7 @@ from kueuetop.admission.forecast_result import (
 )
 from kueuetop.admission.kueue_loop import KueueLoop
 from kueuetop.admission.pod_placement import GpuPlacement, PodPlacer, gpu_pods
+from kueuetop.admission.queue_state import same_queue_state
 from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.kueue.workload import Workload
@@ -389,12 +390,15 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
                 else:
                     world.wake[k] = t
             wrote = apply(decisions)
+        cycled = False  # the cycle moved the queue state: heads may be left for another one now
         if not wrote:
             loop.requeue_inadmissible(snap)
             world.prev_workloads = snap.workloads
             world.changed_since_cycle = set()
+            before_state = loop.state
             result = loop.schedule(snap, world.now)
             wrote = apply(result.decisions)
+            cycled = before_state is None or not same_queue_state(before_state, loop.state)
         wrote |= world.jobs(wait_pods)
         started = world.started & waiting
         if started:
@@ -413,7 +417,10 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
         world.pods_started.clear()
         if not waiting and not pods_waiting:
             break
-        if wrote:
+        if wrote or cycled:
+            # Kueue's scheduler runs the next cycle at once while queues have heads: a cycle
+            # that only parked heads (their Pending status unchanged, nothing written) leaves
+            # the next ones to be tried at this same instant, as the simulator's controller does.
             continue
         t = world.next_time()
         while t is not None and t <= horizon and world.skip_quiet_ends(t):

@@ -80,6 +80,7 @@ class SimCluster:
         self.controllers: list[Controller] = []
         self._steps = list(scenario.steps)
         self._next_step = 0
+        self._steps_closed = False  # drop_later_steps() was called: add_steps() adds nothing
         self.wake = threading.Event()
         self._events: deque[WatchEvent] = deque()
         self.errors: list[str] = []  # scenario steps the API refused, for reports
@@ -218,8 +219,20 @@ class SimCluster:
         """Append later scenario steps, in time order and none before the last step held: how
         `sim serve` hands over the part of a scenario it builds after it started listening."""
         with self.lock:
+            if self._steps_closed:
+                return
             self._steps.extend(steps)
         self.wake.set()
+
+    def drop_later_steps(self) -> int:
+        """No arrivals after now: forget the scenario steps not applied yet, and any a caller
+        would add later (add_steps). The cluster then runs on with what it holds, which is the
+        future a forecast from this instant describes. How many steps were dropped."""
+        with self.lock:
+            dropped = len(self._steps) - self._next_step
+            del self._steps[self._next_step:]
+            self._steps_closed = True
+        return dropped
 
     def next_step_time(self) -> float | None:
         if self._next_step < len(self._steps):

@@ -92,3 +92,18 @@ def test_refused_step_is_reported_not_fatal():
     assert len(cluster.errors) == 1
     assert "t.yaml#doc1" in cluster.errors[0] and "already exists" in cluster.errors[0]
     assert cluster.store.get("kueue.x-k8s.io", "resourceflavors", None, "spot")["metadata"]["labels"] == {"tier": "cheap"}
+
+
+def test_drop_later_steps_keeps_what_was_applied_and_nothing_after():
+    clock = SimClock(0.0)
+    cluster = SimCluster(parse_scenario(SCENARIO, "t.yaml"), clock)
+    later = parse_scenario(SCENARIO, "later.yaml").steps[1:2]  # the 90 s create, handed over late
+    cluster.run_for(100)  # the namespace (0 s) and the flavor (90 s) are in; the 2 m update is not
+    assert cluster.drop_later_steps() == 1
+    cluster.add_steps(later)  # what `sim serve` would hand over later: ignored as well
+    assert cluster.next_step_time() is None
+    cluster.run_for(600, until_idle=True)
+    flavor = cluster.store.get("kueue.x-k8s.io", "resourceflavors", None, "spot")
+    assert "labels" not in flavor["metadata"], "a step after the drop was applied"
+    assert cluster.errors == []  # the late create was never tried (it would be refused: exists)
+    assert cluster.drop_later_steps() == 0

@@ -84,6 +84,7 @@ class KueueController:
         self.broken: dict[str, str] = {}  # object → parse error, for reports and the console
         self.cycles = 0
         self._last_cycle: tuple[float, ClusterSnapshot, bool] | None = None  # (now, base, fixpoint)
+        self._parked_at: float | None = None  # instant of a cycle that moved the queue state, writing nothing
         self.counters = KueueCounters()  # Kueue's /metrics counters and histograms
         # Pending decisions that left a stored object unchanged, with that object: a parked
         # queue's head gets the same verdict cycle after cycle, and working out that nothing
@@ -401,10 +402,12 @@ class KueueController:
             self.counters.record_admission_attempt("success" if admitted else "inadmissible",
                                                    time.perf_counter() - t0)
             self._changed_since_cycle = set()
-            self._last_cycle = (now, self._base, same_queue_state(before, result.state))
+            fixpoint = same_queue_state(before, result.state)
+            self._last_cycle = (now, self._base, fixpoint)
             for d in result.decisions:
                 key = d.victim if isinstance(d, Preempt) else d.workload
                 wrote |= self._write(key, d, now, snap, from_scheduler=True)
+            self._parked_at = now if not wrote and not fixpoint else None
         if wrote:
             # ClusterQueue and LocalQueue status follow the workloads: write them once this
             # instant's workload writes have settled (the round after always comes, as this one
@@ -424,4 +427,10 @@ class KueueController:
                 and not self._changed_since_cycle and not self._dirty_wl and not self._base_dirty)
 
     def next_wakeup(self, now: float) -> float | None:
+        if self._parked_at == now:
+            # The last cycle only parked heads (queue state moved, nothing written): Kueue's
+            # scheduler takes the next heads at once, not when something else happens. A cycle
+            # that wrote keeps the instant going by itself (and a preemption loop stays bounded
+            # by the cluster's per-instant limits, as before).
+            return now
         return min(self._wake.values(), default=None)

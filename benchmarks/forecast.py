@@ -1,0 +1,413 @@
+"""How good the admission forecast is, measured against the simulator's own future.
+
+For each scenario a reference run (arrivals as the scenario has them, to idle) gives the busy part
+of its timeline; the snapshot instants T are the quantiles of its pending-workload·seconds (where
+the queues are longest), or `--at`. Then, per scenario:
+
+1. **Exact mode** (per instant, a fresh run): the cluster runs to T, the scenario's later steps are
+   dropped (`SimCluster.drop_later_steps`: no arrivals after T), the forecast starts from the typed
+   snapshot of the store with every workload's true runtime (the perf label, else the
+   `kueuetop.io/runtime` annotation: `kueuetop.sim.observed.exact_runtimes`), and the simulator runs
+   on to idle. Every workload pending at T is compared with its first Admitted transition after T
+   (the event recorder). Where pods wait for nodes (autoscaled pools, provisioning) the workload
+   holds quota longer than its runtime, which the forecast does not model: the same snapshot is
+   forecast again with the runtimes the simulator actually observed (last admission → finish), and
+   the difference between the two is that wait's share of the error (`podStartError`).
+2. **Estimated mode** (one run, what a user gets): arrivals continue; at each T the runtimes are
+   `estimate_runtimes` from a RunHistory fed, as the console's is, with every Workload seen to
+   finish before T; the two naive baselines of `admission/eta_baselines.py` read the admissions a
+   watch saw before T and each workload's position in its ClusterQueue at T (the simulator's
+   visibility order, `sim/kueue/queue_view.py`). Errors are |predicted − actual admission| over the
+   workloads pending at T that were admitted within the run; coverage is how many got an answer;
+   the goal is the forecast's median error at most half of the better baseline's.
+3. Speed: wall and CPU seconds of every forecast call, with ranges (three runs: expected,
+   optimistic, pessimistic) and without, and the number of pending workloads.
+
+Prints one JSON document (or writes it to --out). Times of the cluster are virtual seconds of the
+simulator; wall/CPU seconds are this process's, in-process (no API server, no console).
+
+Usage (repository root, project virtualenv):
+
+    python benchmarks/forecast.py                                  # refarch, skypilot, kueue-perf-baseline
+    python benchmarks/forecast.py --scenarios large --instants 2   # 20,000 workloads (opt-in)
+    python benchmarks/forecast.py --scenarios refarch --at 600,1200 --out /tmp/forecast.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import contextlib
+import inspect
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kueuetop.admission.eta_baselines import ema_throughput_eta, mean_interval_eta
+from kueuetop.admission.forecast import forecast
+from kueuetop.admission.forecast_result import Forecast, RuntimeEstimate
+from kueuetop.admission.runtime_estimate import estimate_runtimes
+from kueuetop.kueue.errors import KueueParseError
+from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
+from kueuetop.sim.clock import SimClock
+from kueuetop.sim.kueue.queue_view import queued_workloads
+from kueuetop.sim.observed import (
+    admissions,
+    admissions_by_cluster_queue,
+    exact_runtimes,
+    observed_runtimes,
+    snapshot_of,
+)
+from kueuetop.sim.recorder import CREATED, EVICTED, QUOTA_RESERVED, SimEvent
+from kueuetop.sim.runner import VIRTUAL_EPOCH
+from kueuetop.sim.scenarios.loader import load_scenario
+from kueuetop.sim.storage.objectstore import WatchEvent
+from kueuetop.sim.wiring import SimParts, build_cluster
+from kueuetop.store.run_history import RunHistory
+
+DEFAULT_SCENARIOS = ("refarch", "skypilot", "kueue-perf-baseline")
+IDLE = 30 * 24 * 3600.0  # a bound on simulated time only: runs end when the cluster is idle
+LABELS = {
+    "times": "virtual seconds of the simulator's clock (errors, instants, T+…); never wall time",
+    "wallSeconds/cpuSeconds": "real seconds of this process, in-process (paused cluster, no API server)",
+    "error": "forecast (or baseline) admission time − the simulator's first Admitted transition after T",
+    "exact": "the same whole second (floor of both equal)",
+    "withinOneInstant": "at most one admission instant of the simulator's run away from the actual one",
+}
+
+
+# ----------------------------------------------------------------------------------- helpers
+def build(name: str) -> SimParts:
+    return build_cluster(load_scenario(name), SimClock(VIRTUAL_EPOCH), record_events=False)
+
+
+def pending_keys(snap: ClusterSnapshot) -> list[WorkloadKey]:
+    """What a forecast answers for: unfinished workloads holding no quota."""
+    return sorted(k for k, w in snap.workloads.items() if not w.is_finished and not w.has_quota_reservation)
+
+
+def timed(fn: Callable[[], Forecast]) -> tuple[Forecast, float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def quantile(xs: Sequence[float], q: float) -> float:
+    s = sorted(xs)
+    pos = (len(s) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def error_stats(errors: Sequence[float]) -> dict[str, Any]:
+    """Median, p90 and max of |error| (seconds)."""
+    if not errors:
+        return {"n": 0, "medianAbs": None, "p90Abs": None, "maxAbs": None, "medianSigned": None}
+    a = [abs(e) for e in errors]
+    return {"n": len(a), "medianAbs": round(statistics.median(a), 1), "p90Abs": round(quantile(a, 0.9), 1),
+            "maxAbs": round(max(a), 1), "medianSigned": round(statistics.median(errors), 1)}
+
+
+def busy_instants(events: Iterable[SimEvent], n: int) -> list[float]:
+    """`n` instants (whole seconds since start) splitting the run's pending-workload·seconds
+    evenly: a workload is pending from its creation (or eviction) until quota is reserved."""
+    deltas = {CREATED: 1, EVICTED: 1, QUOTA_RESERVED: -1}
+    steps = sorted(((e.time, deltas[e.type]) for e in events if e.type in deltas), key=lambda s: s[0])
+    segments: list[tuple[float, float, int, float]] = []  # (from, to, pending, area before)
+    area, pending, last = 0.0, 0, 0.0
+    for t, d in steps:
+        if pending and t > last:
+            segments.append((last, t, pending, area))
+            area += pending * (t - last)
+        pending, last = max(0, pending + d), t
+    out: list[float] = []
+    for i in range(1, n + 1):
+        target = area * i / (n + 1)
+        for start, end, p, before in segments:
+            if before + p * (end - start) >= target:
+                # inside the segment, where the queue is as it was at its start
+                t = float(math.floor(start + (target - before) / p))
+                if t not in out:
+                    out.append(t)
+                break
+    return out
+
+
+def follow_finishes(parts: SimParts, history: RunHistory) -> None:
+    """Feed `history` with every Workload the simulator's store sees finish, as the console's
+    store feeds its own (store/run_history.follow_store): parsed once, at the Finished write,
+    before a pod group's Workload may be deleted."""
+
+    def on_event(ev: WatchEvent) -> None:
+        if ev.kind.kind != "Workload" or ev.type != "MODIFIED" or not _finished(ev.obj) or _finished(ev.old):
+            return
+        with contextlib.suppress(KueueParseError):  # the console skips what it cannot parse too
+            history.record(parse_object(ev.obj))
+
+    parts.cluster.store.subscribe(on_event)
+
+
+def _finished(obj: Mapping[str, Any] | None) -> bool:
+    conds = ((obj or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Finished" and c.get("status") == "True" for c in conds if isinstance(c, dict))
+
+
+def queue_positions(parts: SimParts, now: float) -> dict[WorkloadKey, tuple[str, int]]:
+    """Each pending workload's 0-based position in its ClusterQueue, in the visibility API's order."""
+    kueue = parts.kueue
+    snap = kueue.snapshot()
+    out: dict[WorkloadKey, tuple[str, int]] = {}
+    counts: dict[str, int] = {}
+    for key, q in queued_workloads(snap, kueue.state, now, kueue.cache.workload_index(snap)).items():
+        pos = counts.get(q.cluster_queue, 0)
+        counts[q.cluster_queue] = pos + 1
+        out[key] = (q.cluster_queue, pos)
+    return out
+
+
+# ----------------------------------------------------------------------------------- exact mode
+@dataclass
+class Comparison:
+    """Forecast vs the simulator's admissions for one instant."""
+
+    now: float
+    actual_instants: list[float]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def compare(result: Forecast, pending: Sequence[WorkloadKey], actual: Mapping[WorkloadKey, float],
+            now: float) -> dict[str, Any]:
+    instants = sorted(set(actual.values()))
+    errors, differ = [], []
+    exact = one_instant = both_never = mismatched_never = 0
+    for key in pending:
+        got, want = result.workloads[key].start, actual.get(key)
+        if got is None or want is None:
+            if got is None and want is None:
+                both_never += 1
+            else:
+                mismatched_never += 1
+                differ.append(_row(key, got, want, now))
+            continue
+        err = got - want
+        errors.append(err)
+        exact += math.floor(got) == math.floor(want)
+        i = bisect.bisect_left(instants, want)
+        lo = instants[i - 1] if i > 0 else want
+        hi = instants[i + 1] if i + 1 < len(instants) else want
+        one_instant += lo - 1 < got < hi + 1
+        if abs(err) >= 1:
+            differ.append(_row(key, got, want, now))
+    differ.sort(key=lambda r: -abs(r["error"]) if r["error"] is not None else -math.inf)
+    return {"pending": len(pending), "compared": len(errors), "exact": exact, "withinOneSecond":
+            sum(abs(e) < 1 for e in errors), "withinOneInstant": one_instant, "neverOnBothSides": both_never,
+            "neverOnOneSide": mismatched_never, "maxAbsError": round(max(map(abs, errors), default=0.0), 1),
+            "errors": error_stats(errors), "differing": len(differ), "firstDiffering": differ[:10]}
+
+
+def _row(key: WorkloadKey, got: float | None, want: float | None, now: float) -> dict[str, Any]:
+    return {"workload": f"{key[0]}/{key[1]}",
+            "forecast": None if got is None else round(got - now, 1),
+            "actual": None if want is None else round(want - now, 1),
+            "error": None if got is None or want is None else round(got - want, 1)}
+
+
+def exact_mode(name: str, at: float) -> dict[str, Any]:
+    parts = build(name)
+    cluster = parts.cluster
+    cluster.run_for(at)
+    dropped = cluster.drop_later_steps()
+    now = cluster.clock.now()
+    snap = snapshot_of(cluster.store, parts.kueue.config)
+    spec = exact_runtimes(cluster.store)
+    pending = pending_keys(snap)
+    mark = len(parts.recorder.events)
+    result, wall, cpu = timed(lambda: forecast(snap, spec, now, ranges=False))
+    cluster.run_for(IDLE, until_idle=True)
+    actual = admissions(parts.recorder.events, cluster.clock.start, mark)
+    # The runtimes the simulator ran (pods waiting for nodes included); the spec's where a
+    # workload never finished.
+    seen = observed_runtimes(parts.recorder.events)
+    observed = {k: RuntimeEstimate(seen[k], seen[k], seen[k], "observed") if k in seen else r
+                for k, r in spec.items()}
+    waited = {k: seen[k] - r.expected for k, r in spec.items() if k in seen and seen[k] - r.expected >= 1}
+    # Nothing waited (no nodes to wait for, as in the perf harness): the same forecast.
+    with_observed = forecast(snap, observed, now, ranges=False) if waited else result
+    checks = sum(1 for k in pending if _has_checks(snap, k))
+    # Quota reserved, admission checks not yet passed: not pending for the forecast (it takes
+    # checks to pass at once), so not compared.
+    awaiting = sum(1 for w in snap.workloads.values()
+                   if w.has_quota_reservation and not w.is_admitted and not w.is_finished)
+    return {
+        "at": at, "stepsDropped": dropped, "pending": len(pending), "complete": result.complete,
+        "pendingInQueuesWithAdmissionChecks": checks, "awaitingAdmissionChecks": awaiting,
+        "forecastWallSeconds": round(wall, 2), "forecastCpuSeconds": round(cpu, 2),
+        "specRuntimes": compare(result, pending, actual, now),
+        "observedRuntimes": compare(with_observed, pending, actual, now),
+        "workloadsWhosePodsWaited": {"count": len(waited), "maxWaitSeconds": round(max(waited.values(), default=0), 1)},
+        "simulatorErrors": list(cluster.errors)[:5],
+    }
+
+
+def _has_checks(snap: ClusterSnapshot, key: WorkloadKey) -> bool:
+    cq = snap.cluster_queues.get(snap.cluster_queue_of(snap.workloads[key]) or "")
+    return bool(cq is not None and cq.admission_checks)
+
+
+def pod_start_error(exact: list[dict[str, Any]]) -> dict[str, Any]:
+    """How much of the exact-mode error is pods waiting for nodes: spec vs observed runtimes."""
+    spec = [r["specRuntimes"] for r in exact]
+    seen = [r["observedRuntimes"] for r in exact]
+    return {
+        "differingWithSpecRuntimes": sum(s["differing"] for s in spec),
+        "differingWithObservedRuntimes": sum(s["differing"] for s in seen),
+        "maxAbsErrorSpec": max((s["maxAbsError"] for s in spec), default=0),
+        "maxAbsErrorObserved": max((s["maxAbsError"] for s in seen), default=0),
+        "forecastTakesPools": "pools" in inspect.signature(forecast).parameters,
+    }
+
+
+# ----------------------------------------------------------------------------------- estimated mode
+@dataclass
+class Instant:
+    at: float
+    now: float
+    mark: int
+    pending: list[WorkloadKey]
+    predictions: dict[str, Mapping[WorkloadKey, float | None]]
+    ranges: Mapping[WorkloadKey, tuple[float | None, float | None]]
+    speed: dict[str, Any]
+
+
+def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool = False) -> dict[str, Any]:
+    parts = build(name)
+    cluster = parts.cluster
+    history = RunHistory(f"sim:{name}")
+    follow_finishes(parts, history)
+    taken: list[Instant] = []
+    for at in sorted(instants):
+        cluster.run_for(at - cluster.sim_time)
+        now = cluster.clock.now()
+        snap = snapshot_of(cluster.store, parts.kueue.config)
+        pending = pending_keys(snap)
+        runtimes = estimate_runtimes(snap, history, now)
+        # The expected run alone gives every start; the three-run call (earliest/latest too)
+        # costs about three times as much, so it is timed and scored at one instant (the last,
+        # the longest queue) unless asked for at each.
+        fc, wall, cpu = timed(lambda: forecast(snap, runtimes, now, ranges=False))  # noqa: B023 (called at once)
+        speed: dict[str, Any] = {"at": at, "pending": len(pending), "runsInHistory": len(history),
+                                 "complete": fc.complete,
+                                 "withoutRanges": {"wallSeconds": round(wall, 2), "cpuSeconds": round(cpu, 2)}}
+        bands: dict[WorkloadKey, tuple[float | None, float | None]] = {}
+        if ranges_everywhere or at == max(instants):
+            fr, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True))  # noqa: B023
+            speed["withRanges"] = {"wallSeconds": round(wall3, 2), "cpuSeconds": round(cpu3, 2)}
+            bands = {k: (fr.workloads[k].earliest, fr.workloads[k].latest) for k in pending}
+        seen = admissions_by_cluster_queue(parts.recorder.events, cluster.clock.start, now)
+        positions = queue_positions(parts, now)
+        taken.append(Instant(
+            at, now, len(parts.recorder.events), pending,
+            {"forecast": {k: fc.workloads[k].start for k in pending},
+             "meanInterval": mean_interval_eta(seen, positions, now),
+             "emaThroughput": ema_throughput_eta(seen, positions, now)},
+            bands, speed))
+    cluster.run_for(IDLE, until_idle=True)
+    pooled: dict[str, list[float]] = {}
+    common: dict[str, list[float]] = {}
+    per_instant = []
+    for it in taken:
+        actual = admissions(parts.recorder.events, cluster.clock.start, it.mark)
+        admitted = [k for k in it.pending if k in actual]
+        row: dict[str, Any] = {"at": it.at, "pending": len(it.pending), "admittedWithinRun": len(admitted)}
+        for method, pred in it.predictions.items():
+            errs = [pred[k] - actual[k] for k in admitted if pred.get(k) is not None]
+            pooled.setdefault(method, []).extend(errs)
+            row[method] = {"coverage": len(errs), **error_stats(errs)}
+        both = [k for k in admitted if all(p.get(k) is not None for p in it.predictions.values())]
+        for method, pred in it.predictions.items():
+            common.setdefault(method, []).extend(pred[k] - actual[k] for k in both)  # type: ignore[operator]
+        if it.ranges:
+            inside = [k for k in admitted if it.ranges[k][0] is not None
+                      and it.ranges[k][0] - 1 < actual[k] < it.ranges[k][1] + 1]  # type: ignore[operator]
+            row["actualWithinEarliestLatest"] = len(inside)
+        per_instant.append(row)
+    summary = {m: {"coverage": len(e), **error_stats(e)} for m, e in pooled.items()}
+    on_common = {m: error_stats(e) for m, e in common.items()}
+    return {"instants": per_instant, "pooled": summary, "onCommonWorkloads": on_common,
+            "goal": _goal(on_common), "speed": [it.speed for it in taken],
+            "simulatorErrors": list(cluster.errors)[:5]}
+
+
+def _goal(stats: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The forecast's median error at most half of the better baseline's (on the workloads every
+    method answered for)."""
+    fc = stats.get("forecast", {}).get("medianAbs")
+    base = [s.get("medianAbs") for m, s in stats.items() if m != "forecast" and s.get("medianAbs") is not None]
+    if fc is None or not base:
+        return {"holds": None, "why": "no workload answered by every method"}
+    best = min(base)
+    return {"holds": fc <= 0.5 * best, "forecastMedianAbs": fc, "betterBaselineMedianAbs": best}
+
+
+# ----------------------------------------------------------------------------------- driver
+def reference(name: str) -> tuple[list[SimEvent], float, float]:
+    """A run with the scenario's arrivals, to idle: its events and how long it took (s)."""
+    parts = build(name)
+    wall = time.perf_counter()
+    parts.cluster.run_for(IDLE, until_idle=True)
+    return list(parts.recorder.events), parts.cluster.sim_time, time.perf_counter() - wall
+
+
+def run(name: str, n_instants: int, at: Sequence[float] | None, ranges_everywhere: bool = False) -> dict[str, Any]:
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    events, sim_end, ref_wall = reference(name)
+    instants = list(at) if at else busy_instants(events, n_instants)
+    exact = [exact_mode(name, t) for t in instants]
+    estimated = estimated_mode(name, instants, ranges_everywhere)
+    return {
+        "scenario": name,
+        "instants": instants,
+        "referenceRun": {"simulatedSeconds": round(sim_end, 1), "wallSeconds": round(ref_wall, 1),
+                         "workloads": sum(1 for e in events if e.type == CREATED)},
+        "exact": {"perInstant": exact, "podStartError": pod_start_error(exact),
+                  "allWithinOneSecond": all(r["specRuntimes"]["differing"] == 0 for r in exact)},
+        "estimated": estimated,
+        "wallSeconds": round(time.perf_counter() - wall0, 1),
+        "cpuSeconds": round(time.process_time() - cpu0, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
+                    help="comma-separated built-in names or files (default: %(default)s; `large` is opt-in)")
+    ap.add_argument("--instants", type=int, default=3, help="snapshot instants per scenario (default: 3)")
+    ap.add_argument("--at", default="", help="comma-separated instants in seconds since the start, for every scenario")
+    ap.add_argument("--ranges-everywhere", action="store_true",
+                    help="also run the three-run forecast (earliest/latest) at every instant, not only the last")
+    ap.add_argument("--out", default="", help="write the JSON document here instead of stdout")
+    args = ap.parse_args(argv)
+    at = [float(x) for x in args.at.split(",") if x.strip()] or None
+    results = []
+    for name in (s.strip() for s in args.scenarios.split(",") if s.strip()):
+        print(f"forecast benchmark: {name} …", file=sys.stderr, flush=True)
+        results.append(run(name, args.instants, at, args.ranges_everywhere))
+    doc = {"labels": LABELS, "scenarios": results}
+    text = json.dumps(doc, indent=2) + "\n"
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""What a simulation shows from outside, in the forms a forecast is checked against.
+
+A forecast (`admission/forecast.py`) starts from a typed snapshot of the cluster at an instant and
+says when each pending workload will be admitted. To measure it against the simulator
+(benchmarks/forecast.py, tests/admission/test_forecast_exact.py) four things are read here:
+
+- `snapshot_of`: the typed ClusterSnapshot of the simulator's objects at the current instant, parsed
+  from the object store as any client lists them (not the Kueue controller's own snapshot, whose
+  objects it has already parsed and whose queue state a console does not have);
+- `exact_runtimes`: each workload's true runtime, which the simulator knows and a user does not —
+  the perf harness's running-time label (`kueue-perf-*`), else the `kueuetop.io/runtime`
+  annotation the pods run for (its default when absent);
+- `admissions`: each workload's first admission after a point of the event log: the recorder's
+  Admitted transitions, not the object's final condition — a workload may be admitted, preempted
+  and admitted again, and a finished pod group's Workload may be gone from the store by the end;
+- `observed_runtimes`: how long each finished workload held its last admission as the simulator
+  ran it (pods waiting for a node to be added included), to tell that wait apart from the rest.
+
+Times are absolute epoch seconds of the simulator's clock (virtual time when it is virtual).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+
+from kueuetop.admission.forecast_result import RuntimeEstimate
+from kueuetop.kueue.config import KueueConfig
+from kueuetop.kueue.errors import KueueParseError
+from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
+from kueuetop.sim.jobs.perf_runner import running_seconds, runs_workload
+from kueuetop.sim.kube.kubelet import pod_runtime
+from kueuetop.sim.recorder import ADMITTED, FINISHED, QUOTA_RESERVED, SimEvent
+from kueuetop.sim.storage.objectstore import ObjectStore
+
+KUEUE = "kueue.x-k8s.io"
+# What the engine reads (the Kueue controller lists the same kinds): queues, flavors, cohorts,
+# checks, namespaces (their labels select queues) and the Workloads.
+SNAPSHOT_KINDS = ((KUEUE, "clusterqueues"), (KUEUE, "localqueues"), (KUEUE, "resourceflavors"),
+                  (KUEUE, "cohorts"), (KUEUE, "admissionchecks"), ("", "namespaces"), (KUEUE, "workloads"))
+
+
+def snapshot_of(store: ObjectStore, config: KueueConfig | None = None) -> ClusterSnapshot:
+    """The typed snapshot of what the store holds now; objects the parser refuses are left out,
+    as the console leaves them out."""
+    objs = []
+    for group, plural in SNAPSHOT_KINDS:
+        items, _ = store.list(group, plural, copy=False)
+        for o in items:
+            with contextlib.suppress(KueueParseError):
+                objs.append(parse_object(o))
+    return ClusterSnapshot.from_objects(objs, config)
+
+
+def exact_runtime(obj: dict) -> float:
+    """Seconds the simulator runs this Workload's job once its pods run (the API dict)."""
+    return running_seconds(obj) if runs_workload(obj) else pod_runtime(obj)
+
+
+def exact_runtimes(store: ObjectStore) -> dict[WorkloadKey, RuntimeEstimate]:
+    """A point estimate (optimistic = expected = pessimistic) of every Workload in the store."""
+    out: dict[WorkloadKey, RuntimeEstimate] = {}
+    items, _ = store.list(KUEUE, "workloads", copy=False)
+    for o in items:
+        m = o["metadata"]
+        s = exact_runtime(o)
+        out[(m["namespace"], m["name"])] = RuntimeEstimate(s, s, s, "exact (the simulator's)")
+    return out
+
+
+def admissions(events: Sequence[SimEvent], start: float, since: int = 0,
+               type_: str = ADMITTED) -> dict[WorkloadKey, float]:
+    """Each workload's first `type_` transition (Admitted; QUOTA_RESERVED for the scheduler's
+    decision) among `events[since:]`, as absolute time (`start`: the clock's start, which event
+    times count from). `since`: len(recorder.events) at the instant of interest, so only what
+    happened after it counts, whatever the event's rounding."""
+    out: dict[WorkloadKey, float] = {}
+    for ev in events[since:]:
+        if ev.type == type_:
+            out.setdefault((ev.namespace, ev.name), start + ev.time)
+    return out
+
+
+def admissions_by_cluster_queue(events: Iterable[SimEvent], start: float, before: float,
+                                type_: str = QUOTA_RESERVED) -> dict[str, list[float]]:
+    """Every `type_` transition a watch saw before `before`, per ClusterQueue, sorted: the
+    admission history a console following the cluster has (re-admissions included)."""
+    out: dict[str, list[float]] = {}
+    for ev in events:
+        t = start + ev.time
+        if ev.type == type_ and t < before and ev.cluster_queue:
+            out.setdefault(ev.cluster_queue, []).append(t)
+    for ts in out.values():
+        ts.sort()
+    return out
+
+
+def observed_runtimes(events: Iterable[SimEvent]) -> dict[WorkloadKey, float]:
+    """Seconds from each finished workload's last admission to its finish, as the simulator ran it."""
+    last: dict[WorkloadKey, float] = {}
+    out: dict[WorkloadKey, float] = {}
+    for ev in events:
+        key = (ev.namespace, ev.name)
+        if ev.type == ADMITTED:
+            last[key] = ev.time
+        elif ev.type == FINISHED and key in last:
+            out[key] = ev.time - last[key]
+    return out
