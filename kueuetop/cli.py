@@ -316,17 +316,13 @@ def cmd_forecast(args: argparse.Namespace) -> int:
 
 
 def _forecast_scenario_look(args: argparse.Namespace) -> tuple[Any, int]:
-    """The scenario simulated to --at: its snapshot, node pools, and its finished runs as the history."""
-    from kueuetop.admission.pod_placement import placements_from_cluster, pools_from_cluster
-    from kueuetop.kueue.core import parse_node, parse_pod
-    from kueuetop.kueue.durations import parse_duration
-    from kueuetop.kueue.errors import KueueParseError
+    """The scenario simulated to --at: its snapshot, node pools (with the limits and scale-ups in
+    flight the simulator's cloud knows), and its finished runs as the history."""
     from kueuetop.live_cli import ForecastLook
     from kueuetop.sim.clock import SimClock
+    from kueuetop.sim.observed import node_pools_of
     from kueuetop.sim.runner import VIRTUAL_EPOCH
     from kueuetop.sim.wiring import build_cluster
-    from kueuetop.store import Entry, Op, Store, StoreEvent
-    from kueuetop.store import events as K
     from kueuetop.store.run_history import RunHistory
 
     scenario = _load(args.scenario)
@@ -335,31 +331,12 @@ def _forecast_scenario_look(args: argparse.Namespace) -> tuple[Any, int]:
     clock = SimClock(VIRTUAL_EPOCH)
     parts = build_cluster(scenario, clock)
     parts.cluster.run_for(args.at)
-    parsed: dict[str, list] = {"nodes": [], "pods": []}
     with parts.cluster.lock:
         snap = parts.kueue.snapshot()
-        for plural, parse in (("nodes", parse_node), ("pods", parse_pod)):
-            for o in parts.cluster.store.list("", plural, copy=False)[0]:
-                try:
-                    parsed[plural].append(parse(o))
-                except KueueParseError:
-                    continue  # left out, as the live store leaves out what it cannot parse
+        pools, placements = node_pools_of(parts.cluster.store, parts.extra.get("node-pools"))
         now = clock.now()
     history = RunHistory(f"scenario:{scenario.name}")
     history.record_all(snap.workloads.values())
-    limits = {}  # the scenario's NodePools: how far each may grow, and how long a new node takes
-    for doc in scenario.node_pools:
-        spec, name = doc.get("spec") or {}, (doc.get("metadata") or {}).get("name")
-        if name and spec.get("autoscaling", True) is not False and spec.get("maxSize") is not None:
-            limits[name] = (int(spec["maxSize"]), parse_duration(str(spec.get("provisioningDelay", "0s"))))
-    pools = pools_from_cluster(parsed["nodes"], parsed["pods"], limits)
-    # The console's own pod → Workload join (a store fed the Workloads and Pods), not a second one.
-    join = Store()
-    for kind, objs in ((K.WORKLOADS, list(snap.workloads.values())), (K.PODS, parsed["pods"])):
-        join.apply(StoreEvent(Op.REPLACE, kind, "scenario", entries=tuple(
-            Entry((o.namespace, o.name), None, o, o.meta.uid, o.meta.resource_version) for o in objs)))
-    placements = placements_from_cluster(parsed["nodes"], parsed["pods"],
-                                         lambda p: join.workload_of_pod((p.namespace, p.name)))
     return ForecastLook(snap, pools, placements, True, history, now,
                         {"kind": "scenario", "name": scenario.name, "atSeconds": args.at}), EXIT_OK
 

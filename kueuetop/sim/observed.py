@@ -13,6 +13,8 @@ says when each pending workload will be admitted. To measure it against the simu
 - `admissions`: each workload's first admission after a point of the event log: the recorder's
   Admitted transitions, not the object's final condition — a workload may be admitted, preempted
   and admitted again, and a finished pod group's Workload may be gone from the store by the end;
+- `node_pools_of`: the node pools with their limits and scale-ups in flight, and where running
+  workloads' GPUs are, for a forecast that places pods;
 - `observed_runtimes`: how long each finished workload held its last admission as the simulator
   ran it (pods waiting for a node to be added included), to tell that wait apart from the rest.
 
@@ -22,19 +24,26 @@ Times are absolute epoch seconds of the simulator's clock (virtual time when it 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from kueuetop.admission.forecast_result import RuntimeEstimate
+from kueuetop.admission.forecast_result import PoolCapacity, RuntimeEstimate
+from kueuetop.admission.pod_placement import placements_from_cluster, pools_from_cluster
 from kueuetop.kueue.config import KueueConfig
+from kueuetop.kueue.core import parse_node, parse_pod
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.pod_workload import owner_uids, workload_of_pod
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
+from kueuetop.kueue.workload import Workload
 from kueuetop.sim.jobs.perf_runner import running_seconds, runs_workload
 from kueuetop.sim.kube.kubelet import pod_runtime
 from kueuetop.sim.recorder import ADMITTED, FINISHED, QUOTA_RESERVED, SimEvent
 from kueuetop.sim.storage.objectstore import ObjectStore
 
 KUEUE = "kueue.x-k8s.io"
+UNBOUNDED = 1_000_000  # nodes: an autoscaled pool with no maxSize
 # What the engine reads (the Kueue controller lists the same kinds): queues, flavors, cohorts,
 # checks, namespaces (their labels select queues) and the Workloads.
 SNAPSHOT_KINDS = ((KUEUE, "clusterqueues"), (KUEUE, "localqueues"), (KUEUE, "resourceflavors"),
@@ -107,3 +116,38 @@ def observed_runtimes(events: Iterable[SimEvent]) -> dict[WorkloadKey, float]:
         elif ev.type == FINISHED and key in last:
             out[key] = ev.time - last[key]
     return out
+
+
+def node_pools_of(store: ObjectStore, pool_controller: Any) -> tuple[dict[str, PoolCapacity], dict[WorkloadKey, tuple]]:
+    """The node pools as the forecast reads them, and where running workloads' GPUs are: Nodes and
+    Pods from the store, each pool's growth limit and node delay from the simulator's node-pool
+    controller (what a real cluster keeps in its cloud's node groups), and the nodes a scale-up
+    has asked for and not yet brought (no Node object shows them)."""
+    nodes, pods = [], []
+    for plural, parse, into in (("nodes", parse_node, nodes), ("pods", parse_pod, pods)):
+        for o in store.list("", plural, copy=False)[0]:
+            with contextlib.suppress(KueueParseError):
+                into.append(parse(o))
+    pools_in_sim = getattr(pool_controller, "pools", {}) or {}
+    limits = {name: (p.max_size if p.max_size is not None else UNBOUNDED, p.delay) for name, p in pools_in_sim.items()}
+    pools = pools_from_cluster(nodes, pods, limits)
+    for name, pool in pools.items():
+        sim_pool = pools_in_sim.get(name)
+        if sim_pool is not None:
+            coming = tuple(s.ready_at for s in sim_pool.upcoming if not s.done for _ in range(s.count))
+            pools[name] = dataclasses.replace(pool, coming=coming)
+    by_owner: dict[str, list[WorkloadKey]] = {}
+    for o in store.list(KUEUE, "workloads", copy=False)[0]:
+        wl = _parsed(o)
+        if isinstance(wl, Workload):
+            for uid in owner_uids(wl):
+                by_owner.setdefault(uid, []).append(wl.key)
+    placements = placements_from_cluster(nodes, pods, lambda p: workload_of_pod(p, lambda uid: by_owner.get(uid, ())))
+    return pools, placements
+
+
+def _parsed(obj: dict) -> Any:
+    try:
+        return parse_object(obj)
+    except KueueParseError:
+        return None

@@ -12,11 +12,10 @@ from typing import Any
 
 from kueuetop.kueue.core import Pod
 from kueuetop.kueue.local_queue import LocalQueue
-from kueuetop.kueue.workload import JOB_UID_LABEL, Workload
+from kueuetop.kueue.pod_workload import owner_uids, workload_of_pod
+from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_state import Phase, WorkloadState, derive_state
 from kueuetop.store.events import Key
-
-KUEUE_GROUP_PREFIX = "kueue.x-k8s.io/"
 
 _EMPTY: frozenset[Any] = frozenset()
 
@@ -130,9 +129,7 @@ class Indexes:
         state = derive_state(wl, now)
         self.wl_state[key] = state
         self.wl_by_phase.set_one(key, state.phase)
-        uids = [o.uid for o in wl.meta.owners]
-        uids.append(wl.meta.labels.get(JOB_UID_LABEL, ""))
-        self.wl_by_owner_uid.set(key, uids)
+        self.wl_by_owner_uid.set(key, owner_uids(wl))
         self._count(key)
 
     def remove_workload(self, key: Key) -> None:
@@ -197,18 +194,7 @@ class Indexes:
         self.pods_by_uid.remove(key)
 
     def workload_of_pod(self, pod: Pod) -> Key | None:
-        """Kueue's linking (reference kueue.md §4.4): a pod owned by a Workload directly, else
-        the Workload owned by the pod's job (ownerReference / job-uid label), else the
-        Workload owned by the pod itself (plain-pod integration)."""
-        for o in pod.meta.owners:
-            if o.kind == "Workload" and o.api_version.startswith(KUEUE_GROUP_PREFIX):
-                return (pod.namespace, o.name)
-        for uid in (*(o.uid for o in pod.meta.owners if o.controller), pod.meta.uid,
-                    *(o.uid for o in pod.meta.owners if not o.controller)):
-            for wkey in self.wl_by_owner_uid.get(uid):
-                if wkey[0] == pod.namespace:
-                    return wkey
-        return None
+        return workload_of_pod(pod, self.wl_by_owner_uid.get)
 
     def pods_of_workload(self, key: Key) -> set[Key]:
         wl = self._workloads.get(key)
