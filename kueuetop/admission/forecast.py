@@ -377,19 +377,8 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
             out.stable = False
             break
         snap = world.snapshot()
-        due = {k for k, t in world.wake.items() if t <= world.now}
-        keys = world.to_reconcile | due
-        world.to_reconcile = set()
-        wrote = False
-        if keys:
-            decisions, wakes = loop.reconcile(snap, world.now, keys)
-            for k in keys:
-                t = wakes.get(k)
-                if t is None:
-                    world.wake.pop(k, None)
-                else:
-                    world.wake[k] = t
-            wrote = apply(decisions)
+        changed, world.to_reconcile = world.to_reconcile, set()
+        wrote = apply(loop.reconcile_due(snap, world.now, changed, world.wake))
         cycled = False  # the cycle moved the queue state: heads may be left for another one now
         if not wrote:
             loop.requeue_inadmissible(snap)

@@ -44,6 +44,23 @@ class KueueLoop:
             return reconcile(snapshot, now, self.cache), {}
         return reconcile_keys(snapshot, keys, now, self.cache)
 
+    def reconcile_due(self, snapshot: ClusterSnapshot, now: float, changed: set[WorkloadKey],
+                      wake: dict[WorkloadKey, float]) -> tuple[Decision, ...]:
+        """The workload controller for the workloads that changed and those whose timer is due in
+        `wake` (key → next timer), which is kept up to date: Kueue requeues a key on a change or
+        after the RequeueAfter its last Reconcile returned."""
+        keys = changed.union(k for k, t in wake.items() if t <= now)
+        if not keys:
+            return ()
+        decisions, wakes = self.reconcile(snapshot, now, keys)
+        for k in keys:
+            t = wakes.get(k)
+            if t is None:
+                wake.pop(k, None)
+            else:
+                wake[k] = t
+        return decisions
+
     def cycle(self, snapshot: ClusterSnapshot, now: float) -> Any:
         """The queue manager's requeues since the last cycle, then one scheduling cycle."""
         self.requeue_inadmissible(snapshot)

@@ -371,19 +371,8 @@ class KueueController:
 
     # ------------------------------------------------------------------ loop
     def _controller_pass(self, snap: ClusterSnapshot, now: float) -> tuple[Decision, ...]:
-        due = [k for k, t in self._wake.items() if t <= now]
-        keys = self._to_reconcile.union(due)
-        self._to_reconcile = set()
-        if not keys:
-            return ()
-        decisions, wakes = self.loop.reconcile(snap, now, keys)
-        for k in keys:
-            t = wakes.get(k)
-            if t is None:
-                self._wake.pop(k, None)
-            else:
-                self._wake[k] = t
-        return decisions
+        changed, self._to_reconcile = self._to_reconcile, set()
+        return self.loop.reconcile_due(snap, now, changed, self._wake)
 
     def reconcile(self, now: float) -> bool:
         snap = self._refresh()
