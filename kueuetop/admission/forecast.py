@@ -15,7 +15,7 @@ With `pools` the pods also need nodes (`pod_placement`): an admitted workload's 
 free GPUs or for an autoscaled pool's new nodes, and its runtime counts from when they start.
 
 Admission checks are taken to pass the instant quota is reserved: a forecast cannot know when a
-ProvisioningRequest is satisfied, and says so (`Forecast.assumptions`).
+ProvisioningRequest is satisfied, and says so (`CHECKS_ASSUMED`, in `kueuetop forecast`'s output).
 
 Each pending workload gets: the admission time with expected runtimes and, from two more runs
 with every runtime at its optimistic and its pessimistic end, the earliest and latest; the
