@@ -29,8 +29,9 @@ and says where it comes from. In order:
 Running workloads: the estimate stays the total runtime from admission (the forecast subtracts
 the time already run), conditioned on that time e: only the runs longer than e count (the runtime
 distribution given it has lasted e); when no run lasted that long, or the bound/default is already
-passed, the workload is taken to end soon: expected = e + max(60 s, 10 % of e), pessimistic =
-e + max(60 s, 50 % of e). Every end of the range is at least e, so a remaining time is never negative.
+passed, the workload is taken to end soon: expected = e + 10 % of e or of a typical run (the
+median of the runs it outlived), whichever is more, pessimistic the same with 50 %; with no run
+known, e + max(60 s, 10 % of e) and e + max(60 s, 50 % of e). Every end of the range is at least e, so a remaining time is never negative.
 
 Bad input never raises: what was ignored is in the estimate's `note`.
 """
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -206,8 +208,13 @@ def _runs(n: int) -> str:
 
 
 # ---------------------------------------------------------------------------------------- estimate
-def _soon(elapsed: float) -> tuple[float, float, float]:
-    return elapsed, elapsed + max(60.0, 0.1 * elapsed), elapsed + max(60.0, 0.5 * elapsed)
+def _soon(elapsed: float, typical: float | None = None) -> tuple[float, float, float]:
+    """A run past what was expected of it ends soon: within a tenth (expected) or a half
+    (pessimistic) of what it has run, or of a typical run (`typical`: the median of the runs it
+    outlived) when that is more — so 1-second jobs are not given a minute; with no run known,
+    at least a minute."""
+    floor_exp, floor_high = (60.0, 60.0) if typical is None else (0.1 * typical, 0.5 * typical)
+    return elapsed, elapsed + max(floor_exp, 0.1 * elapsed), elapsed + max(floor_high, 0.5 * elapsed)
 
 
 def _estimate(tier: _Tier | None, bound: float | None, bound_text: str, note: str, elapsed: float | None,
@@ -224,7 +231,7 @@ def _estimate(tier: _Tier | None, bound: float | None, bound_text: str, note: st
             else:
                 basis = f"{_runs(n_all)} {tier.what}"
         else:
-            low, exp, high = _soon(e)
+            low, exp, high = _soon(e, statistics.median(tier.samples))
             basis = f"already ran {_dur(e)}, longer than all {_runs(n_all)} {tier.what}: expected to end soon"
         if bound is not None and high > max(bound, e):
             basis += f"; capped at {bound_text}"

@@ -206,6 +206,13 @@ def test_a_workload_running_longer_than_every_run_is_taken_to_end_soon() -> None
     assert e.basis.startswith("already ran 16m40s, longer than all 3 finished runs")
 
 
+def test_ending_soon_is_measured_against_the_runs_it_outlived_not_a_fixed_minute() -> None:
+    # Second-long jobs (the perf harness's): one that outlived every run ends within a fraction
+    # of a second or of what it ran, not 60 s later.
+    e = _one(running(3), history_with([1.0, 1.0, 2.0]))
+    assert (e.optimistic, e.expected, e.pessimistic) == (3, 3.3, 4.5)
+
+
 def test_a_running_workload_past_the_default_is_not_given_a_negative_remainder() -> None:
     e = _one(running(5000), None)
     assert e.expected > 5000 and e.optimistic >= 5000
