@@ -48,6 +48,7 @@ from kueuetop.admission.forecast_result import (
 from kueuetop.admission.kueue_loop import KueueLoop
 from kueuetop.admission.pod_placement import GpuPlacement, PodPlacer, gpu_pods
 from kueuetop.admission.queue_state import same_queue_state
+from kueuetop.admission.runtime_estimate import admitted_at
 from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.kueue.workload import Workload
@@ -105,7 +106,7 @@ class _World:
         self.pools = pools
         self.pods = PodPlacer(pools, now) if pools is not None else None  # None: pods run at admission
         self.pods_started: set[WorkloadKey] = set()  # pods started this round
-        running = [(_admitted_since(w), k) for k, w in self.wls.items() if w.has_quota_reservation and not w.is_evicted]
+        running = [(admitted_at(w) or 0.0, k) for k, w in self.wls.items() if w.has_quota_reservation and not w.is_evicted]
         for since, key in sorted(running):
             if self.pods is not None:
                 # Without placements its pods are taken as bound where nobody knows: they free no GPUs.
@@ -141,8 +142,9 @@ class _World:
         """The instant `t` is nothing but ends in trees where no workload wants quota: those runs
         leave the forward run at once and no round is spent on the instant (what a cycle there
         would do: nothing, the engine being pure and no head of another tree having changed).
-        False, and nothing done, when the instant has anything else."""
-        if any(w == t for w in self.wake.values()):
+        False, and nothing done, when the instant has anything else (or pods are placed: nodes
+        are shared across trees)."""
+        if self.pods is not None or any(w == t for w in self.wake.values()):
             return False
         due = []
         for key in self.ends_at.get(t, ()):
@@ -151,7 +153,7 @@ class _World:
                 if wl is None or self.queued.get(self.root_of(wl)):
                     return False
                 due.append(key)
-        if self.pods is not None or not due:
+        if not due:
             return False
         self.ends_at.pop(t, None)
         while self.ends and self.ends[0][0] <= t:
@@ -228,12 +230,10 @@ class _World:
                 continue
             if _needs_release(wl):
                 # The job integration stops the pods; the quota comes back (jobframework).
-                if self.pods is not None:
-                    self.pods.release(key)
+                self.stopped(key)
                 if self.write(key, su.release_quota(self._api(key), self.now, config=self.base.config)):
                     wrote = True
                     self.freed_now.append(key)
-                    self.end_of.pop(key, None)
                 continue
             if wl.has_quota_reservation and not wl.is_evicted and key not in self.end_of:
                 if self.pods is None:
@@ -284,13 +284,6 @@ class _World:
 def _needs_release(wl: Workload) -> bool:
     """Evicted while holding a reservation (status_updates.needs_quota_release on the typed form)."""
     return wl.is_evicted and wl.has_quota_reservation and not wl.is_finished
-
-
-def _admitted_since(wl: Workload) -> float:
-    c = wl.condition("Admitted")
-    if c is None or c.status != "True" or c.last_transition is None:
-        c = wl.condition("QuotaReserved")
-    return c.last_transition if c is not None and c.last_transition is not None else 0.0
 
 
 def _copy(d: dict) -> dict:

@@ -7,7 +7,7 @@ to now, and what the range rests on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kueuetop.admission.forecast_result import Forecast, RuntimeEstimate, WorkloadForecast
 from kueuetop.kueue.workload import Workload
@@ -101,15 +101,12 @@ def eta_basis(wf: WorkloadForecast, forecast: Forecast) -> str:
     return _bases(forecast.runtimes, list(wf.after) or [wf.key])
 
 
-def _bases(runtimes: dict[Key, RuntimeEstimate] | object, keys: Sequence[Key]) -> str:
+def _bases(runtimes: Mapping[Key, RuntimeEstimate], keys: Sequence[Key]) -> str:
     """The runtime bases of the workloads it waits for, each once."""
     seen: list[str] = []
-    get = getattr(runtimes, "get", None)
-    if get is None:
-        return ""
     for k in keys:
-        est = get(k)
-        if isinstance(est, RuntimeEstimate) and est.basis and est.basis not in seen:
+        est = runtimes.get(k)
+        if est is not None and est.basis and est.basis not in seen:
             seen.append(est.basis)
     return "; ".join(seen[:2])
 
