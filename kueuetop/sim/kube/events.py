@@ -2,9 +2,11 @@
 
 `EventWriter` records core/v1 Events the way client-go's recorder does (name
 `<object>.<hex nanoseconds>`, `involvedObject`, `source.component`, first/last timestamp,
-`count`) and aggregates repeats of the same (object, type, reason, message) into one Event with
-a growing count. The number kept is capped (oldest deleted first), standing in for the API
-server's one-hour event TTL, so the 100,000-workload scenarios stay within memory.
+`count`), each source through its own `EventCorrelator` (`event_correlator.py`): repeats are
+count bumps, similar messages are combined, and a source's Events about one object are
+rate-limited as client-go's spam filter does. The number kept is capped (oldest deleted first),
+standing in for the API server's one-hour event TTL, so the 100,000-workload scenarios stay
+within memory.
 
 `set_condition` is apimachinery's `meta.SetStatusCondition`: the transition time only moves
 when the status changes.
@@ -18,6 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from kueuetop.sim.kube.event_correlator import EventCorrelator
 from kueuetop.sim.storage.objectstore import NotFound, ObjectStore, StoreError, rfc3339
 
 _log = logging.getLogger(__name__)
@@ -138,8 +141,10 @@ class EventWriter:
         self.now = now
         self.max_events = max_events
         self.enabled = enabled
-        # (involved uid, type, reason, message) → (namespace, event name), oldest first.
-        self._recent: OrderedDict[tuple[str, str, str, str], tuple[str, str]] = OrderedDict()
+        # (source, correlation key) → (namespace, event name) of the Events written, oldest first.
+        self._recent: OrderedDict[tuple, tuple[str, str]] = OrderedDict()
+        # One correlator per recording process: (component, host), as each has its own recorder.
+        self._correlators: dict[tuple[str, str], EventCorrelator] = {}
         self._seq = 0
 
     def emit(self, obj: Obj, reason: str, message: str, *, type_: str = "Normal",
@@ -155,22 +160,31 @@ class EventWriter:
     def _emit(self, obj: Obj, reason: str, message: str, type_: str, component: str, host: str) -> None:
         meta = obj.get("metadata") or {}
         uid = str(meta.get("uid") or "")
-        key = (uid, type_, reason, message)
         now = self.now()
+        correlator = self._correlators.get((component, host))
+        if correlator is None:
+            correlator = self._correlators[(component, host)] = EventCorrelator()
+        c = correlator.correlate(now, (str(obj.get("kind", "")), str(meta.get("namespace", "")),
+                                       str(meta.get("name", "")), uid, str(obj.get("apiVersion", ""))),
+                                 type_, reason, message)
+        if c.skip:
+            return
+        key = (component, host, *c.key)
         seen = self._recent.get(key)
         if seen is not None:
             ns, name = seen
 
             def bump(ev: Obj) -> Obj:
-                ev["count"] = int(ev.get("count") or 1) + 1
+                ev["count"] = c.count
                 ev["lastTimestamp"] = rfc3339(now)
+                ev["message"] = c.message  # a combined Event carries the latest message
                 return ev
 
             try:
                 self.store.patch("", "events", ns, name, bump)
                 self._recent.move_to_end(key)
                 return
-            except NotFound:
+            except NotFound:  # expired: client-go creates it again, count kept
                 del self._recent[key]
         namespace = str(meta.get("namespace") or "default")
         self._seq += 1
@@ -185,9 +199,9 @@ class EventWriter:
                 "namespace": meta.get("namespace", ""), "name": meta.get("name", ""),
                 "uid": uid, "resourceVersion": meta.get("resourceVersion", ""),
             },
-            "reason": reason, "message": message, "type": type_,
+            "reason": reason, "message": c.message, "type": type_,
             "source": {"component": component, **({"host": host} if host else {})},
-            "firstTimestamp": rfc3339(now), "lastTimestamp": rfc3339(now), "count": 1,
+            "firstTimestamp": rfc3339(c.first), "lastTimestamp": rfc3339(now), "count": c.count,
             "reportingComponent": component, "reportingInstance": host,
         }
         if not meta.get("namespace"):
