@@ -4,7 +4,8 @@ Layout (no header, to give rows the space): the current view, the `:` command an
 inputs (hidden until used), the status bar, the footer. Store changes reach the UI through
 `StoreBridge` (≤ `max_refresh_rate` redraws a second on average, two at once after a pause,
 fewer when a redraw is costly, visible view only); a slow 2 s tick
-keeps the data ages in the status bar honest.
+keeps the data ages in the status bar honest. Input first: while keys come, redraws nobody
+asked for (store changes, ages, explanations) wait for them to pause (`defer`, tui/input_first.py).
 """
 
 from __future__ import annotations
@@ -75,9 +76,10 @@ _REFRESH_BURST = 2
 _REFRESH_CPU_SHARE = 0.25
 # After a store-driven refresh, its frame is still to be drawn for about this long.
 _FRAME_AFTER_REFRESH = 0.1
-# Held redraws that are overdue run this long after a key, once its frame is painted: between
-# two keys rather than in front of the next one.
-_AFTER_KEY = 0.004
+# Held redraws that are overdue run this long after a key (and after the frame then due): by
+# then the key is handled and painted (a few ms on large), so they fall between two keys rather
+# than in front of the next one (autorepeat: 33 ms apart and more).
+_AFTER_KEY = 1 / 60
 
 _QUEUE_IDS.update({("localqueues", a): f"localqueue.{v}" for a, v in (("stop", "stop"), ("drain", "drain"),
                                                                        ("resume-queue", "resume"))})
@@ -409,8 +411,8 @@ class KueuetopApp(App[int]):
         self._run(self.input_first.take_overdue())
 
     def _run(self, work: list[Callable[[], None]]) -> None:
-        if not self._live:
-            return
+        # Each piece checks for itself whether the views are still there (a store refresh must
+        # still take the bridge's kinds, or the bridge would post no more).
         for w in work:
             w()
 
