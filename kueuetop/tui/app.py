@@ -4,13 +4,14 @@ Layout (no header, to give rows the space): the current view, the `:` command an
 inputs (hidden until used), the status bar, the footer. Store changes reach the UI through
 `StoreBridge` (≤ `max_refresh_rate` redraws a second on average, two at once after a pause,
 fewer when a redraw is costly, visible view only); a slow 2 s tick
-keeps the data ages in the status bar honest.
+keeps the data ages in the status bar honest. Input first: while keys come, redraws nobody
+asked for (store changes, ages, explanations) wait for them to pause (`defer`, tui/input_first.py).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -34,6 +35,7 @@ from kueuetop.tui.detail import WorkloadDetailScreen
 from kueuetop.tui.forecaster import Forecaster
 from kueuetop.tui.glyphs import glyphs
 from kueuetop.tui.heap import BurstHold, HeapFreezer, IdleCollector
+from kueuetop.tui.input_first import InputFirst
 from kueuetop.tui.messages import JumpTo, OpenWorkload, RunAction, ShowYaml
 from kueuetop.tui.palette import KueuetopCommands
 from kueuetop.tui.screens import HelpScreen
@@ -74,6 +76,10 @@ _REFRESH_BURST = 2
 _REFRESH_CPU_SHARE = 0.25
 # After a store-driven refresh, its frame is still to be drawn for about this long.
 _FRAME_AFTER_REFRESH = 0.1
+# Held redraws that are overdue run this long after a key (and after the frame then due): by
+# then the key is handled and painted (a few ms on large), so they fall between two keys rather
+# than in front of the next one (autorepeat: 33 ms apart and more).
+_AFTER_KEY = 1 / 60
 
 _QUEUE_IDS.update({("localqueues", a): f"localqueue.{v}" for a, v in (("stop", "stop"), ("drain", "drain"),
                                                                        ("resume-queue", "resume"))})
@@ -112,9 +118,12 @@ class KueuetopApp(App[int]):
         for t in self._themes.themes.values():
             self.register_theme(t.textual)
         self.theme = theme.textual.name
+        self.input_first = InputFirst()
+        self._held_timer: Timer | None = None
+        self._overdue_scheduled = False
         self.ctx = ViewContext(store, theme, glyphs(ascii_only), clock, namespace, busy=self._change_in_flight,
                                check_binding=self.check_binding, key_label=self.key_label,
-                               last_key=lambda: self._last_key)
+                               last_key=lambda: self.input_first.last_key, defer=self.defer)
         self.bridge = StoreBridge(store, self.post_message)
         self.runner = ActionRunner(self, api, kueue_version=kueue_version, identity=Identity(context, server, user))
         self.api = api
@@ -131,8 +140,7 @@ class KueuetopApp(App[int]):
         self._last_action = ""
         self._last_ok: bool | None = None
         self._ticks = 0
-        self._last_key = 0.0  # monotonic time of the last key
-        self._tick_owed = False  # the view's age refresh waits for the keys to pause
+        self._ages_owed = False  # the view's age refresh waits for the main screen to be on top
         self._heap = HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES)),
                                  churn=lambda: self.bridge.changed_objects)
         self._idle_gc = IdleCollector(busy=self._change_in_flight)
@@ -212,9 +220,12 @@ class KueuetopApp(App[int]):
             self.forecaster.stop()
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key):
-            self._last_key = time.monotonic()
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            self.input_first.key()
             self._idle_gc.activity()  # full collections wait until the keys stop
+            if self.input_first.overdue() and not self._overdue_scheduled:
+                self._overdue_scheduled = True
+                self.set_timer(_AFTER_KEY, lambda: self.call_after_refresh(self._run_overdue))
         await super().on_event(event)
 
     # ------------------------------------------------------------ views
@@ -307,12 +318,17 @@ class KueuetopApp(App[int]):
         # (a queue-position poll) is shown at once; a steady stream still gets the rate.
         tokens = self._refill()
         if tokens < 1:
-            self._refresh_timer = self.set_timer((1 - tokens) * self._min_interval, self._coalesced_refresh)
+            self._refresh_timer = self.set_timer((1 - tokens) * self._min_interval, self._store_refresh)
         else:
-            self._coalesced_refresh()
+            self._store_refresh()
+
+    def _store_refresh(self) -> None:
+        # Held while keys come (the bridge keeps collecting kinds meanwhile and posts nothing
+        # more until the refresh takes them).
+        self._refresh_timer = None
+        self.defer("store", self._coalesced_refresh)
 
     def _coalesced_refresh(self) -> None:
-        self._refresh_timer = None
         self._refill()
         self._tokens -= 1
         self._last_refresh = time.monotonic()
@@ -366,11 +382,39 @@ class KueuetopApp(App[int]):
         self._update_status()
         self._ticks += 1
         if self._ticks % 5 == 0:
-            self._tick_owed = True
-        # Input first: a key never waits behind this redraw; it runs at the first tick after they pause.
-        if self._tick_owed and len(self.screen_stack) == 1 and not self.ctx.keys_active():
-            self._tick_owed = False
+            self._ages_owed = True
+        if self._ages_owed and len(self.screen_stack) == 1:
+            self._ages_owed = False
+            self.defer("ages", self._refresh_ages)
+
+    def _refresh_ages(self) -> None:
+        if self._live and len(self.screen_stack) == 1:
             self.current_view().refresh_view()
+
+    # ------------------------------------------------------------ input first
+    def defer(self, name: Hashable, work: Callable[[], None]) -> None:
+        """Run a redraw nobody asked for now or, while keys come, once they pause (at most
+        `input_first.LONGEST` later): a key never queues behind it. One held per `name`."""
+        if not self.input_first.hold(name, work):
+            work()
+        elif self._held_timer is None:
+            self._held_timer = self.set_timer(self.input_first.wait() + 0.001, self._run_held)
+
+    def _run_held(self) -> None:
+        self._held_timer = None
+        self._run(self.input_first.take())
+        if self.input_first.held:  # keys came since the timer was set: wait for them to pause
+            self._held_timer = self.set_timer(self.input_first.wait() + 0.001, self._run_held)
+
+    def _run_overdue(self) -> None:
+        self._overdue_scheduled = False
+        self._run(self.input_first.take_overdue())
+
+    def _run(self, work: list[Callable[[], None]]) -> None:
+        # Each piece checks for itself whether the views are still there (a store refresh must
+        # still take the bridge's kinds, or the bridge would post no more).
+        for w in work:
+            w()
 
     def _update_status(self) -> None:
         th = self.ctx.theme

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from kueuetop.store import Store
 from kueuetop.tui.glyphs import UNICODE, Glyphs
 from kueuetop.tui.themes import KueuetopTheme
 
-INPUT_QUIET = 0.4  # seconds without a key before background redraws go on
+# Seconds without a key before work on other threads (explanations, forecasts) goes on: it takes
+# the interpreter from the UI thread (held redraws have their own, shorter, pause: input_first.QUIET).
+INPUT_QUIET = 0.4
 
 
 @dataclass
@@ -33,6 +35,9 @@ class ViewContext:
     # for (ages moving, headlines computed off-thread) wait while keys come, so a key never queues
     # behind one.
     last_key: Callable[[], float] = lambda: 0.0
+    # Set by the app: run a redraw nobody asked for now, or, while keys come, once they pause
+    # (tui/input_first.py); a newer request under the same name replaces a held one.
+    defer: Callable[[Hashable, Callable[[], None]], None] = lambda name, work: work()
 
     def keys_active(self, quiet: float = INPUT_QUIET) -> bool:
         """A key came less than `quiet` seconds ago."""

@@ -239,30 +239,3 @@ def test_a_freshness_stamp_does_not_redraw_the_board_but_a_stale_source_does() -
         assert drawn
 
     run(app, body)
-
-
-def test_the_age_refresh_and_the_explained_headlines_wait_while_keys_come() -> None:
-    """Input first: the 10 s age refresh and the headlines computed off-thread redraw the whole
-    board; while keys come they wait (a key would queue behind them), and run once the keys pause."""
-    store = incident_store()
-    app = make_app(store, clock=lambda: NOW)
-    drawn: list[int] = []
-
-    async def body(pilot: Pilot[int]) -> None:
-        view = board(app)
-        assert await until(pilot, lambda: view.problems)
-        original = view._show_problems
-        view._show_problems = lambda wide: (drawn.append(1), original(wide))  # type: ignore[method-assign]
-        app._last_key = __import__("time").monotonic() + 3600  # keys "keep coming" for the test's length
-        for _ in range(5):
-            app._tick()
-        view.on_overview_view_explains_ready(OverviewView.ExplainsReady())
-        await pilot.pause(0.3)
-        assert drawn == [], "a background redraw ran while keys came"
-        assert app._tick_owed
-        app._last_key = 0.0  # the keys pause
-        app._tick()
-        assert await until(pilot, lambda: len(drawn) >= 2)  # the owed age refresh and the headlines
-        assert not app._tick_owed
-
-    run(app, body)

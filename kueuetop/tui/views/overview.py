@@ -31,7 +31,7 @@ from kueuetop.kueue.config import KueueConfig
 from kueuetop.kueue.core import GPU_RESOURCE
 from kueuetop.store import Changes
 from kueuetop.store import events as K
-from kueuetop.tui.context import INPUT_QUIET, ViewContext
+from kueuetop.tui.context import ViewContext
 from kueuetop.tui.heatmap import fleet_heatmap
 from kueuetop.tui.messages import JumpTo, OpenWorkload, ShowYaml
 from kueuetop.tui.quota_bar import quota_bar
@@ -212,7 +212,7 @@ class OverviewView(View):
         """Kueue's configuration arrived (read after start): PodsReady timeouts can be told."""
         self.model.config = config
         if self.is_mounted:
-            self.refresh_view()
+            self.ctx.defer(("config", self.VIEW), self._refresh_if_shown)
 
     def compose(self) -> ComposeResult:
         yield Static(self.TITLE, classes="view-title")
@@ -409,16 +409,16 @@ class OverviewView(View):
     def on_overview_view_explains_ready(self, message: ExplainsReady) -> None:
         message.stop()
         self._explaining = False
-        self._show_explains()
+        # Input first: the headlines wait while keys come (a redraw here would hold the next key).
+        self.ctx.defer(("explains", self.VIEW), self._refresh_if_shown)
 
-    def _show_explains(self) -> None:
-        if not self.display:
-            self.dirty = True
-        elif self.ctx.keys_active():
-            # Input first: the headlines wait until the keys pause (a redraw here would hold the next key).
-            self.set_timer(INPUT_QUIET / 2, self._show_explains)
-        else:
+    def _refresh_if_shown(self) -> None:
+        if not self.is_mounted:
+            return
+        if self.display:
             self.refresh_view()
+        else:
+            self.dirty = True  # shown again: the switch refreshes it
 
     # ------------------------------------------------------------ enter
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
