@@ -123,13 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if result["completed"] else 1
 
 
-# Expected end-state sizes of the generated scale scenarios (ARCHITECTURE §5).
-SIZES = {"xl": (100_000, 1_000), "large": (20_000, 500)}
-
-
 def _checked(name: str) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' invariant checker
-    from benchmarks.completion_checks import failures, summary
+    from benchmarks.completion_checks import failures, profile_of, summary
 
     try:
         result = summary(name)
@@ -137,8 +133,7 @@ def _checked(name: str) -> int:
         json.dump({"scenario": name, "completed": False, "failures": [f"invariant: {exc}"]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 1
-    workloads, cqs = SIZES.get(name, (result["workloads"], result["clusterQueues"]))
-    failed = failures(result, workloads, cqs)
+    failed = failures(result, profile_of(name))
     json.dump({"scenario": name, "completed": not failed, "failures": failed, **result}, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 1 if failed else 0

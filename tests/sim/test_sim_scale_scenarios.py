@@ -2,7 +2,7 @@
 
 Kueue's baseline config is 15,000 workloads: the quota invariants are checked on a sample of the
 simulation's steps (every step would cost more than the run) and once at the end. Kueue's
-large-scale config (50,000 workloads, about 2.5 CPU-minutes) and `xl` run to their end under the
+large-scale config (50,000 workloads, about 1.5 CPU-minutes) and `xl` run to their end under the
 same checks as benchmarks (`python benchmarks/scale_completion.py kueue-perf-large --check`).
 Every run is watched for instants that never end (a preemption loop spins at one simulated
 instant, as evictions complete at once in the simulator).
