@@ -87,6 +87,71 @@ def memory_mb(pid: int | str) -> dict[str, float]:
     return {"rss_mb": fields.get("VmRSS", -1.0), "rss_peak_mb": fields.get("VmHWM", -1.0)}
 
 
+def heap_mb() -> dict[str, float]:
+    """This process's memory as its allocators see it, in MiB: what live (or not yet collected)
+    objects hold — pymalloc's blocks in use, malloc's bytes in use — and what the allocators hold
+    free (pymalloc: free blocks and empty pools inside arenas that still hold a live block; malloc:
+    free chunks of its heap). RSS counts both, so an RSS figure taken after a burst of short-lived
+    allocations mostly measures how they were laid out; these tell the two apart. Empty when the
+    allocators cannot be asked (another libc, a Python without pymalloc's statistics)."""
+    import ctypes
+    import os
+    import re
+    import tempfile
+
+    out: dict[str, float] = {}
+    # pymalloc reports only through sys._debugmallocstats, on the C stderr: borrow fd 2 briefly.
+    with tempfile.TemporaryFile() as tmp:
+        saved = os.dup(2)
+        try:
+            sys.stderr.flush()
+            os.dup2(tmp.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        text = tmp.read().decode(errors="replace")
+
+    def field(pattern: str) -> int | None:
+        m = re.search(pattern, text, re.M)
+        return int(m.group(1).replace(",", "")) if m else None
+
+    used, free = field(r"^# bytes in allocated blocks\s*=\s*([\d,]+)"), field(r"^# bytes in available blocks\s*=\s*([\d,]+)")
+    pools, arenas = field(r"^(\d+) unused pools \*"), field(r"^(\d+) arenas \*")
+    pool_size = field(r"unused pools \* (\d+) bytes")
+    if used is not None and free is not None:
+        out["pymalloc_in_use_mb"] = round(used / 2**20, 1)
+        out["pymalloc_free_mb"] = round((free + (pools or 0) * (pool_size or 0)) / 2**20, 1)
+    if arenas is not None:
+        out["pymalloc_arenas"] = arenas
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+
+        class MallInfo2(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                         "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+        libc.mallinfo2.restype = MallInfo2
+        mi = libc.mallinfo2()
+        out["malloc_in_use_mb"] = round((mi.uordblks + mi.hblkhd) / 2**20, 1)
+        out["malloc_free_mb"] = round(mi.fordblks / 2**20, 1)
+    except (OSError, AttributeError):  # not glibc, or a glibc before 2.33
+        pass
+    return out
+
+
+def trimmed_rss_mb() -> float | None:
+    """VmRSS after malloc gives its free heap back to the system (glibc malloc_trim), in MiB."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        return None
+    return memory_mb("self")["rss_mb"]
+
+
 def paused_store(name: str) -> Any:
     """The scenario's cluster after its first instant, plus all its Workloads, pending."""
     import dataclasses

@@ -34,7 +34,14 @@ No GPU poller runs (the paused cluster runs no pods). Prints one JSON document:
   changing state (from `apply_batch` to the first frame whose summary line shows the new admitted
   count; budget < 100 ms).
 - memory: this process's VmRSS after the first screen and at the end; budget 300 MB (large),
-  1.2 GB (xl).
+  1.2 GB (xl). With each, `heap`: what the allocators hold in use and free (`_served.heap_mb`).
+  The end figure comes after the changes' bursts, which list every object again as JSON in this
+  process (`wire_objects`, the peak): much of what RSS keeps after them is free memory inside
+  pymalloc's arenas and malloc's heap, laid out differently from run to run. So the end also
+  says what is live (`after_collect`: the allocators after a full collection of the whole heap,
+  the objects the console froze included, see tui/heap.py; `garbage_objects`, of which
+  `frozen_garbage_objects` were frozen) and the RSS once malloc gives its free heap back
+  (`rss_after_trim_mb`); all taken after `rss_mb`, which stays the budgeted figure.
 - idle_cpu: CPU seconds (user + system) this process uses over IDLE_SECONDS with the console
   open and nothing changing in the cluster (watches open, queue positions polled for the
   ClusterQueues on screen, the 2 s status tick), as percent of one core. ARCHITECTURE gives no
@@ -64,7 +71,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _served import memory_mb, serve
+from _served import heap_mb, memory_mb, serve, trimmed_rss_mb
 from live import changed_status, kubectl, kubectl_env, kubectl_snapshot, wire_objects
 
 from kueuetop.sources.connection import connect
@@ -364,7 +371,7 @@ async def console(server: Any, scenario: str, result: dict[str, Any], skip: set[
             done = await frames.first(bool, timeout=600.0 if scenario == "xl" else 180.0)
             result["first_screen"] = {"seconds": round(done - t0, 3), "workloads": store.count(K.WORKLOADS),
                                       "rows": tv.model.total}
-            result["memory"] = {"after_first_screen": memory_mb("self")}
+            result["memory"] = {"after_first_screen": {**memory_mb("self"), "heap": heap_mb()}}
             await pilot.pause(3.0)  # start-up work settles: position polls of the screen's queues
             if "idle" not in skip:
                 result["idle_cpu"] = await idle_cpu(pilot)
@@ -374,7 +381,14 @@ async def console(server: Any, scenario: str, result: dict[str, Any], skip: set[
                 result["changes"] = await apply_changes(pilot, app, conn, frames)
             if "overview" not in skip:
                 result["overview"] = await overview(pilot, app, conn, frames)
-            result["memory"]["end"] = memory_mb("self")
+            end = result["memory"]["end"] = {**memory_mb("self"), "heap": heap_mb()}
+            young = gc.collect()
+            gc.unfreeze()  # frozen objects that died since (in cycles) are only found this way
+            frozen_garbage = gc.collect()
+            gc.freeze()
+            end.update(garbage_objects=young + frozen_garbage, frozen_garbage_objects=frozen_garbage)
+            end["after_collect"] = heap_mb()
+            end["rss_after_trim_mb"] = trimmed_rss_mb()
     finally:
         sources.stop()
         conn.close()

@@ -165,6 +165,17 @@ def explain(snapshot: ClusterSnapshot, workload_key: WorkloadKey, now: float,
         return _explain(snapshot, workload_key, now, state, cache)
 
 
+def _quota_structure(snapshot: ClusterSnapshot, cache: EngineCache) -> QuotaStructure:
+    """The cohort tree, from the cache's memo while the ClusterQueues and Cohorts are the same
+    mappings (as the cycle takes it): the console explains a few workloads of one snapshot in a
+    row, and each structure built is a tree of parent links, garbage only a full collection frees
+    (none at all once the console's heap freezer has frozen it, tui/heap.py)."""
+    if not cache.fast_paths:
+        return QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts)
+    return cache.quota_structure.get((snapshot.cluster_queues, snapshot.cohorts),
+                                     lambda: QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts))
+
+
 def _explain(snapshot: ClusterSnapshot, workload_key: WorkloadKey, now: float,
              state: QueueState | None, cache: EngineCache) -> Explanation:
     wl = snapshot.workloads.get(workload_key)
@@ -220,7 +231,7 @@ def _explain(snapshot: ClusterSnapshot, workload_key: WorkloadKey, now: float,
     if st.phase is Phase.BACKOFF and until is not None:
         return Explanation(wl.key, f"backing off for {format_duration(until - now)} more", blocker="backoff",
                            backoff_until=until, **queue)
-    tree = QuotaTree.build(QuotaStructure.build(snapshot.cluster_queues, snapshot.cohorts), _usage(snapshot))
+    tree = QuotaTree.build(_quota_structure(snapshot, cache), _usage(snapshot))
     node = tree.cq(cq_name)
     if node is None:
         return Explanation(wl.key, f"ClusterQueue {cq_name} is not in the quota tree", **queue)

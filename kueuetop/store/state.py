@@ -76,6 +76,13 @@ class Store:
         self.on_burst: Callable[[], None] | None = None
         self.burst_size = 100
         self._snapshot: tuple[int, ClusterSnapshot] | None = None
+        # Per kind, a count of writes to its objects, and the snapshot's mapping of that kind with
+        # the count it was built at: a snapshot hands over the very mapping of a kind that did not
+        # change, as the simulator does, so the engine's memos of ClusterQueues, Cohorts, flavors
+        # (the cohort tree, Active status) live across workload changes instead of being built
+        # again — and left as garbage — at every snapshot.
+        self._kind_writes: dict[str, int] = {}
+        self._snapshot_parts: dict[str, tuple[int, dict[Any, Any]]] = {}
         self._forecast: Any = None  # the latest admission.forecast_result.Forecast (derived, set by its worker)
         self.queue_history: Series[str, QueueCounts] = Series(history_size, ring=CountsRing)
         self.gpu_history: Series[GpuKey, float | None] = Series(gpu_history_size, ring=FloatRing)
@@ -141,10 +148,12 @@ class Store:
                 return  # the same version again (relist overlap): nothing changed
             objs[e.key] = e
             owner[e.key] = ev.source
+            self._wrote(ev.kind)
             self._index(ev.kind, e.key, e.obj, now, out, changed)
             out.add(e.key)
         elif ev.op is Op.DELETE and ev.key is not None:
             if objs.pop(ev.key, None) is not None:
+                self._wrote(ev.kind)
                 owner.pop(ev.key, None)
                 self._unindex(ev.kind, ev.key, changed)
                 out.add(ev.key)
@@ -153,6 +162,7 @@ class Store:
             fresh = {e.key: e for e in ev.entries}
             for key in [k for k, s in owner.items() if s == ev.source and k not in fresh]:
                 objs.pop(key, None)
+                self._wrote(ev.kind)
                 owner.pop(key, None)
                 self._unindex(ev.kind, key, changed)
                 out.add(key)
@@ -163,8 +173,12 @@ class Store:
                     continue
                 objs[e.key] = e
                 owner[e.key] = ev.source
+                self._wrote(ev.kind)
                 self._index(ev.kind, e.key, e.obj, now, out, changed)
                 out.add(e.key)
+
+    def _wrote(self, kind: str) -> None:
+        self._kind_writes[kind] = self._kind_writes.get(kind, 0) + 1
 
     def _index(self, kind: str, key: Key, obj: Any, now: float, out: set[Any],
                changed: dict[str, set[Any]]) -> None:
@@ -489,22 +503,32 @@ class Store:
         """Increases when a kind the engine reads changes (not with GPU samples, pods or Events)."""
         return self._snapshot_version
 
+    def _snapshot_part(self, kind: str) -> dict[Any, Any]:
+        """The snapshot's mapping of one kind: the last one handed out while the kind is unchanged."""
+        writes = self._kind_writes.get(kind, 0)
+        kept = self._snapshot_parts.get(kind)
+        if kept is not None and kept[0] == writes:
+            return kept[1]
+        objs = self._objects.get(kind, {})
+        if kind == K.NAMESPACES:
+            part = {k[1]: e.obj.labels for k, e in objs.items() if e.obj is not None}
+        elif kind in _NAMESPACED_SNAPSHOT:
+            part = {k: e.obj for k, e in objs.items() if e.obj is not None}
+        else:
+            part = {k[1]: e.obj for k, e in objs.items() if e.obj is not None}
+        self._snapshot_parts[kind] = (writes, part)
+        return part
+
     def snapshot(self) -> ClusterSnapshot:
         """The engine's input, built from the parsed objects (shared, not copied) and cached
-        until one of its kinds changes."""
+        until one of its kinds changes; a kind that did not change keeps the mapping earlier
+        snapshots hold (read-only for everyone)."""
         with self._lock:
             cached = self._snapshot
             if cached is not None and cached[0] == self._snapshot_version:
                 return cached[1]
-            fields: dict[str, Any] = {}
-            for kind, name in _SNAPSHOT_FIELDS.items():
-                objs = self._objects.get(kind, {})
-                if kind in _NAMESPACED_SNAPSHOT:
-                    fields[name] = {k: e.obj for k, e in objs.items() if e.obj is not None}
-                else:
-                    fields[name] = {k[1]: e.obj for k, e in objs.items() if e.obj is not None}
-            fields["namespaces"] = {k[1]: e.obj.labels for k, e in self._objects.get(K.NAMESPACES, {}).items()
-                                    if e.obj is not None}
+            fields: dict[str, Any] = {name: self._snapshot_part(kind) for kind, name in _SNAPSHOT_FIELDS.items()}
+            fields["namespaces"] = self._snapshot_part(K.NAMESPACES)
             snap = ClusterSnapshot(**fields)
             self._snapshot = (self._snapshot_version, snap)
             return snap

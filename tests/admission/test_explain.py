@@ -116,3 +116,36 @@ def test_admitted_and_missing() -> None:
     e = explain(base(admit(wl("w", "1"), "cq", {"cpu": "reserved"})), (NS, "w"), T0)
     assert e.verdict == "admitted in ClusterQueue cq"
     assert explain(base(), (NS, "nope"), T0).verdict == "workload not found"
+
+
+def test_explains_of_one_snapshot_share_one_quota_structure(monkeypatch) -> None:
+    """The console explains several workloads of one snapshot in a row with one EngineCache: the
+    cohort tree is built once for them (each build is a tree of parent links the collector must
+    find), and again only for other ClusterQueue or Cohort mappings."""
+    import dataclasses
+
+    from kueuetop.admission.engine_cache import EngineCache
+    from kueuetop.admission.quota_tree import QuotaStructure
+
+    builds: list[int] = []
+    build = QuotaStructure.build
+
+    def counted(cqs, cohorts):
+        builds.append(len(cqs))
+        return build(cqs, cohorts)
+
+    monkeypatch.setattr(QuotaStructure, "build", staticmethod(counted))
+    snap = base(admit(wl("x", "2"), "cq", {"cpu": "reserved"}), wl("w", "2"), wl("v", "4"))
+    cache = EngineCache()
+    got = [explain(snap, (NS, name), T0, cache=cache).verdict for name in ("w", "v", "w")]
+    assert len(builds) == 1
+    # A later snapshot handing the same ClusterQueues and Cohorts (only workloads changed) keeps it.
+    later = dataclasses.replace(snap, workloads={k: v for k, v in snap.workloads.items() if k != (NS, "v")})
+    explain(later, (NS, "w"), T0, cache=cache)
+    assert len(builds) == 1
+    moved = dataclasses.replace(snap, cluster_queues=dict(snap.cluster_queues))
+    explain(moved, (NS, "w"), T0, cache=cache)
+    assert len(builds) == 2
+    # Same answers as explain without a cache (which builds its own each time).
+    assert got == [explain(snap, (NS, name), T0).verdict for name in ("w", "v", "w")]
+    assert len(builds) == 5

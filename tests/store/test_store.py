@@ -230,3 +230,40 @@ def test_queue_counts_are_kept_as_workloads_and_queues_change() -> None:
         for cq in ("cq1", "cq2", "cq3", ""):
             assert s._ix.queue_counts(cq) == s._ix.count_queue(cq), (rv, cq)
     assert sum(sum(s._ix.queue_counts(cq)) for cq in ("cq1", "cq2", "cq3")) > 0
+
+
+def test_snapshots_share_the_mappings_of_unchanged_kinds() -> None:
+    """A workload write gives a snapshot with new workloads but the very ClusterQueues, Cohorts and
+    LocalQueues of the last one (the engine's memos of those live on); earlier snapshots never see
+    later writes."""
+    store = Store()
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+          "metadata": {"name": "cq", "uid": "cq", "resourceVersion": "1"}, "spec": {"namespaceSelector": {}}}
+    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+          "metadata": {"name": "lq", "namespace": "team-a", "uid": "lq", "resourceVersion": "1"},
+          "spec": {"clusterQueue": "cq"}}
+    store.apply_batch([StoreEvent.upsert("workloads", "workloads", entry(wl("w1"))),
+                       StoreEvent.upsert("clusterqueues", "clusterqueues", entry(cq)),
+                       StoreEvent.upsert("localqueues", "localqueues", entry(lq))])
+    first = store.snapshot()
+    store.apply(StoreEvent.upsert("workloads", "workloads", entry(wl("w1", rv="2"))))
+    second = store.snapshot()
+    assert second.workloads is not first.workloads
+    assert first.workloads[("team-a", "w1")].meta.resource_version == "1"
+    assert second.workloads[("team-a", "w1")].meta.resource_version == "2"
+    assert second.cluster_queues is first.cluster_queues and second.local_queues is first.local_queues
+    assert second.cohorts is first.cohorts and second.flavors is first.flavors
+    # The same version again changes nothing; a ClusterQueue write gives new ClusterQueues only.
+    store.apply(StoreEvent.upsert("workloads", "workloads", entry(wl("w1", rv="2"))))
+    assert store.snapshot() is second
+    store.apply(StoreEvent.upsert("clusterqueues", "clusterqueues", entry({**cq, "metadata": {**cq["metadata"], "resourceVersion": "2"}})))
+    third = store.snapshot()
+    assert third.cluster_queues is not second.cluster_queues and third.workloads is second.workloads
+    assert second.cluster_queues["cq"].meta.resource_version == "1"
+    # Deletes and relists count as writes too.
+    store.apply(StoreEvent.delete("workloads", "workloads", ("team-a", "w1")))
+    fourth = store.snapshot()
+    assert fourth.workloads == {} and ("team-a", "w1") in third.workloads
+    assert fourth.cluster_queues is third.cluster_queues
+    store.apply(StoreEvent.replace("localqueues", "localqueues", []))
+    assert store.snapshot().local_queues == {} and fourth.local_queues

@@ -657,3 +657,57 @@ def test_a_resize_rebuilds_no_rows_and_keeps_the_cursor_on_screen() -> None:
         assert f"f{t.cursor_row:03d}" in screen_text(app)
 
     run(app, body, size=(60, 20))
+
+
+def test_rows_replaced_after_the_orders_ahead_are_freed_without_a_full_collection() -> None:
+    """The worker that computed the orders ahead worked on a copy of the rows; once it is done,
+    rows replaced later go with reference counting alone. A finished worker is kept by reference
+    cycles until a full collection (which the console holds back while changes come, and never
+    finds once the heap freezer froze it): it must not keep the copy."""
+    import gc
+
+    from kueuetop.views.table_model import TEXT_AHEAD as _TEXT_AHEAD
+
+    class Labels(Things):
+        def _row(self, name: str) -> Row:
+            return Row(name, (cell(name), cell(self.data[name])), sort={"name": name, "size": self.data[name]})
+
+    class LabelsApp(ViewApp):
+        def compose(self) -> ComposeResult:
+            yield Labels(self.ctx)
+
+    Things.data.clear()
+    Things.data.update({f"e{i:04d}": i for i in range(3 * _TEXT_AHEAD)})
+    app = LabelsApp(ViewContext(Store(), load_themes().themes["dark"], ASCII))
+
+    def stale_rows(v: Labels) -> int:
+        kept = {id(r) for r in v.model.rows.values()}
+        return sum(1 for o in gc.get_objects() if type(o) is Row and str(o.key).startswith("e") and id(o) not in kept)
+
+    async def body(pilot: Pilot[Any]) -> None:
+        v = app.query_one(Labels)
+        v.refresh_view()
+        for _ in range(100):  # the orders ahead (and every row's text) at start
+            if not v.model.sorts.missing(v.model.sort_keys) and not v._ahead_running:
+                break
+            await asyncio.sleep(0.05)
+        assert not v._ahead_running
+        await pilot.pause()
+        gc.collect()
+        gc.disable()  # as while the console holds full collections back
+        try:
+            for name in Things.data:
+                Things.data[name] += 1
+            v._on_store_changes(Changes({"things": frozenset(Things.data)}))
+            v.refresh_view()
+            await pilot.pause()
+            for _ in range(20):  # the changed rows left for after the frame
+                v.refresh_view()
+                await pilot.pause()
+            assert all(r.cells[1].plain == str(Things.data[r.key]) for r in v.model.rows.values())
+            # At most what the screen still shows of the old rows.
+            assert stale_rows(v) < 20
+        finally:
+            gc.enable()
+
+    run(app, body)

@@ -231,8 +231,11 @@ class TableView(View):
         if work is None:
             return
         self._ahead_running = True
-        rows, generation, wanted = work
-        self.run_worker(lambda: self._compute_ahead(rows, generation, wanted), thread=True,
+        # The copy of the rows reaches the worker in a box it empties: a finished Worker lives on
+        # in reference cycles until a full collection (for good once the heap freezer froze it,
+        # tui/heap.py), and a closure over the copy kept every row it held, replaced or not.
+        box = [work]
+        self.run_worker(lambda: self._compute_ahead(*box.pop()), thread=True,
                         group="orders-ahead", exit_on_error=False)
 
     def _compute_ahead(self, rows: dict[str, Row], generation: int, wanted: list[tuple[str, bool]]) -> None:
