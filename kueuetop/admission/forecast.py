@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kueuetop.admission import status_updates as su
-from kueuetop.admission.decisions import Admit, Decision, Preempt
+from kueuetop.admission.decisions import Admit, Decision, Pending, Preempt
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.explain import explain
 from kueuetop.admission.forecast_result import (
@@ -88,6 +88,11 @@ class _World:
         self.now = now
         self.wls: dict[WorkloadKey, Workload] = {k: w for k, w in snapshot.workloads.items() if not w.is_finished}
         self.data: dict[WorkloadKey, dict] = {}  # API form, built on a workload's first write
+        # Per workload, the Pending decision last written into it and the API dict that came out
+        # (or was left as it was): the same Pending on that very dict changes nothing (its
+        # condition already says so), and a parked head is told the same at every instant its
+        # cohort tree requeues it.
+        self.pending_written: dict[WorkloadKey, tuple[Pending, dict]] = {}
         self.shared = SharedMap.of(self.wls)
         self.changes: dict[WorkloadKey, object] = {}
         self.changed_since_cycle: set[WorkloadKey] = set()
@@ -345,6 +350,10 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
             if key not in world.wls:
                 continue
             before = world.wls[key]
+            if isinstance(d, Pending):
+                seen = world.pending_written.get(key)
+                if seen is not None and seen[1] is world.data.get(key) and seen[0] == d:
+                    continue  # written into this very dict already: it would not change
             if world.write(key, su.apply_decision(world._api(key), d, world.now, config=snapshot.config,
                                                   cache=cache.parse)):
                 wrote = True
@@ -359,6 +368,8 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
                     out.preempts.setdefault(d.preemptor, []).append(key)
                 if before.has_quota_reservation and not world.wls[key].has_quota_reservation:
                     world.stopped(key)
+            if isinstance(d, Pending):
+                world.pending_written[key] = (d, world.data[key])
         return wrote
 
     while True:
