@@ -376,7 +376,7 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
                     out.preempts.setdefault(d.preemptor, []).append(key)
                 if before.has_quota_reservation and not world.wls[key].has_quota_reservation:
                     world.stopped(key)
-            if isinstance(d, Pending):
+            if isinstance(d, Pending) and cache.fast_paths:
                 world.note_pending(d)
         return wrote
 
