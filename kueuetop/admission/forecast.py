@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kueuetop.admission import status_updates as su
-from kueuetop.admission.decisions import Admit, Decision, Preempt
+from kueuetop.admission.decisions import Admit, Decision, Pending, Preempt
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.explain import explain
 from kueuetop.admission.forecast_result import (
@@ -88,6 +88,11 @@ class _World:
         self.now = now
         self.wls: dict[WorkloadKey, Workload] = {k: w for k, w in snapshot.workloads.items() if not w.is_finished}
         self.data: dict[WorkloadKey, dict] = {}  # API form, built on a workload's first write
+        # Per workload, the Pending decision last written into it and the API dict that came out
+        # (or was left as it was): the same Pending on that very dict changes nothing (its
+        # condition already says so), and a parked head is told the same at every instant its
+        # cohort tree requeues it. Per forward run; read only with the cache's fast paths on.
+        self.pending_written: dict[WorkloadKey, tuple[Pending, dict]] = {}
         self.shared = SharedMap.of(self.wls)
         self.changes: dict[WorkloadKey, object] = {}
         self.changed_since_cycle: set[WorkloadKey] = set()
@@ -162,6 +167,16 @@ class _World:
                 del self.end_of[key]
                 self._set(key, None)
         return True
+
+    def pending_unchanged(self, d: Pending) -> bool:
+        """`d` was the last Pending written into the workload and nothing was written since:
+        applying it again would leave the workload as it is."""
+        seen = self.pending_written.get(d.workload)
+        return seen is not None and seen[1] is self.data.get(d.workload) and seen[0] == d
+
+    def note_pending(self, d: Pending) -> None:
+        """`d` was just applied to the workload (written, or found already there)."""
+        self.pending_written[d.workload] = (d, self._api(d.workload))
 
     def _set(self, key: WorkloadKey, wl: Workload | None) -> None:
         self._track(key, self.wls.get(key), wl)
@@ -345,6 +360,8 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
             if key not in world.wls:
                 continue
             before = world.wls[key]
+            if isinstance(d, Pending) and cache.fast_paths and world.pending_unchanged(d):
+                continue  # written into this very version already: it would not change it
             if world.write(key, su.apply_decision(world._api(key), d, world.now, config=snapshot.config,
                                                   cache=cache.parse)):
                 wrote = True
@@ -359,6 +376,8 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
                     out.preempts.setdefault(d.preemptor, []).append(key)
                 if before.has_quota_reservation and not world.wls[key].has_quota_reservation:
                     world.stopped(key)
+            if isinstance(d, Pending) and cache.fast_paths:
+                world.note_pending(d)
         return wrote
 
     while True:
