@@ -13,10 +13,13 @@ again only when GPU readings or nodes changed, at most every few seconds.
 
 from __future__ import annotations
 
+import io
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
+from rich.console import Console
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical
@@ -43,7 +46,7 @@ from kueuetop.views.safe_text import clean
 from kueuetop.views.triage import Problem, QueueLine, Target, TriageModel
 
 SIDE_BY_SIDE = 140  # columns from which problems and queues sit side by side (each keeps 60 or more)
-SIDE_WIDTH = 79  # the queues and heatmap column beside the problems (its left padding included)
+SIDE_WIDTH = 78  # the queues and heatmap column beside the problems (its left padding included)
 HEATMAP_EVERY = 5.0  # seconds between two drawings of the heatmap while GPU readings stream in
 _MAX_DIRTY = 50_000  # more changed keys than this between refreshes: rebuild the model
 CATEGORY_TITLES = {"broken": "Broken", "not running": "Admitted but not running", "waiting": "Waiting too long",
@@ -53,6 +56,7 @@ CATEGORY_STATE = {"broken": "evicted", "not running": "evicted", "waiting": "pen
 QUEUE_NAME_WIDTH = 22
 BAR_WIDTH = 18
 SPARK_WIDTH = 12
+_WRAP_CONSOLE = Console(file=io.StringIO(), width=200, color_system=None)  # Text.wrap wants one
 
 
 def gpu_quota(cq: ClusterQueue) -> tuple[float, float, float, float | None] | None:
@@ -115,13 +119,31 @@ def queue_header(width: int) -> Text:
 def problem_prompt(ctx: ViewContext, p: Problem, width: int, lines: int = 1) -> Text:
     """The age of the oldest, then the problem, in at most `lines` lines of `width` (cut with an
     ellipsis: the detail screen has the rest)."""
-    t = Text(overflow="fold")
+    t = Text()
     t.append(f"{age(p.oldest) if p.oldest is not None else '':>5} ", style="dim")
     t.append(p.text, style=ctx.state_style(CATEGORY_STATE.get(p.category, "")) if p.severity >= 45 else "")
-    t = _cut(t, width * lines, ctx.glyphs.ellipsis)
-    if lines == 1:
-        t.no_wrap = True
+    t = _wrap_cut(t, width, lines, ctx.glyphs.ellipsis)
+    t.no_wrap = lines == 1
     return t
+
+
+def _wrap_cut(t: Text, width: int, lines: int, ellipsis: str) -> Text:
+    """`t` in at most `lines` lines of at most `width` cells, broken at words, the last line cut
+    with an ellipsis in its last cell when the text goes on. The lines are joined with newlines:
+    the list draws them as they are, it never wraps them again (at another width, or at other
+    words than were counted)."""
+    if lines <= 1 or len(t.plain) <= width:
+        return _cut(t, width, ellipsis)
+    wrapped = t.wrap(_WRAP_CONSOLE, width, overflow="fold")
+    if len(wrapped) > lines:
+        plain, pos = t.plain, 0
+        for line in wrapped[:lines - 1]:  # where the last line starts in `t`
+            pos = plain.index(line.plain, pos) + len(line.plain)
+        while plain[pos:pos + 1].isspace():
+            pos += 1
+        rest = t[pos:]
+        wrapped = [*wrapped[:lines - 1], _cut(rest, width, ellipsis)]
+    return Text("\n").join(wrapped)
 
 
 def _cut(t: Text, room: int, ellipsis: str) -> Text:
@@ -134,16 +156,23 @@ def _cut(t: Text, room: int, ellipsis: str) -> Text:
 def prompt_lines(problems: list[Problem], width: int, height: int, most: int = 3) -> int:
     """Lines each problem may take: up to `most` while every problem (and its category's title)
     still fits the height, else one."""
+    titles = len({p.category for p in problems}) + 1  # and the summary line
+    if titles + len(problems) > height:
+        return 1
+    # The lines each takes broken at words, as `problem_prompt` breaks them.
+    full = [len(Text(f"{'':>5} {p.text}").wrap(_WRAP_CONSOLE, width, overflow="fold")) for p in problems]
     for lines in range(most, 1, -1):
-        need = len({p.category for p in problems}) + 1
-        need += sum(min(lines, -(-(len(p.text) + 6) // width)) for p in problems)
-        if need <= height:
+        if titles + sum(min(lines, n) for n in full) <= height:
             return lines
     return 1
 
 
 class ProblemList(OptionList):
-    """The ranked problems; `enter` opens a line's evidence."""
+    """The ranked problems; `enter` opens a line's evidence.
+
+    `on_width` is called with the columns a line has (`line_width`) whenever they change: on a
+    resize, and when the vertical scrollbar appears or goes (which is no resize). The prompts are
+    cut for those columns, so they are built again then."""
 
     DEFAULT_CSS = """
     ProblemList { border: none; padding: 0; background: $surface; }
@@ -154,6 +183,22 @@ class ProblemList(OptionList):
     # the widget (and so every line of the screen region under it) on each change of `highlighted`,
     # which on a tall terminal cost a key more than a 60 Hz frame.
     highlighted: reactive[int | None] = reactive(None, repaint=False)
+
+    def __init__(self, *args: Any, on_width: Callable[[int], None] | None = None, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.on_width = on_width
+        self._drawn_width = 0
+
+    @property
+    def line_width(self) -> int:
+        """Columns a line is drawn in: the content region, less the scrollbar while it shows
+        (0 before the first layout)."""
+        return self.scrollable_content_region.width
+
+    def settle(self) -> None:
+        """Measure the lines now (OptionList does it when it paints): a scrollbar the new lines
+        bring appears here, while the caller can still build them again for the narrower list."""
+        self._update_lines()
 
     def watch_highlighted(self, old: int | None, new: int | None) -> None:
         scroll_y = self.scroll_offset.y
@@ -167,6 +212,27 @@ class ProblemList(OptionList):
         except (AttributeError, KeyError):  # another Textual's internals: repaint it all
             regions = []
         self.refresh(*regions) if regions else self.refresh()
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        self._width_moved()
+
+    def _size_updated(self, size: Any, virtual_size: Any, container_size: Any, layout: bool = True) -> bool:
+        # Called by the layout, before the frame is painted: lines built again here are the
+        # ones painted (a Resize event would come after a frame at the old width).
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        self._width_moved()
+        return resized
+
+    def _width_moved(self) -> None:
+        width = self.line_width
+        if not width or width == self._drawn_width:
+            return
+        self._drawn_width = width
+        # OptionList keeps each option's lines and heights whatever the width: a scrollbar that
+        # appears (no resize) would leave lines wrapped for the wider region.
+        self._clear_caches()
+        if self.on_width is not None:
+            self.on_width(width)
 
 
 class OverviewView(View):
@@ -207,6 +273,10 @@ class OverviewView(View):
         self._queue_texts: dict[str, tuple[tuple[Any, ...], Text]] = {}
         self._queue_shown: tuple[Any, ...] = ()  # what the queue panel shows (text and styles)
         self._stale_shown: tuple[tuple[str, str, str], ...] | None = None  # stale sources on the board
+        self._prompt_width = 0  # columns the problem lines on the list were cut for
+        self._laid_out_wide: bool | None = None  # the layout the list's size was measured in
+        self._drawing = False  # the problem list is being filled (its width may move meanwhile)
+        self._width_moved_while_drawing = False
 
     def set_config(self, config: KueueConfig | None) -> None:
         """Kueue's configuration arrived (read after start): PodsReady timeouts can be told."""
@@ -217,7 +287,7 @@ class OverviewView(View):
     def compose(self) -> ComposeResult:
         yield Static(self.TITLE, classes="view-title")
         with Container(id="ov-body"):
-            yield ProblemList(id="ov-problems")
+            yield ProblemList(id="ov-problems", on_width=self._problem_width_moved)
             with Vertical(id="ov-side"):
                 yield Static("", id="ov-queues")
                 yield Static("", id="ov-heatmap")
@@ -286,8 +356,34 @@ class OverviewView(View):
 
     def _show_problems(self, wide: bool) -> None:
         lst = self.query_one(ProblemList)
-        # The list's width less its scrollbar: every line stays one line.
-        width = max(20, (self.size.width - SIDE_WIDTH if wide else self.size.width) - 2)
+        relaid = wide != self._laid_out_wide  # the list's size is still the other layout's
+        self._laid_out_wide = wide
+        width = lst.line_width
+        if relaid or not width:
+            # Until the next layout: the list's width without a scrollbar; the layout corrects it
+            # (`on_width`) before the frame is painted.
+            width = self.size.width - SIDE_WIDTH if wide else self.size.width
+        self._drawing = True
+        try:
+            for _ in range(3):  # a scrollbar appears or goes at most once each way
+                self._width_moved_while_drawing = False
+                self._fill_problems(lst, wide, max(20, width))
+                lst.settle()
+                if not self._width_moved_while_drawing or lst.line_width in (0, width):
+                    break
+                width = lst.line_width
+        finally:
+            self._drawing = False
+
+    def _problem_width_moved(self, width: int) -> None:
+        if self._drawing:
+            self._width_moved_while_drawing = True
+        elif self.is_mounted and width != self._prompt_width and self._laid_out_wide is not None:
+            self._show_problems(self._laid_out_wide)
+
+    def _fill_problems(self, lst: ProblemList, wide: bool, width: int) -> None:
+        """The problem lines, cut for `width` columns."""
+        self._prompt_width = width
         # Wide, the problems have the height to themselves: long ones may take a few lines.
         lines = prompt_lines(self.problems, width, self.size.height - 1) if wide else 1
         highlighted = lst.highlighted_option.id if lst.highlighted_option is not None else None
