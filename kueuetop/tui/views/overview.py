@@ -8,7 +8,10 @@ pending, admitted, oldest wait, pending over time), and the fleet's GPU heatmap 
 
 The problems come from `views.triage.TriageModel`, kept from the store's change sets (the keys
 that changed since the last refresh), never by walking every workload; the heatmap is drawn
-again only when GPU readings or nodes changed, at most every few seconds.
+again only when GPU readings or nodes changed, at most every few seconds. The problem list keeps
+its options: a refresh replaces the prompts of lines whose text moved, and fills the list again
+only when lines come, go or change places. Its lines are cut for the columns the list draws them
+in (scrollbar or not), and built again when those move.
 """
 
 from __future__ import annotations
@@ -167,6 +170,11 @@ def prompt_lines(problems: list[Problem], width: int, height: int, most: int = 3
     return 1
 
 
+def _signature(t: Text) -> tuple[Any, ...]:
+    """What a prompt draws: equal signatures, the same line on screen."""
+    return t.plain, tuple(t.spans), t.style
+
+
 class ProblemList(OptionList):
     """The ranked problems; `enter` opens a line's evidence.
 
@@ -277,6 +285,8 @@ class OverviewView(View):
         self._laid_out_wide: bool | None = None  # the layout the list's size was measured in
         self._drawing = False  # the problem list is being filled (its width may move meanwhile)
         self._width_moved_while_drawing = False
+        self._problems_shown: list[tuple[str, tuple[Any, ...]]] = []  # (option id, text and styles) on the list
+        self.problem_rebuilds = 0  # times the problem list was emptied and filled again
 
     def set_config(self, config: KueueConfig | None) -> None:
         """Kueue's configuration arrived (read after start): PodsReady timeouts can be told."""
@@ -382,29 +392,49 @@ class OverviewView(View):
             self._show_problems(self._laid_out_wide)
 
     def _fill_problems(self, lst: ProblemList, wide: bool, width: int) -> None:
-        """The problem lines, cut for `width` columns."""
+        """The problem lines, cut for `width` columns. Lines already on the list stay: a line whose
+        text moved gets its new prompt in place, and the list is filled again only when lines
+        come, go or change places (which moves the highlight to the same problem's line)."""
         self._prompt_width = width
         # Wide, the problems have the height to themselves: long ones may take a few lines.
         lines = prompt_lines(self.problems, width, self.size.height - 1) if wide else 1
-        highlighted = lst.highlighted_option.id if lst.highlighted_option is not None else None
-        options: list[Option] = []
+        wanted: list[tuple[str, Text, bool]] = []  # (option id, prompt, disabled)
         self._targets = {}
         category = None
-        for i, p in enumerate(self.problems):
+        for p in self.problems:
             if p.category != category:
                 category = p.category
                 n = sum(1 for q in self.problems if q.category == category)
-                options.append(Option(Text(f"{CATEGORY_TITLES.get(category, category)} ({n})", style="bold"),
-                                      disabled=True))
-            oid = f"p{i}-{p.kind}-{p.cluster_queue}"
+                wanted.append((f"c-{category}", Text(f"{CATEGORY_TITLES.get(category, category)} ({n})", style="bold"),
+                               True))
+            # Named after the problem, not its rank: its line keeps the highlight when others move.
+            oid = base = f"p-{p.kind}-{p.cluster_queue}"
+            k = 1
+            while oid in self._targets:
+                k += 1
+                oid = f"{base}-{k}"
             self._targets[oid] = p.target
-            options.append(Option(problem_prompt(self.ctx, p, width, lines), id=oid))
+            wanted.append((oid, problem_prompt(self.ctx, p, width, lines), False))
         if not self.problems:
-            options.append(Option(Text("Nothing wrong right now.", style=self.ctx.state_style("admitted")),
-                                  disabled=True))
-        options.append(Option(_cut(self._summary(), width, self.ctx.glyphs.ellipsis), disabled=True))
+            wanted.append(("nothing", Text("Nothing wrong right now.", style=self.ctx.state_style("admitted")), True))
+        wanted.append(("summary", _cut(self._summary(), width, self.ctx.glyphs.ellipsis), True))
+        shown = [(oid, _signature(prompt)) for oid, prompt, _ in wanted]
+        if [oid for oid, _ in shown] == [oid for oid, _ in self._problems_shown] and lst.option_count == len(shown):
+            relayout = False
+            for i, ((_, sig), (_, old)) in enumerate(zip(shown, self._problems_shown, strict=True)):
+                if sig != old:
+                    relayout |= sig[0].count("\n") != old[0].count("\n")
+                    lst.replace_option_prompt_at_index(i, wanted[i][1])
+            if relayout:  # a line took more or fewer rows: the list's height may follow
+                lst.refresh(layout=True)
+            self._problems_shown = shown
+            return
+        self.problem_rebuilds += 1
+        highlighted = lst.highlighted_option.id if lst.highlighted_option is not None else None
+        options = [Option(prompt, id=oid, disabled=disabled) for oid, prompt, disabled in wanted]
         lst.clear_options()
         lst.add_options(options)
+        self._problems_shown = shown
         index = None
         if highlighted is not None:
             index = next((i for i, o in enumerate(options) if o.id == highlighted), None)
