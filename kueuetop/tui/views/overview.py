@@ -8,15 +8,21 @@ pending, admitted, oldest wait, pending over time), and the fleet's GPU heatmap 
 
 The problems come from `views.triage.TriageModel`, kept from the store's change sets (the keys
 that changed since the last refresh), never by walking every workload; the heatmap is drawn
-again only when GPU readings or nodes changed, at most every few seconds.
+again only when GPU readings or nodes changed, at most every few seconds. The problem list keeps
+its options: a refresh replaces the prompts of lines whose text moved, and fills the list again
+only when lines come, go or change places. Its lines are cut for the columns the list draws them
+in (scrollbar or not), and built again when those move.
 """
 
 from __future__ import annotations
 
+import io
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
+from rich.console import Console
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Container, Vertical
@@ -43,7 +49,7 @@ from kueuetop.views.safe_text import clean
 from kueuetop.views.triage import Problem, QueueLine, Target, TriageModel
 
 SIDE_BY_SIDE = 140  # columns from which problems and queues sit side by side (each keeps 60 or more)
-SIDE_WIDTH = 79  # the queues and heatmap column beside the problems (its left padding included)
+SIDE_WIDTH = 78  # the queues and heatmap column beside the problems (its left padding included)
 HEATMAP_EVERY = 5.0  # seconds between two drawings of the heatmap while GPU readings stream in
 _MAX_DIRTY = 50_000  # more changed keys than this between refreshes: rebuild the model
 CATEGORY_TITLES = {"broken": "Broken", "not running": "Admitted but not running", "waiting": "Waiting too long",
@@ -53,6 +59,7 @@ CATEGORY_STATE = {"broken": "evicted", "not running": "evicted", "waiting": "pen
 QUEUE_NAME_WIDTH = 22
 BAR_WIDTH = 18
 SPARK_WIDTH = 12
+_WRAP_CONSOLE = Console(file=io.StringIO(), width=200, color_system=None)  # Text.wrap wants one
 
 
 def gpu_quota(cq: ClusterQueue) -> tuple[float, float, float, float | None] | None:
@@ -115,13 +122,31 @@ def queue_header(width: int) -> Text:
 def problem_prompt(ctx: ViewContext, p: Problem, width: int, lines: int = 1) -> Text:
     """The age of the oldest, then the problem, in at most `lines` lines of `width` (cut with an
     ellipsis: the detail screen has the rest)."""
-    t = Text(overflow="fold")
+    t = Text()
     t.append(f"{age(p.oldest) if p.oldest is not None else '':>5} ", style="dim")
     t.append(p.text, style=ctx.state_style(CATEGORY_STATE.get(p.category, "")) if p.severity >= 45 else "")
-    t = _cut(t, width * lines, ctx.glyphs.ellipsis)
-    if lines == 1:
-        t.no_wrap = True
+    t = _wrap_cut(t, width, lines, ctx.glyphs.ellipsis)
+    t.no_wrap = lines == 1
     return t
+
+
+def _wrap_cut(t: Text, width: int, lines: int, ellipsis: str) -> Text:
+    """`t` in at most `lines` lines of at most `width` cells, broken at words, the last line cut
+    with an ellipsis in its last cell when the text goes on. The lines are joined with newlines:
+    the list draws them as they are, it never wraps them again (at another width, or at other
+    words than were counted)."""
+    if lines <= 1 or len(t.plain) <= width:
+        return _cut(t, width, ellipsis)
+    wrapped = t.wrap(_WRAP_CONSOLE, width, overflow="fold")
+    if len(wrapped) > lines:
+        plain, pos = t.plain, 0
+        for line in wrapped[:lines - 1]:  # where the last line starts in `t`
+            pos = plain.index(line.plain, pos) + len(line.plain)
+        while plain[pos:pos + 1].isspace():
+            pos += 1
+        rest = t[pos:]
+        wrapped = [*wrapped[:lines - 1], _cut(rest, width, ellipsis)]
+    return Text("\n").join(wrapped)
 
 
 def _cut(t: Text, room: int, ellipsis: str) -> Text:
@@ -134,16 +159,28 @@ def _cut(t: Text, room: int, ellipsis: str) -> Text:
 def prompt_lines(problems: list[Problem], width: int, height: int, most: int = 3) -> int:
     """Lines each problem may take: up to `most` while every problem (and its category's title)
     still fits the height, else one."""
+    titles = len({p.category for p in problems}) + 1  # and the summary line
+    if titles + len(problems) > height:
+        return 1
+    # The lines each takes broken at words, as `problem_prompt` breaks them.
+    full = [len(Text(f"{'':>5} {p.text}").wrap(_WRAP_CONSOLE, width, overflow="fold")) for p in problems]
     for lines in range(most, 1, -1):
-        need = len({p.category for p in problems}) + 1
-        need += sum(min(lines, -(-(len(p.text) + 6) // width)) for p in problems)
-        if need <= height:
+        if titles + sum(min(lines, n) for n in full) <= height:
             return lines
     return 1
 
 
+def _signature(t: Text) -> tuple[Any, ...]:
+    """What a prompt draws: equal signatures, the same line on screen."""
+    return t.plain, tuple(t.spans), t.style
+
+
 class ProblemList(OptionList):
-    """The ranked problems; `enter` opens a line's evidence."""
+    """The ranked problems; `enter` opens a line's evidence.
+
+    `on_width` is called with the columns a line has (`line_width`) whenever they change: on a
+    resize, and when the vertical scrollbar appears or goes (which is no resize). The prompts are
+    cut for those columns, so they are built again then."""
 
     DEFAULT_CSS = """
     ProblemList { border: none; padding: 0; background: $surface; }
@@ -154,6 +191,22 @@ class ProblemList(OptionList):
     # the widget (and so every line of the screen region under it) on each change of `highlighted`,
     # which on a tall terminal cost a key more than a 60 Hz frame.
     highlighted: reactive[int | None] = reactive(None, repaint=False)
+
+    def __init__(self, *args: Any, on_width: Callable[[int], None] | None = None, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.on_width = on_width
+        self._drawn_width = 0
+
+    @property
+    def line_width(self) -> int:
+        """Columns a line is drawn in: the content region, less the scrollbar while it shows
+        (0 before the first layout)."""
+        return self.scrollable_content_region.width
+
+    def settle(self) -> None:
+        """Measure the lines now (OptionList does it when it paints): a scrollbar the new lines
+        bring appears here, while the caller can still build them again for the narrower list."""
+        self._update_lines()
 
     def watch_highlighted(self, old: int | None, new: int | None) -> None:
         scroll_y = self.scroll_offset.y
@@ -167,6 +220,27 @@ class ProblemList(OptionList):
         except (AttributeError, KeyError):  # another Textual's internals: repaint it all
             regions = []
         self.refresh(*regions) if regions else self.refresh()
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        self._width_moved()
+
+    def _size_updated(self, size: Any, virtual_size: Any, container_size: Any, layout: bool = True) -> bool:
+        # Called by the layout, before the frame is painted: lines built again here are the
+        # ones painted (a Resize event would come after a frame at the old width).
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        self._width_moved()
+        return resized
+
+    def _width_moved(self) -> None:
+        width = self.line_width
+        if not width or width == self._drawn_width:
+            return
+        self._drawn_width = width
+        # OptionList keeps each option's lines and heights whatever the width: a scrollbar that
+        # appears (no resize) would leave lines wrapped for the wider region.
+        self._clear_caches()
+        if self.on_width is not None:
+            self.on_width(width)
 
 
 class OverviewView(View):
@@ -207,6 +281,12 @@ class OverviewView(View):
         self._queue_texts: dict[str, tuple[tuple[Any, ...], Text]] = {}
         self._queue_shown: tuple[Any, ...] = ()  # what the queue panel shows (text and styles)
         self._stale_shown: tuple[tuple[str, str, str], ...] | None = None  # stale sources on the board
+        self._prompt_width = 0  # columns the problem lines on the list were cut for
+        self._laid_out_wide: bool | None = None  # the layout the list's size was measured in
+        self._drawing = False  # the problem list is being filled (its width may move meanwhile)
+        self._width_moved_while_drawing = False
+        self._problems_shown: list[tuple[str, tuple[Any, ...]]] = []  # (option id, text and styles) on the list
+        self.problem_rebuilds = 0  # times the problem list was emptied and filled again
 
     def set_config(self, config: KueueConfig | None) -> None:
         """Kueue's configuration arrived (read after start): PodsReady timeouts can be told."""
@@ -217,7 +297,7 @@ class OverviewView(View):
     def compose(self) -> ComposeResult:
         yield Static(self.TITLE, classes="view-title")
         with Container(id="ov-body"):
-            yield ProblemList(id="ov-problems")
+            yield ProblemList(id="ov-problems", on_width=self._problem_width_moved)
             with Vertical(id="ov-side"):
                 yield Static("", id="ov-queues")
                 yield Static("", id="ov-heatmap")
@@ -286,29 +366,75 @@ class OverviewView(View):
 
     def _show_problems(self, wide: bool) -> None:
         lst = self.query_one(ProblemList)
-        # The list's width less its scrollbar: every line stays one line.
-        width = max(20, (self.size.width - SIDE_WIDTH if wide else self.size.width) - 2)
+        relaid = wide != self._laid_out_wide  # the list's size is still the other layout's
+        self._laid_out_wide = wide
+        width = lst.line_width
+        if relaid or not width:
+            # Until the next layout: the list's width without a scrollbar; the layout corrects it
+            # (`on_width`) before the frame is painted.
+            width = self.size.width - SIDE_WIDTH if wide else self.size.width
+        self._drawing = True
+        try:
+            for _ in range(3):  # a scrollbar appears or goes at most once each way
+                self._width_moved_while_drawing = False
+                self._fill_problems(lst, wide, max(20, width))
+                lst.settle()
+                if not self._width_moved_while_drawing or lst.line_width in (0, width):
+                    break
+                width = lst.line_width
+        finally:
+            self._drawing = False
+
+    def _problem_width_moved(self, width: int) -> None:
+        if self._drawing:
+            self._width_moved_while_drawing = True
+        elif self.is_mounted and width != self._prompt_width and self._laid_out_wide is not None:
+            self._show_problems(self._laid_out_wide)
+
+    def _fill_problems(self, lst: ProblemList, wide: bool, width: int) -> None:
+        """The problem lines, cut for `width` columns. Lines already on the list stay: a line whose
+        text moved gets its new prompt in place, and the list is filled again only when lines
+        come, go or change places (which moves the highlight to the same problem's line)."""
+        self._prompt_width = width
         # Wide, the problems have the height to themselves: long ones may take a few lines.
         lines = prompt_lines(self.problems, width, self.size.height - 1) if wide else 1
-        highlighted = lst.highlighted_option.id if lst.highlighted_option is not None else None
-        options: list[Option] = []
+        wanted: list[tuple[str, Text, bool]] = []  # (option id, prompt, disabled)
         self._targets = {}
         category = None
-        for i, p in enumerate(self.problems):
+        for p in self.problems:
             if p.category != category:
                 category = p.category
                 n = sum(1 for q in self.problems if q.category == category)
-                options.append(Option(Text(f"{CATEGORY_TITLES.get(category, category)} ({n})", style="bold"),
-                                      disabled=True))
-            oid = f"p{i}-{p.kind}-{p.cluster_queue}"
+                wanted.append((f"c-{category}", Text(f"{CATEGORY_TITLES.get(category, category)} ({n})", style="bold"),
+                               True))
+            # Named after the problem, not its rank: its line keeps the highlight when others move.
+            oid = base = f"p-{p.kind}-{p.cluster_queue}"
+            k = 1
+            while oid in self._targets:
+                k += 1
+                oid = f"{base}-{k}"
             self._targets[oid] = p.target
-            options.append(Option(problem_prompt(self.ctx, p, width, lines), id=oid))
+            wanted.append((oid, problem_prompt(self.ctx, p, width, lines), False))
         if not self.problems:
-            options.append(Option(Text("Nothing wrong right now.", style=self.ctx.state_style("admitted")),
-                                  disabled=True))
-        options.append(Option(_cut(self._summary(), width, self.ctx.glyphs.ellipsis), disabled=True))
+            wanted.append(("nothing", Text("Nothing wrong right now.", style=self.ctx.state_style("admitted")), True))
+        wanted.append(("summary", _cut(self._summary(), width, self.ctx.glyphs.ellipsis), True))
+        shown = [(oid, _signature(prompt)) for oid, prompt, _ in wanted]
+        if [oid for oid, _ in shown] == [oid for oid, _ in self._problems_shown] and lst.option_count == len(shown):
+            relayout = False
+            for i, ((_, sig), (_, old)) in enumerate(zip(shown, self._problems_shown, strict=True)):
+                if sig != old:
+                    relayout |= sig[0].count("\n") != old[0].count("\n")
+                    lst.replace_option_prompt_at_index(i, wanted[i][1])
+            if relayout:  # a line took more or fewer rows: the list's height may follow
+                lst.refresh(layout=True)
+            self._problems_shown = shown
+            return
+        self.problem_rebuilds += 1
+        highlighted = lst.highlighted_option.id if lst.highlighted_option is not None else None
+        options = [Option(prompt, id=oid, disabled=disabled) for oid, prompt, disabled in wanted]
         lst.clear_options()
         lst.add_options(options)
+        self._problems_shown = shown
         index = None
         if highlighted is not None:
             index = next((i for i, o in enumerate(options) if o.id == highlighted), None)
