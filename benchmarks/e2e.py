@@ -96,7 +96,7 @@ class Console:
     """The real `kueuetop` in a pseudo-terminal; the output is read all the time and kept as
     (time, visible text) chunks with escape sequences removed."""
 
-    def __init__(self, kubeconfig: Path, cols: int, rows: int, home: Path) -> None:
+    def __init__(self, kubeconfig: Path, cols: int, rows: int, home: Path, extra: tuple[str, ...] = ()) -> None:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor", "HOME": str(home),
@@ -104,7 +104,7 @@ class Console:
                "XDG_RUNTIME_DIR": str(home / "run"), "COLUMNS": str(cols), "LINES": str(rows)}
         (home / "run").mkdir(mode=0o700, parents=True, exist_ok=True)
         self.started = time.time()
-        self.proc = subprocess.Popen([shutil.which("kueuetop") or "kueuetop", "--kubeconfig", str(kubeconfig)],
+        self.proc = subprocess.Popen([shutil.which("kueuetop") or "kueuetop", "--kubeconfig", str(kubeconfig), *extra],
                                      stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
                                      close_fds=True)
         os.close(slave)
@@ -374,7 +374,8 @@ def changes(server: Server, console: Console, churn: float, count: int) -> dict[
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="kueuetop-e2e-"))
-    result: dict[str, Any] = {"scenario": args.scenario, "terminal": f"{args.cols}x{args.rows}", "live": True}
+    result: dict[str, Any] = {"scenario": args.scenario, "terminal": f"{args.cols}x{args.rows}", "live": True,
+                              "console_args": list(args.console_arg)}
     try:
         # A live scale scenario starts nearly empty (its workloads arrive over the first hour), so
         # the first screen is timed where every workload already exists: the same scenario served
@@ -395,7 +396,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "kubectl_list_s": stats(kube)}
             loops = seeds_loops(server, work)
             result["seeds_loops"] = loops
-            console = Console(server.kubeconfig, args.cols, args.rows, work / "home-main")
+            console = Console(server.kubeconfig, args.cols, args.rows, work / "home-main", tuple(args.console_arg))
             try:
                 if console.wait_for("kube:live", console.started, 600) is None:
                     raise RuntimeError("the console never said kube:live")
@@ -428,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--key-presses", type=int, default=200)
     p.add_argument("--churn", type=float, default=100.0, help="server-side Workload writes per second")
     p.add_argument("--marks", type=int, default=30)
+    p.add_argument("--console-arg", action="append", default=[], metavar="ARG",
+                   help="an extra argument for the measured console, e.g. --console-arg=--no-forecast (repeatable)")
     args = p.parse_args(argv)
     print(json.dumps(run(args), indent=2))
     return 0
