@@ -63,6 +63,9 @@ def add_console_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--demo-speed", type=float, default=1.0, help=argparse.SUPPRESS)
     g.add_argument("--ascii", action="store_true", help="ASCII glyphs only (LANG=C sessions, poor fonts)")
     g.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting")
+    g.add_argument("--all-events", action="store_true",
+                   help="watch Kueue's Pending Events too (on a big cluster most of the Event traffic;"
+                        " a workload's own are in its detail either way)")
     g.add_argument("--no-forecast", action="store_true",
                    help="do not forecast start times (the ETA columns stay empty; saves CPU on huge clusters)")
 
@@ -155,7 +158,7 @@ def _state_dir() -> Path:
 
 def run_console(args: argparse.Namespace) -> int:
     from kueuetop.sources.connection import ConnectionProblem, connect
-    from kueuetop.sources.kube import KubeSources
+    from kueuetop.sources.kube import WITHOUT_KUEUE_PENDING, KubeSources
     from kueuetop.store import Store
 
     demo: DemoCluster | None = None
@@ -181,7 +184,9 @@ def run_console(args: argparse.Namespace) -> int:
             _say(exc.message, hint)
             return EXIT_FAILED
         store = Store()
-        sources = KubeSources(conn, store, include_events=True).start()  # the Events view (`:ev`)
+        sources = KubeSources(conn, store, include_events=True,  # the Events view (`:ev`)
+                              events_selector="" if getattr(args, "all_events", False) else WITHOUT_KUEUE_PENDING,
+                              ).start()
         poller = _start_gpu_poller(conn, store, getattr(args, "prometheus", None),
                                    getattr(args, "scrape_budget", None))
         deadline = time.monotonic() + 3.0  # a full first screen when the cluster answers quickly
@@ -199,6 +204,7 @@ def run_console(args: argparse.Namespace) -> int:
                           forecast=not getattr(args, "no_forecast", False),
                           # A demo cluster is new each run: its finished runs are not worth keeping.
                           history_dir=None if demo else _state_dir())
+        app.ctx.extra["events_selector"] = sources.events_selector  # the Events view says what it leaves out
         if poller is not None:  # the nodes on screen are read first by a budgeted GPU scrape
             from kueuetop.tui.gpu_focus import wire_gpu_focus
 

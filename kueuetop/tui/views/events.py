@@ -21,6 +21,7 @@ from textual.widgets import Static
 from kueuetop.kueue.event import safe_event
 from kueuetop.kueue.meta import Meta, OwnerRef
 from kueuetop.kueue.provisioning import ProvisioningRequest
+from kueuetop.sources.kube import WITHOUT_KUEUE_PENDING
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.messages import OpenWorkload
@@ -227,6 +228,8 @@ class EventsView(TableView):
 
     def title_extra(self) -> list[str]:
         if self.following is None:
+            if self.ctx.extra.get("events_selector") == WITHOUT_KUEUE_PENDING:
+                return ["(Kueue's Pending Events: in each workload's detail; --all-events watches them)"]
             return []
         return [f"of {self.following.label} ({self.ctx.key_label('back')}: all)"]
 
