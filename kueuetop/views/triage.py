@@ -137,6 +137,19 @@ class _Eviction:
     total: int  # evictions Kueue counted (schedulingStats / requeueState)
 
 
+@dataclass(frozen=True, slots=True)
+class _ChurnDigest:
+    """TriageModel's evictions in the window, summed up at `at`; valid until `until` (the oldest
+    eviction leaves the window) while the evictions stay at `version`."""
+
+    version: int
+    at: float
+    until: float
+    lines: tuple[tuple[int, str, str, int, float, Target, str], ...]  # severity, verb, text, count, first, target, cq
+    thrashing: Problem | None
+    by_cq: Mapping[str, int]  # ClusterQueue → evictions in the window
+
+
 POD_EVENTS_KEPT = 3  # per pod: the newest say what the scheduler and the autoscaler think now
 
 
@@ -164,6 +177,8 @@ class TriageModel:
         self._admitted_by_cq: dict[str, int] = {}
         self._not_running: set[Key] = set()  # admitted with some pod not running
         self._evictions: dict[Key, _Eviction] = {}
+        self._evictions_version = 0  # bumped when an eviction is filed or unfiled
+        self._churn: _ChurnDigest | None = None  # the evictions in the window, summed up
         self._util: dict[Key, tuple[float, int]] = {}  # admitted workload → (mean util, GPUs)
         self._explained: dict[Key, tuple[str, str]] = {}  # key → (resourceVersion, headline)
         self._queue_state = QueueState()
@@ -315,7 +330,8 @@ class TriageModel:
         store = self.store
         wl = store.get(K.WORKLOADS, key)
         if not isinstance(wl, Workload):
-            self._evictions.pop(key, None)
+            if self._evictions.pop(key, None) is not None:
+                self._evictions_version += 1
             self._explained.pop(key, None)
             return
         st = derive_state(wl, now)
@@ -373,7 +389,11 @@ class TriageModel:
         times = old.times if old is not None else []
         if ev.last_transition not in times:
             times.append(ev.last_transition)
-        self._evictions[key] = _Eviction(cq, reason, times, max(total, len(times)))
+            old = None
+        new = _Eviction(cq, reason, times, max(total, len(times)))
+        if new != old:
+            self._evictions[key] = new
+            self._evictions_version += 1
 
     # ----------------------------------------------------------------- pods, nodes, GPUs
     def _file_pod(self, pkey: Key) -> set[Key]:
@@ -516,11 +536,8 @@ class TriageModel:
             a = self._admitted.get(key)
             if a is not None:
                 stuck[a.cq] = stuck.get(a.cq, 0) + 1
-        since = now - self.churn_window
-        for ev in self._evictions.values():
-            n = sum(1 for t in ev.times if t >= since)
-            if n:
-                stuck[ev.cq] = stuck.get(ev.cq, 0) + n
+        for cq, n in self._churn_digest(now).by_cq.items():
+            stuck[cq] = stuck.get(cq, 0) + n
         out = []
         for key, cq in self.store.objects(K.CLUSTER_QUEUES).items():
             if not isinstance(cq, ClusterQueue):
@@ -545,7 +562,7 @@ class TriageModel:
         out += self._broken(now)
         out += self._not_running_problems(now)
         out += self._waiting(now)
-        out += self._churn(now)
+        out += self._churn_problems(now)
         out += self._waste(now)
         out.sort(key=lambda p: (-p.severity, -p.count, -(p.oldest or 0.0), p.text))
         return self._fold(out)
@@ -780,10 +797,18 @@ class TriageModel:
         return headline
 
     # ----------------------------------------------------------------- churn
-    def _churn(self, now: float) -> list[Problem]:
+    def _churn_digest(self, now: float) -> _ChurnDigest:
+        """The evictions in the window, summed up once: the sums hold until an eviction is filed
+        or unfiled, or the oldest one leaves the window (a big cluster has thousands in it, and
+        the board asks on every refresh)."""
+        d = self._churn
+        if d is not None and d.version == self._evictions_version and d.at <= now < d.until:
+            return d
         since = now - self.churn_window
         groups: dict[tuple[str, str], list[tuple[Key, float]]] = {}
         thrash: dict[Key, int] = {}
+        by_cq: dict[str, int] = {}
+        first = float("inf")
         for key, ev in list(self._evictions.items()):
             ev.times[:] = [t for t in ev.times if t >= since]
             if not ev.times:  # nothing in the window (Kueue's totals come back with the next eviction)
@@ -791,24 +816,37 @@ class TriageModel:
                 continue
             for t in ev.times:
                 groups.setdefault((ev.reason, ev.cq), []).append((key, t))
-            if ev.total > 2 and ev.times:
+            first = min(first, *ev.times)
+            by_cq[ev.cq] = by_cq.get(ev.cq, 0) + len(ev.times)
+            if ev.total > 2:
                 thrash[key] = ev.total
-        out = []
+        lines = []
         minutes = self.churn_window / 60
         for (reason, cq), items in groups.items():
             keys = {k for k, _ in items}
             verb = "preempted" if reason.startswith("Preempted") else "evicted"
             why = reason.split("/", 1)[1] if "/" in reason else reason
-            out.append(Problem(CHURN + (2 if verb == "preempted" else 1), "churn", verb,
-                               f"{len(items)} {verb} in {age_text(self.churn_window)} from ClusterQueue "
-                               f"{clean(cq) or '?'} ({clean(why)}), {len(items) / minutes:.1f}/min",
-                               len(items), now - min(t for _, t in items), _target(keys), cq))
+            lines.append((CHURN + (2 if verb == "preempted" else 1), verb,
+                          f"{len(items)} {verb} in {age_text(self.churn_window)} from ClusterQueue "
+                          f"{clean(cq) or '?'} ({clean(why)}), {len(items) / minutes:.1f}/min",
+                          len(items), min(t for _, t in items), _target(keys), cq))
+        worst = None
         if thrash:
-            worst = max(thrash, key=lambda k: (thrash[k], k))
-            out.append(Problem(CHURN + 4, "churn", "thrashing",
-                               f"{_plural(len(thrash), 'workload')} thrashing (evicted more than twice): "
-                               f"{clean(worst[0])}/{clean(worst[1])} evicted {thrash[worst]} times", len(thrash), None,
-                               _target(thrash)))
+            k = max(thrash, key=lambda k: (thrash[k], k))
+            worst = Problem(CHURN + 4, "churn", "thrashing",
+                            f"{_plural(len(thrash), 'workload')} thrashing (evicted more than twice): "
+                            f"{clean(k[0])}/{clean(k[1])} evicted {thrash[k]} times", len(thrash), None,
+                            _target(thrash))
+        self._churn = _ChurnDigest(self._evictions_version, now, first + self.churn_window, tuple(lines), worst,
+                                   by_cq)
+        return self._churn
+
+    def _churn_problems(self, now: float) -> list[Problem]:
+        d = self._churn_digest(now)
+        out = [Problem(severity, "churn", verb, text, n, now - first, target, cq)
+               for severity, verb, text, n, first, target, cq in d.lines]
+        if d.thrashing is not None:
+            out.append(d.thrashing)
         return out
 
     # ----------------------------------------------------------------- waste
