@@ -220,9 +220,40 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sim_serve_world(args: argparse.Namespace) -> int:
+    """Several clusters (a MultiKueue manager and its workers), one kubeconfig of contexts."""
+    from kueuetop.sim.scenarios.multicluster import load_multicluster
+    from kueuetop.sim.scenarios.scenario import ScenarioError
+    from kueuetop.sim.serve import serve_forever, stop_on_signals
+    from kueuetop.sim.serve_world import start_served_world
+
+    done = stop_on_signals()
+    try:
+        scenario = load_multicluster(args.scenario)
+    except ScenarioError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    try:
+        served = start_served_world(scenario, speed=args.speed, port=args.port, kubeconfig=args.kubeconfig)
+    except ValueError as exc:
+        return _fail(f"cannot start the simulated clusters: {exc}", EXIT_USAGE)
+    except OSError as exc:
+        return _fail(f"cannot start the simulated clusters: {exc.strerror if exc.strerror and exc.filename is None else exc}")
+    for decl in scenario.clusters:
+        print(f"kueuetop: cluster {decl.name} ({decl.role}) at {served.url(decl.name)} "
+              f"(kueue.x-k8s.io/{decl.kueue_api}, context {decl.name})", flush=True)
+    print(f"kueuetop: kubeconfig written to {served.kubeconfig}", flush=True)
+    print(f"kueuetop: try  kubectl --kubeconfig {served.kubeconfig} --context {scenario.workers[0] if scenario.workers else scenario.manager} "
+          "get workloads -A", flush=True)
+    serve_forever(served, done)
+    return EXIT_OK
+
+
 def cmd_sim_serve(args: argparse.Namespace) -> int:
+    from kueuetop.sim.scenarios.multicluster import is_multicluster
     from kueuetop.sim.serve import serve_forever, start_served, stop_on_signals
 
+    if is_multicluster(args.scenario):
+        return cmd_sim_serve_world(args)
     done = stop_on_signals()
     scenario = _load(args.scenario)
     if scenario is None:

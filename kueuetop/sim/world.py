@@ -23,7 +23,13 @@ from kueuetop.sim.apiserver.kubeconfig import kubeconfig_dict
 from kueuetop.sim.clock import SimClock
 from kueuetop.sim.gc_pacing import sparse_collections
 from kueuetop.sim.kueue import configmap as KC
-from kueuetop.sim.kueue.multikueue import SECRET_KEY, WORKER_LOST_TIMEOUT, MultiKueueController, Network, Remote
+from kueuetop.sim.kueue.multikueue import (
+    SECRET_KEY,
+    WORKER_LOST_TIMEOUT,
+    MultiKueueController,
+    Network,
+    Remote,
+)
 from kueuetop.sim.scenarios.multicluster import ClusterFault, MultiClusterScenario
 from kueuetop.sim.storage.objectstore import ObjectStore, StoreError
 from kueuetop.sim.wiring import SimParts, build_cluster
