@@ -477,6 +477,10 @@ class MultiKueueController:
     def _reconcile_group(self, key: Key, wl: Obj, job: Obj, acs: Obj, check: str, available: dict[str, Remote],
                          unavailable: list[str], remotes: dict[str, Obj | None], now: float) -> bool:
         status = wl.get("status") or {}
+        if condition_is(wl, "Evicted") and _has_quota(wl):
+            # The manager's Job never had pods of its own: what its status counts ran on a worker
+            # whose copy is being removed, so the eviction need not wait for them.
+            self._clear_job_activity(key, job)
         # 2. Finished or without quota: no copy anywhere (and no cluster: the eviction reset it,
         #    workload.UnsetQuotaReservationWithCondition).
         if condition_is(wl, "Finished") or not _has_quota(wl):
@@ -537,6 +541,17 @@ class MultiKueueController:
         if acs.get("state") != "Pending" or condition_is(wl, "Evicted"):
             return False
         return self._nominate(key, wl, available, remotes)
+
+    def _clear_job_activity(self, key: Key, job: Obj) -> bool:
+        st = job.get("status") or {}
+        if not st.get("active") and not st.get("ready"):
+            return False
+
+        def clear(status: Obj) -> bool:
+            status.pop("active", None)
+            status["ready"] = 0
+            return True
+        return patch_status(self.store, "batch", "jobs", key[0], meta_of(job).get("name", ""), clear) is not None
 
     def _best_match(self, remotes: dict[str, Obj | None], ctype: str) -> tuple[Obj | None, str]:
         """wlGroup.bestMatchByCondition: the copy whose condition turned True first."""
