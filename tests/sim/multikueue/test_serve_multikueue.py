@@ -132,3 +132,31 @@ def test_dispatch_first_admit_wins_worker_lost_and_redispatch(served: ServedWorl
     wls = _workloads(manager)
     owners = {o["metadata"]["ownerReferences"][0]["name"] for o in wls.values()}
     assert names == owners
+
+
+def test_worker_on_an_older_kueue_api_is_served_and_dispatched_to(tmp_path: Path) -> None:
+    """One worker answers like Kueue <= 0.14 (kueue.x-k8s.io/v1beta1 only): kubectl reads it in
+    that version, and MultiKueue dispatches to it like to the others."""
+    from kueuetop.sim.scenarios.multicluster import MULTI_DIR, parse_multicluster
+
+    text = (MULTI_DIR / "multikueue.yaml").read_text()
+    old = "spec: {role: worker, region: europe-west4}"
+    assert old in text
+    sc = parse_multicluster(text.replace(old, "spec: {role: worker, region: europe-west4, kueueAPI: v1beta1}"),
+                            "mixed.yaml")
+    s = start_served_world(sc, speed=SPEED, kubeconfig=str(tmp_path / "kubeconfig"))
+    try:
+        versions = _kubectl(s, "--context", "europe-west4", "api-versions")
+        assert versions.returncode == 0, versions.stderr
+        assert "kueue.x-k8s.io/v1beta1" in versions.stdout.split()
+        assert "kueue.x-k8s.io/v1beta2" not in versions.stdout.split()
+
+        def copies() -> list[dict[str, Any]]:
+            got = _kubectl(s, "--context", "europe-west4", "get", "workloads.v1beta1.kueue.x-k8s.io", "-A", "-o", "json")
+            assert got.returncode == 0, got.stderr
+            return json.loads(got.stdout)["items"]
+
+        items = _wait(copies, 20, "a copy dispatched to the v1beta1 worker")
+        assert all(o["apiVersion"] == "kueue.x-k8s.io/v1beta1" for o in items)
+    finally:
+        s.stop()
