@@ -552,8 +552,11 @@ def main(argv: list[str] | None = None) -> int:
         handlers = {"run": cmd_sim_run, "serve": cmd_sim_serve}
         if args.sim_command == "list":
             from kueuetop.sim.scenarios.loader import list_builtins
+            from kueuetop.sim.scenarios.multicluster import multicluster_builtins
 
             print("\n".join(list_builtins()))
+            # Several clusters each: `sim serve` only (a manager and its MultiKueue workers).
+            print("\n".join(f"{n}  (several clusters: sim serve)" for n in multicluster_builtins()))
             return EXIT_OK
         if args.sim_command in handlers:
             return handlers[args.sim_command](args)
