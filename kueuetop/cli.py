@@ -116,6 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("-o", "--output", choices=("json", "table"), default="table")
     snap.add_argument("--timeout", type=_duration, default=_duration("30s"),
                       help="give up when the cluster has not synced after this long (default 30s)")
+    cl = sub.add_parser("clusters", help="several contexts at once: each cluster's state and where MultiKueue "
+                                         "placed each manager workload (no console)")
+    cl.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    cl.add_argument("--context", dest="contexts", action="append", default=[], metavar="CONTEXT",
+                    help="a kubeconfig context to read (repeatable)")
+    cl.add_argument("--all-contexts", action="store_true", help="read every context of the kubeconfig")
+    cl.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    cl.add_argument("--timeout", type=_duration, default=_duration("30s"),
+                    help="give up on a cluster that has not synced after this long (default 30s)")
     _add_forecast_parser(sub)
     _add_action_parsers(sub)
     return p
@@ -566,6 +575,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_explain(args)
     if args.command == "snapshot":
         return cmd_snapshot(args)
+    if args.command == "clusters":
+        from kueuetop.live_cli import cmd_clusters
+
+        return cmd_clusters(args)
     if args.command == "forecast":
         return cmd_forecast(args)
     if getattr(args, "action", None):
