@@ -8,7 +8,9 @@ from typing import Any
 
 import yaml
 
+from kueuetop.kueue.durations import parse_duration
 from kueuetop.sim.scenarios.multicluster import ANN_CLUSTER, MultiClusterScenario, parse_multicluster
+from kueuetop.sim.scenarios.scenario import ANN_AT, steps_from_objects
 
 XL_REGIONS = ("us-central1", "us-east4", "us-west1", "europe-west4", "europe-west1", "europe-north1",
               "asia-southeast1", "asia-northeast1", "asia-south1", "australia-southeast1")
@@ -92,9 +94,24 @@ def multikueue_docs(workers: list[str], nodes_per_worker: int, jobs: int, teams:
     return docs
 
 
+def scenario_from_docs(name: str, docs: list[dict[str, Any]]) -> MultiClusterScenario:
+    """The generated documents as a scenario without a YAML round trip (20,000 Jobs would take
+    minutes to dump and re-parse): the Cluster documents are read as the parser reads them, the
+    rest goes to its cluster already valid (steps_from_objects)."""
+    decls = [d for d in docs if d.get("kind") == "Cluster"]
+    head = parse_multicluster(yaml.safe_dump_all(decls, sort_keys=False), name, name=name)
+    per: dict[str, list[tuple[float, dict[str, Any]]]] = {c.name: [] for c in head.clusters}
+    for d in docs:
+        if d.get("kind") == "Cluster":
+            continue
+        ann = d["metadata"].get("annotations") or {}
+        per[ann.get(ANN_CLUSTER) or head.manager].append((parse_duration(ann.get(ANN_AT, "0s")), d))
+    head.scenarios = {c: steps_from_objects(f"{name}/{c}", objs) for c, objs in per.items()}
+    return head
+
+
 def multikueue_xl() -> MultiClusterScenario:
-    docs = multikueue_docs(list(XL_REGIONS), nodes_per_worker=1000, jobs=20_000)
-    return parse_multicluster(yaml.safe_dump_all(docs, sort_keys=False), "multikueue-xl", name="multikueue-xl")
+    return scenario_from_docs("multikueue-xl", multikueue_docs(list(XL_REGIONS), nodes_per_worker=1000, jobs=20_000))
 
 
 MULTI_GENERATORS: dict[str, Callable[[], MultiClusterScenario]] = {"multikueue-xl": multikueue_xl}

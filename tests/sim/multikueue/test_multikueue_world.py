@@ -280,3 +280,16 @@ current-context: cb
 def test_multicluster_scenario_errors(text: str, message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
         parse_multicluster(text, "bad.yaml")
+
+
+def test_scale_variant_is_a_manager_and_ten_workers_of_a_thousand_nodes() -> None:
+    sc = load_multicluster("multikueue-xl")
+    assert len(sc.workers) == 10 and sc.manager == "manager"
+    for w in sc.workers:
+        pools = sc.scenarios[w].node_pools
+        assert [p["spec"]["size"] for p in pools] == [1000]
+    jobs = sc.scenarios["manager"].objects("Job")
+    assert len(jobs) == 20_000
+    assert all(j["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue" for j in jobs)
+    mkcs = sc.scenarios["manager"].objects("MultiKueueCluster")
+    assert sorted(m["metadata"]["name"] for m in mkcs) == sorted(sc.workers)
