@@ -318,15 +318,33 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
     return ForecastLook(snap, pools, placements, False, history, now, source, store_position(store), warnings), EXIT_OK
 
 
+def cluster_reads(reads: Sequence[Any]) -> list[Any]:
+    """ContextReads (sources) as views.clusters.ClusterRead: each live store's snapshot document,
+    the MultiKueue objects, the data's age; a cluster gone away keeps its last document."""
+    from kueuetop.views.clusters import ClusterRead
+    from kueuetop.views.snapshot import build_snapshot
+
+    out = []
+    now = time.time()
+    for r in reads:
+        doc = None
+        if r.session is not None:
+            conn = r.session.conn
+            doc = build_snapshot(r.session.store, now=now, context=r.context, server=conn.info.server,
+                                 kueue_api=conn.kueue.version, positions=r.session.positions_from)
+        out.append(ClusterRead(r.context, error=r.error, doc=doc, multikueue_clusters=r.multikueue_clusters,
+                               workloads=r.workloads, age=max(0.0, now - r.read_at) if r.read_at else None))
+    return out
+
+
 def cmd_clusters(args: argparse.Namespace) -> int:
     """`kueuetop clusters --context A --context B` / `--all-contexts`: each cluster's row (a
     cluster that cannot be read gets its one-line error; the others are read all the same) and,
     for a MultiKueue manager, where each workload went and why. Exit 1 only when no cluster
     could be read."""
     from kueuetop.sources.connection import ConnectionProblem, list_contexts
-    from kueuetop.sources.multi_context import read_contexts
-    from kueuetop.views.clusters import ClusterRead, cluster_rows, explain_placement, placements, render_text
-    from kueuetop.views.snapshot import build_snapshot
+    from kueuetop.sources.multi_context import ContextPool
+    from kueuetop.views.clusters import cluster_rows, explain_placement, placements, render_text
 
     _quiet_logs()
     try:
@@ -338,19 +356,11 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     contexts = list(known) if args.all_contexts else list(dict.fromkeys(args.contexts)) or [current]
     if not contexts or contexts == [""]:
         return _fail("no context to read (hint: pass --context or --all-contexts)", EXIT_USAGE)
-    reads = []
-    for r in read_contexts(args.kubeconfig, contexts, args.timeout):
-        if r.session is None:
-            reads.append(ClusterRead(r.context, error=r.error))
-            continue
-        try:
-            conn = r.session.conn
-            doc = build_snapshot(r.session.store, now=time.time(), context=r.context, server=conn.info.server,
-                                 kueue_api=conn.kueue.version, positions=r.session.positions_from)
-        finally:
-            r.session.close()
-        reads.append(ClusterRead(r.context, doc=doc, multikueue_clusters=r.multikueue_clusters,
-                                 workloads=r.workloads, age=max(0.0, time.time() - r.read_at)))
+    pool = ContextPool(args.kubeconfig, contexts, args.timeout)
+    try:
+        reads = cluster_reads(pool.refresh())
+    finally:
+        pool.close()
     rows, places = cluster_rows(reads), placements(reads)
     if args.output == "json":
         doc_out = {"clusters": rows, "workloads": [

@@ -85,3 +85,57 @@ def read_contexts(kubeconfig: str | None, contexts: Sequence[str], timeout: floa
     for t in threads:
         t.join(max(0.0, timeout + 5 - (time.monotonic() - started)))
     return [results.get(c) or ContextRead(c, error=f"timed out after {timeout:g}s") for c in contexts]
+
+
+class ContextPool:
+    """Live sessions for several contexts, kept open between refreshes: one informer set per
+    cluster keeps its store current; each refresh re-reads the MultiKueue objects and retries
+    the contexts that could not be opened. A cluster that stops answering keeps its last data
+    (with its age) and gets the error; it never holds up the others."""
+
+    def __init__(self, kubeconfig: str | None, contexts: Sequence[str], timeout: float = 10.0) -> None:
+        self.kubeconfig = kubeconfig
+        self.contexts = list(contexts)
+        self.timeout = timeout
+        self._reads: dict[str, ContextRead] = {}
+        self._lock = threading.Lock()
+
+    def _refresh_one(self, ctx: str) -> None:
+        with self._lock:
+            cur = self._reads.get(ctx)
+        if cur is None or cur.session is None:
+            fresh = read_context(self.kubeconfig, ctx, self.timeout)
+        else:
+            fresh = ContextRead(ctx, session=cur.session, multikueue_clusters=cur.multikueue_clusters,
+                                workloads=cur.workloads, read_at=cur.read_at)
+            conn = cur.session.conn
+            try:
+                if conn.kueue.serves("multikueueclusters"):
+                    fresh.multikueue_clusters = _list(conn.api, conn.kueue.version, "multikueueclusters",
+                                                      self.timeout)
+                fresh.workloads = _list(conn.api, conn.kueue.version, "workloads", self.timeout,
+                                        None if fresh.multikueue_clusters else ORIGIN_LABEL)
+                fresh.read_at = time.time()
+            except Exception as exc:  # gone away: keep the last data, say why it is old
+                fresh.error = f"unreachable: {type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
+        with self._lock:
+            self._reads[ctx] = fresh
+
+    def refresh(self) -> list[ContextRead]:
+        threads = [threading.Thread(target=self._refresh_one, args=(c,), daemon=True, name=f"kueuetop-ctx-{i}")
+                   for i, c in enumerate(self.contexts)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(max(0.0, self.timeout + 5 - (time.monotonic() - started)))
+        with self._lock:
+            return [self._reads.get(c) or ContextRead(c, error=f"timed out after {self.timeout:g}s")
+                    for c in self.contexts]
+
+    def close(self) -> None:
+        with self._lock:
+            reads, self._reads = list(self._reads.values()), {}
+        for r in reads:
+            if r.session is not None:
+                r.session.close()
