@@ -318,25 +318,6 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
     return ForecastLook(snap, pools, placements, False, history, now, source, store_position(store), warnings), EXIT_OK
 
 
-def cluster_reads(reads: Sequence[Any]) -> list[Any]:
-    """ContextReads (sources) as views.clusters.ClusterRead: each live store's snapshot document,
-    the MultiKueue objects, the data's age; a cluster gone away keeps its last document."""
-    from kueuetop.views.clusters import ClusterRead
-    from kueuetop.views.snapshot import build_snapshot
-
-    out = []
-    now = time.time()
-    for r in reads:
-        doc = None
-        if r.session is not None:
-            conn = r.session.conn
-            doc = build_snapshot(r.session.store, now=now, context=r.context, server=conn.info.server,
-                                 kueue_api=conn.kueue.version, positions=r.session.positions_from)
-        out.append(ClusterRead(r.context, error=r.error, doc=doc, multikueue_clusters=r.multikueue_clusters,
-                               workloads=r.workloads, age=max(0.0, now - r.read_at) if r.read_at else None))
-    return out
-
-
 def cmd_clusters(args: argparse.Namespace) -> int:
     """`kueuetop clusters --context A --context B` / `--all-contexts`: each cluster's row (a
     cluster that cannot be read gets its one-line error; the others are read all the same) and,
@@ -344,7 +325,13 @@ def cmd_clusters(args: argparse.Namespace) -> int:
     could be read."""
     from kueuetop.sources.connection import ConnectionProblem, list_contexts
     from kueuetop.sources.multi_context import ContextPool
-    from kueuetop.views.clusters import cluster_rows, explain_placement, placements, render_text
+    from kueuetop.views.clusters import (
+        cluster_reads,
+        cluster_rows,
+        explain_placement,
+        placements,
+        render_text,
+    )
 
     _quiet_logs()
     try:

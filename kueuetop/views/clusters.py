@@ -10,6 +10,7 @@ Secrets that say it otherwise).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,6 +78,24 @@ def copy_state(wl: Mapping[str, Any] | None) -> str:
     c = _cond(wl, "QuotaReserved")
     msg = clean(c.get("message")) if c else ""
     return f"pending: {msg}" if msg else "pending"
+
+
+def cluster_reads(reads: Sequence[Any]) -> list[ClusterRead]:
+    """ContextReads (sources) as views.clusters.ClusterRead: each live store's snapshot document,
+    the MultiKueue objects, the data's age; a cluster gone away keeps its last document."""
+    from kueuetop.views.snapshot import build_snapshot
+
+    out = []
+    now = time.time()
+    for r in reads:
+        doc = None
+        if r.session is not None:
+            conn = r.session.conn
+            doc = build_snapshot(r.session.store, now=now, context=r.context, server=conn.info.server,
+                                 kueue_api=conn.kueue.version, positions=r.session.positions_from)
+        out.append(ClusterRead(r.context, error=r.error, doc=doc, multikueue_clusters=r.multikueue_clusters,
+                               workloads=r.workloads, age=max(0.0, now - r.read_at) if r.read_at else None))
+    return out
 
 
 def cluster_rows(reads: Sequence[ClusterRead]) -> list[dict[str, Any]]:
