@@ -67,7 +67,7 @@ def test_one_worker_away_and_an_unknown_context_stay_in_their_rows(served: Serve
     assert rows["europe-west4"]["reachable"] and rows["europe-west4"]["gpus"] == 6
     assert rows["manager"]["reachable"]
     deadline = time.monotonic() + 10
-    while not rows["manager"]["multiKueueClusters"]["asia-southeast1"]["reason"] == "ClientConnectionFailed":
+    while rows["manager"]["multiKueueClusters"]["asia-southeast1"]["reason"] != "ClientConnectionFailed":
         assert time.monotonic() < deadline, rows["manager"]
         time.sleep(0.3)
         rows = {r["context"]: r for r in _clusters(served, "--context", "manager")[1]["clusters"]}
