@@ -478,9 +478,15 @@ class MultiKueueController:
                          unavailable: list[str], remotes: dict[str, Obj | None], now: float) -> bool:
         status = wl.get("status") or {}
         if condition_is(wl, "Evicted") and _has_quota(wl):
-            # The manager's Job never had pods of its own: what its status counts ran on a worker
-            # whose copy is being removed, so the eviction need not wait for them.
-            self._clear_job_activity(key, job)
+            # Evicted on the manager (held, preempted, check Retry): the worker's copy goes (Kueue
+            # marks it for eviction there, SetDeactivationTarget; here it is removed at once,
+            # its Job with it), and the manager's Job, which never had pods of its own, stops
+            # counting the worker's, so the eviction need not wait for them.
+            worked = False
+            for c, rwl in remotes.items():
+                if rwl is not None:
+                    worked = self._remove_remote(available[c], key) or worked
+            return self._clear_job_activity(key, job) or worked
         # 2. Finished or without quota: no copy anywhere (and no cluster: the eviction reset it,
         #    workload.UnsetQuotaReservationWithCondition).
         if condition_is(wl, "Finished") or not _has_quota(wl):

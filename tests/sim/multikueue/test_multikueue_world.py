@@ -293,3 +293,26 @@ def test_scale_variant_is_a_manager_and_ten_workers_of_a_thousand_nodes() -> Non
     assert all(j["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue" for j in jobs)
     mkcs = sc.scenarios["manager"].objects("MultiKueueCluster")
     assert sorted(m["metadata"]["name"] for m in mkcs) == sorted(sc.workers)
+
+
+def test_hold_on_the_manager_removes_the_worker_copies() -> None:
+    """Hold = spec.active false on the manager's Workload (where Kueue expects it): Kueue evicts
+    it there, and MultiKueue removes its copy and Job from the worker."""
+    w = _world()
+    w.settle()
+    name, wl = next((n, o) for n, o in _wls(w, "manager").items() if _true(o, "Admitted"))
+    worker = wl["status"]["clusterName"]
+    assert name in _wls(w, worker)
+
+    def hold(cur: dict[str, Any]) -> dict[str, Any]:
+        cur["spec"]["active"] = False
+        return cur
+
+    w.store("manager").patch(KUEUE, "workloads", "team-a", name, hold)
+    w.run_for(5)
+    after = _wls(w, "manager")[name]
+    assert not _true(after, "QuotaReserved") and not _true(after, "Admitted")
+    assert "clusterName" not in after["status"]
+    assert all(name not in _wls(w, x) for x in WORKERS)
+    job = after["metadata"]["ownerReferences"][0]["name"]
+    assert w.store(worker).try_get("batch", "jobs", "team-a", job) is None
