@@ -191,8 +191,13 @@ def _add_action_parsers(sub: Any) -> None:
 
 def _load(name: str) -> Any:
     from kueuetop.sim.scenarios.loader import load_scenario
+    from kueuetop.sim.scenarios.multicluster import is_multicluster
     from kueuetop.sim.scenarios.scenario import ScenarioError
 
+    if is_multicluster(name):
+        print(f"kueuetop: {name} holds several clusters: serve it with `kueuetop sim serve {name}` "
+              "(sim run, explain and forecast take one cluster)", file=sys.stderr)
+        return None
     try:
         return load_scenario(name)
     except ScenarioError as exc:

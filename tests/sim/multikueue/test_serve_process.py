@@ -52,3 +52,11 @@ def test_bad_multicluster_scenario_is_one_line(tmp_path: Path) -> None:
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "no Cluster named 'nope'" in lines[0]
+
+
+def test_sim_run_of_a_multicluster_scenario_says_to_serve_it() -> None:
+    out = subprocess.run([sys.executable, "-m", "kueuetop", "sim", "run", "multikueue", "--for", "1m"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert out.stderr.strip() == ("kueuetop: multikueue holds several clusters: serve it with `kueuetop sim serve "
+                                  "multikueue` (sim run, explain and forecast take one cluster)")
