@@ -15,8 +15,8 @@
   back, the check set Ready with `status.clusterName`. A worker copy Finished finishes the
   manager Workload; evicted on the worker → check Retry. The reserving worker gone: after
   `workerLostTimeout` (15m) the check goes Retry ("Reserving remote lost"), Kueue evicts and
-  requeues the Workload, and it is dispatched again to the workers that answer. Without quota
-  (finished, evicted, held) every copy is deleted.
+  requeues the Workload, and it is dispatched again to the workers that answer. Evicted on the
+  manager (held, preempted, retried) or without quota, every copy is deleted.
 
 The workers are reached through a `Network` (a server URL → an in-process cluster), so the
 kubeconfig in the Secret decides which cluster a MultiKueueCluster is, as on a real manager.
@@ -166,6 +166,12 @@ def remote_job_for(local_job: Obj, workload: str, origin: str) -> Obj:
             "metadata": {"name": m.get("name"), "namespace": m.get("namespace"), "labels": labels,
                          "annotations": dict(m.get("annotations") or {})},
             "spec": spec}
+
+
+def _forget_placement(status: Obj) -> bool:
+    status.pop("clusterName", None)
+    status.pop("nominatedClusterNames", None)
+    return True
 
 
 class MultiKueueController:
@@ -496,8 +502,7 @@ class MultiKueueController:
                     worked = self._remove_remote(available[c], key) or worked
             if not condition_is(wl, "Finished") and (status.get("clusterName") or status.get("nominatedClusterNames")):
                 worked = patch_status(self.store, KUEUE_GROUP, "workloads", key[0], key[1],
-                                      lambda st: bool(st.pop("clusterName", None) or True)
-                                      and bool(st.pop("nominatedClusterNames", None) or True)) is not None or worked
+                                      _forget_placement) is not None or worked
             return worked
         # 3. A worker's copy finished: the Job's status comes back and the Workload finishes.
         finished, where = self._best_match(remotes, "Finished")
