@@ -98,39 +98,53 @@ class ContextPool:
         self.contexts = list(contexts)
         self.timeout = timeout
         self._reads: dict[str, ContextRead] = {}
+        self._inflight: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
 
     def _refresh_one(self, ctx: str) -> None:
-        with self._lock:
-            cur = self._reads.get(ctx)
-        if cur is None or cur.session is None:
-            fresh = read_context(self.kubeconfig, ctx, self.timeout)
-        else:
-            fresh = ContextRead(ctx, session=cur.session, multikueue_clusters=cur.multikueue_clusters,
-                                workloads=cur.workloads, read_at=cur.read_at)
-            conn = cur.session.conn
-            try:
-                if conn.kueue.serves("multikueueclusters"):
-                    fresh.multikueue_clusters = _list(conn.api, conn.kueue.version, "multikueueclusters",
-                                                      self.timeout)
-                fresh.workloads = _list(conn.api, conn.kueue.version, "workloads", self.timeout,
-                                        None if fresh.multikueue_clusters else ORIGIN_LABEL)
-                fresh.read_at = time.time()
-            except Exception as exc:  # gone away: keep the last data, say why it is old
-                fresh.error = f"unreachable: {type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
-        with self._lock:
-            self._reads[ctx] = fresh
+        try:
+            with self._lock:
+                cur = self._reads.get(ctx)
+            if cur is None or cur.session is None:
+                fresh = read_context(self.kubeconfig, ctx, self.timeout)
+            else:
+                fresh = ContextRead(ctx, session=cur.session, multikueue_clusters=cur.multikueue_clusters,
+                                    workloads=cur.workloads, read_at=cur.read_at)
+                conn = cur.session.conn
+                try:
+                    if conn.kueue.serves("multikueueclusters"):
+                        fresh.multikueue_clusters = _list(conn.api, conn.kueue.version, "multikueueclusters",
+                                                          self.timeout)
+                    fresh.workloads = _list(conn.api, conn.kueue.version, "workloads", self.timeout,
+                                            None if fresh.multikueue_clusters else ORIGIN_LABEL)
+                    fresh.read_at = time.time()
+                except Exception as exc:  # gone away: keep the last data, say why it is old
+                    fresh.error = f"unreachable: {type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
+            with self._lock:
+                self._reads[ctx] = fresh
+        finally:
+            with self._lock:
+                self._inflight.pop(ctx, None)
 
-    def refresh(self) -> list[ContextRead]:
-        threads = [threading.Thread(target=self._refresh_one, args=(c,), daemon=True, name=f"kueuetop-ctx-{i}")
-                   for i, c in enumerate(self.contexts)]
-        started = time.monotonic()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(max(0.0, self.timeout + 5 - (time.monotonic() - started)))
+    def refresh(self, wait: float | None = None) -> list[ContextRead]:
+        """Start a read of every context not already being read, wait for them at most `wait`
+        seconds (default: the whole timeout), and return what each has now: a context still
+        being read keeps its last data, or says it is connecting. A slow cluster thus delays
+        no other's rows when the caller gives a short `wait` (the console does)."""
+        budget = self.timeout + 5 if wait is None else wait
         with self._lock:
-            return [self._reads.get(c) or ContextRead(c, error=f"timed out after {self.timeout:g}s")
+            for i, c in enumerate(self.contexts):
+                if c not in self._inflight:
+                    t = threading.Thread(target=self._refresh_one, args=(c,), daemon=True, name=f"kueuetop-ctx-{i}")
+                    self._inflight[c] = t
+                    t.start()
+            pending = list(self._inflight.values())
+        deadline = time.monotonic() + budget
+        for t in pending:
+            t.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            return [self._reads.get(c) or ContextRead(c, error="connecting…" if c in self._inflight
+                                                      else f"timed out after {self.timeout:g}s")
                     for c in self.contexts]
 
     def close(self) -> None:

@@ -163,7 +163,8 @@ def run_clusters_console(kubeconfig: str | None, contexts: Sequence[str], *, int
     from kueuetop.sources.multi_context import ContextPool
 
     pool = ContextPool(kubeconfig, contexts, timeout=10.0)
-    app = ClustersApp(lambda: cluster_reads(pool.refresh()), interval=interval,
+    # A short wait: a cluster that answers slowly keeps its last rows; the others are shown now.
+    app = ClustersApp(lambda: cluster_reads(pool.refresh(wait=2.0)), interval=interval,
                       title=title or ", ".join(contexts))
     try:
         code = app.run(mouse=mouse)

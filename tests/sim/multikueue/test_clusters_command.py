@@ -76,3 +76,36 @@ def test_one_worker_away_and_an_unknown_context_stay_in_their_rows(served: Serve
 def test_no_cluster_readable_is_exit_1(served: ServedWorld) -> None:
     code, doc, _ = _clusters(served, "--context", "nope")
     assert code == 1 and doc["clusters"][0]["reachable"] is False
+
+
+def test_a_silent_cluster_does_not_hold_up_the_others(served: ServedWorld, tmp_path: Path) -> None:
+    """A context whose server accepts connections and never answers: the console's short wait
+    returns the other clusters' rows at once, that one says it is connecting."""
+    import socket
+
+    import yaml
+
+    from kueuetop.sources.multi_context import ContextPool
+    from kueuetop.views.clusters import cluster_reads, cluster_rows
+
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(16)  # the kernel completes the handshakes; nothing ever reads or answers
+    try:
+        cfg = yaml.safe_load(served.kubeconfig.read_text())
+        cfg["clusters"].append({"name": "silent", "cluster": {"server": f"http://127.0.0.1:{hole.getsockname()[1]}"}})
+        cfg["users"].append({"name": "silent", "user": {}})
+        cfg["contexts"].append({"name": "silent", "context": {"cluster": "silent", "user": "silent"}})
+        kc = tmp_path / "with-silent.kubeconfig"
+        kc.write_text(yaml.safe_dump(cfg))
+        pool = ContextPool(str(kc), ["manager", "silent", "europe-west4"], timeout=20)
+        try:
+            t0 = time.monotonic()
+            rows = {r["context"]: r for r in cluster_rows(cluster_reads(pool.refresh(wait=3.0)))}
+            assert time.monotonic() - t0 < 15  # well under the 20 s a read of the silent one may take
+            assert rows["manager"]["reachable"] and rows["europe-west4"]["gpus"] == 6
+            assert rows["silent"]["reachable"] is False and rows["silent"]["error"] == "connecting…"
+        finally:
+            pool.close()
+    finally:
+        hole.close()
