@@ -48,6 +48,7 @@ class ClustersApp(App[int]):
         Binding("q", "quit", "Quit"),
         Binding("r", "refresh", "Refresh"),
         Binding("f", "cycle_filter", "Filter by cluster"),
+        Binding("enter", "open_cluster", "Open cluster"),
         Binding("tab", "focus_next", "Next table", show=False),
     ]
 
@@ -61,6 +62,7 @@ class ClustersApp(App[int]):
         self.cluster_filter: str | None = None  # show only workloads placed on this cluster
         self._busy = threading.Lock()
         self.refreshes = 0
+        self.chosen_context: str | None = None  # Enter: the one-cluster console for this context
 
     def compose(self) -> ComposeResult:
         yield Static(f"kueuetop · {_markup_safe(self.title_text)}", id="title")
@@ -144,9 +146,30 @@ class ClustersApp(App[int]):
         text = explain_placement(visible[row]) if 0 <= row < len(visible) else ""
         self.query_one("#explain", Static).update(_markup_safe(text))
 
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        # Enter on a table row arrives here (the table's own binding), not as the app's binding.
+        self.action_open_cluster()
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "workloads":
             self._explain_row(event.cursor_row)
+
+    def action_open_cluster(self) -> None:
+        """Enter on a cluster: its own console (all views, actions with that cluster's RBAC and
+        read-only setting); on a workload: its manager's, where Kueue expects holds and requeues."""
+        focused = self.focused
+        if not isinstance(focused, DataTable) or focused.row_count == 0:
+            return
+        if focused.id == "clusters":
+            rows = cluster_rows(self.reads)
+            if 0 <= focused.cursor_row < len(rows):
+                self.chosen_context = rows[focused.cursor_row]["context"]
+        else:
+            visible = self._visible()
+            if 0 <= focused.cursor_row < len(visible):
+                self.chosen_context = visible[focused.cursor_row].manager
+        if self.chosen_context is not None:
+            self.exit(0)
 
     def action_cycle_filter(self) -> None:
         """No filter → each cluster a workload was placed on → no filter."""
@@ -158,17 +181,21 @@ class ClustersApp(App[int]):
 
 
 def run_clusters_console(kubeconfig: str | None, contexts: Sequence[str], *, interval: float = 5.0,
-                         title: str = "", mouse: bool = True) -> int:
-    """The live console over several contexts until the user quits."""
+                         title: str = "", mouse: bool = True,
+                         open_single: Callable[[str], int] | None = None) -> int:
+    """The live console over several contexts until the user quits; Enter on a cluster runs
+    `open_single(context)` (the one-cluster console) and comes back here when it ends."""
     from kueuetop.sources.multi_context import ContextPool
 
     pool = ContextPool(kubeconfig, contexts, timeout=10.0)
-    # A short wait: a cluster that answers slowly keeps its last rows; the others are shown now.
-    app = ClustersApp(lambda: cluster_reads(pool.refresh(wait=2.0)), interval=interval,
-                      title=title or ", ".join(contexts))
     try:
-        code = app.run(mouse=mouse)
+        while True:
+            # A short wait: a cluster that answers slowly keeps its last rows; the others show now.
+            app = ClustersApp(lambda: cluster_reads(pool.refresh(wait=2.0)), interval=interval,
+                              title=title or ", ".join(contexts))
+            code = app.run(mouse=mouse)
+            if app.chosen_context is None or open_single is None:
+                return int(code or 0)
+            open_single(app.chosen_context)
     finally:
         pool.close()
-    return int(code or 0)
-

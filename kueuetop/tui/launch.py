@@ -252,8 +252,13 @@ def _run_across_contexts(kubeconfig: str | None, contexts: list[str], every: boo
     if not contexts:
         _say("the kubeconfig has no context", "pass --kubeconfig")
         return EXIT_FAILED
+    def open_single(ctx: str) -> int:
+        one = argparse.Namespace(**{**vars(args), "context": [ctx], "all_contexts": False, "demo": None,
+                                    "kubeconfig": kubeconfig})
+        return run_console(one)
+
     return run_clusters_console(kubeconfig, list(dict.fromkeys(contexts)), mouse=not getattr(args, "no_mouse", False),
-                                title=f"{len(contexts)} clusters")
+                                title=f"{len(contexts)} clusters", open_single=open_single)
 
 
 class _Terminated(BaseException):

@@ -92,3 +92,19 @@ def test_live_clusters_console_with_a_worker_away(tmp_path: Path) -> None:
     finally:
         pool.close()
         served.stop()
+
+
+def test_enter_opens_the_chosen_cluster_or_the_workloads_manager() -> None:
+    async def go(table: str, downs: int) -> str | None:
+        app = ClustersApp(lambda: _reads(), interval=60)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await _until(pilot, lambda: app.refreshes >= 1)
+            await pilot.pause()
+            app.query_one(f"#{table}", DataTable).focus()
+            for _ in range(downs):
+                await pilot.press("down")
+            await pilot.press("enter")
+            await pilot.pause()
+        return app.chosen_context
+    assert asyncio.run(go("clusters", 1)) == "eu"
+    assert asyncio.run(go("workloads", 1)) == "hub"  # holds go to the manager, where Kueue expects them
