@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,5 +159,12 @@ def test_worker_on_an_older_kueue_api_is_served_and_dispatched_to(tmp_path: Path
 
         items = _wait(copies, 20, "a copy dispatched to the v1beta1 worker")
         assert all(o["apiVersion"] == "kueue.x-k8s.io/v1beta1" for o in items)
+        # The console reads each cluster in the version it serves.
+        out = subprocess.run([sys.executable, "-m", "kueuetop", "clusters", "--kubeconfig", str(s.kubeconfig),
+                              "--all-contexts", "-o", "json"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        apis = {r["context"]: r["kueueApi"] for r in json.loads(out.stdout)["clusters"]}
+        assert apis == {"manager": "v1beta2", "us-central1": "v1beta2", "europe-west4": "v1beta1",
+                        "asia-southeast1": "v1beta2"}
     finally:
         s.stop()
