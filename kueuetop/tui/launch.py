@@ -50,7 +50,11 @@ def add_scrape_budget_option(p: Any) -> None:
 def add_console_options(p: argparse.ArgumentParser) -> None:
     """Top-level options of the console (`kueuetop [OPTIONS]`)."""
     g = p.add_argument_group("console")
-    g.add_argument("--context", help="kubeconfig context (default: the current context)")
+    g.add_argument("--context", action="append", metavar="CONTEXT",
+                   help="kubeconfig context (default: the current context); give it again for a console "
+                        "across several clusters (a MultiKueue manager and its workers)")
+    g.add_argument("--all-contexts", action="store_true",
+                   help="a console across every context of the kubeconfig")
     g.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     g.add_argument("-n", "--namespace", help="show only this namespace's workloads and LocalQueues")
     g.add_argument("--prometheus", metavar="URL",
@@ -167,7 +171,11 @@ def run_console(args: argparse.Namespace) -> int:
     poller: Any = None
     previous_term = _exit_on_sigterm()
     try:
-        kubeconfig, context = getattr(args, "kubeconfig", None), getattr(args, "context", None)
+        kubeconfig = getattr(args, "kubeconfig", None)
+        given = getattr(args, "context", None)
+        contexts = [given] if isinstance(given, str) else list(given or [])
+        context = contexts[0] if len(contexts) == 1 else None
+        every = bool(getattr(args, "all_contexts", False))
         if getattr(args, "demo", None):
             try:
                 demo = start_demo(args.demo, getattr(args, "demo_speed", 1.0) or 1.0)
@@ -175,6 +183,11 @@ def run_console(args: argparse.Namespace) -> int:
                 _say(str(exc), "run `kueuetop sim list` for scenarios; `kueuetop sim serve` shows the error")
                 return EXIT_FAILED
             kubeconfig, context = str(demo.kubeconfig), None
+            from kueuetop.sim.scenarios.multicluster import is_multicluster  # a name check only
+
+            every, contexts = is_multicluster(args.demo), []
+        if every or len(contexts) > 1:
+            return _run_across_contexts(kubeconfig, contexts, every, args)
         try:
             conn = connect(kubeconfig, context)
         except ConnectionProblem as exc:
@@ -230,6 +243,28 @@ def run_console(args: argparse.Namespace) -> int:
             conn.close()
         if demo is not None:
             demo.stop()
+
+
+def _run_across_contexts(kubeconfig: str | None, contexts: list[str], every: bool, args: argparse.Namespace) -> int:
+    from kueuetop.sources.connection import ConnectionProblem, list_contexts
+    from kueuetop.tui.clusters_app import run_clusters_console
+
+    if every:
+        try:
+            contexts = list_contexts(kubeconfig)[0]
+        except ConnectionProblem as exc:
+            _say(exc.message, exc.hint)
+            return EXIT_FAILED
+    if not contexts:
+        _say("the kubeconfig has no context", "pass --kubeconfig")
+        return EXIT_FAILED
+    def open_single(ctx: str) -> int:
+        one = argparse.Namespace(**{**vars(args), "context": [ctx], "all_contexts": False, "demo": None,
+                                    "kubeconfig": kubeconfig})
+        return run_console(one)
+
+    return run_clusters_console(kubeconfig, list(dict.fromkeys(contexts)), mouse=not getattr(args, "no_mouse", False),
+                                title=f"{len(contexts)} clusters", open_single=open_single)
 
 
 class _Terminated(BaseException):
