@@ -180,6 +180,7 @@ class TriageModel:
         self._evictions_version = 0  # bumped when an eviction is filed or unfiled
         self._churn: _ChurnDigest | None = None  # the evictions in the window, summed up
         self._util: dict[Key, tuple[float, int]] = {}  # admitted workload → (mean util, GPUs)
+        self._idle: dict[Key, tuple[float, int]] = {}  # the same, those under `idle_below`
         self._explained: dict[Key, tuple[str, str]] = {}  # key → (resourceVersion, headline)
         self._queue_state = QueueState()
         self._engine = EngineCache()  # explain() keeps its workload index here between calls
@@ -192,6 +193,10 @@ class TriageModel:
         # Flavor name → its nodes (nodeLabels match): kept until a node or a flavor changes, so a
         # refresh does not match every node's labels against every flavor again.
         self._flavor_nodes: dict[str, list[Node]] = {}
+        # (flavor, GPUs a pod needs) → how the flavor's nodes fit it, and free GPUs per node: kept
+        # until a pod's placement, a node or a flavor changes (most refreshes change none of them).
+        self._fits: dict[tuple[str, int], PE.PoolFit] = {}
+        self._free: dict[str, int] | None = None
         self._node_bad: dict[str, tuple[str, float | None]] = {}  # GPU node → (NotReady/cordoned, since)
         self._unusable: dict[str, str] = {}  # GPU node → why no flavor can use it
         self._gpu_flavors: tuple[ResourceFlavor, ...] | None = None  # flavors some CQ offers GPUs in
@@ -219,6 +224,7 @@ class TriageModel:
         flavors_changed = bool(changes.get(K.RESOURCE_FLAVORS))
         if flavors_changed or changes.get(K.NODES):
             self._flavor_nodes.clear()
+            self._fits.clear()
         if changes.get(K.CLUSTER_QUEUES) or flavors_changed:
             for name in changes.get(K.CLUSTER_QUEUES, ()):
                 self._file_queue(K.CLUSTER_QUEUES, name if isinstance(name, tuple) else ("", name))
@@ -321,6 +327,7 @@ class TriageModel:
             self._admitted.pop(key, None)
             self._not_running.discard(key)
             self._util.pop(key, None)
+            self._idle.pop(key, None)
             self._admitted_by_cq[cq] -= 1
             if not self._admitted_by_cq[cq]:
                 del self._admitted_by_cq[cq]
@@ -367,12 +374,15 @@ class TriageModel:
     def _file_util(self, key: Key) -> None:
         """Mean utilisation of an admitted workload's GPUs with a current sample."""
         self._util.pop(key, None)
+        self._idle.pop(key, None)
         gpus = self.store.gpus_of_workload(key)
         for g in gpus:
             self._gpu_wl[g.key] = key
         utils = [g.util for g in gpus if g.util is not None and not g.stale]
         if utils:
-            self._util[key] = (sum(utils) / len(utils), len(gpus))
+            u = self._util[key] = (sum(utils) / len(utils), len(gpus))
+            if u[0] < self.idle_below:
+                self._idle[key] = u
 
     def _file_eviction(self, key: Key, wl: Workload, cq: str) -> None:
         # Evicted=True carries the eviction's time; once the workload is back (Evicted=False) its
@@ -400,6 +410,8 @@ class TriageModel:
         """Refile a pod's GPUs on its node; the workload(s) whose causes it changes."""
         store = self.store
         self._gpu_totals = None
+        self._fits.clear()
+        self._free = None
         old = self._pod_used.pop(pkey, None)
         if old is not None:
             self._used[old[0]] -= old[1]
@@ -432,6 +444,8 @@ class TriageModel:
     def _file_node(self, key: Key) -> None:
         name = key[1]
         self._gpu_totals = None
+        self._fits.clear()
+        self._free = None
         node = self.store.get(K.NODES, key)
         self._node_bad.pop(name, None)
         self._unusable.pop(name, None)
@@ -526,7 +540,10 @@ class TriageModel:
         return len(self._pending_at), len(self._admitted), *self._gpu_totals
 
     def free_gpus(self) -> dict[str, int]:
-        return {n: node.gpus - self._used.get(n, 0) for n, node in self._nodes.items() if node.gpus}
+        """Free GPUs per GPU node (read-only: kept until a pod or a node changes)."""
+        if self._free is None:
+            self._free = {n: node.gpus - self._used.get(n, 0) for n, node in self._nodes.items() if node.gpus}
+        return self._free
 
     def queue_lines(self, now: float) -> list[QueueLine]:
         """Every ClusterQueue, most trouble first: stopped or inactive, then workloads waiting too
@@ -647,7 +664,7 @@ class TriageModel:
             return []
         free = self.free_gpus()
         flavors = {f.name: f for f in self.store.objects(K.RESOURCE_FLAVORS).values() if isinstance(f, ResourceFlavor)}
-        fits: dict[tuple[str, int], PE.PoolFit] = {}
+        fits = self._fits
         # cause → {workload: (pods, message, since)}
         by_cause: dict[str, dict[Key, tuple[int, str, float | None]]] = {}
         frag: dict[tuple[str, int], dict[Key, float | None]] = {}
@@ -852,7 +869,7 @@ class TriageModel:
     # ----------------------------------------------------------------- waste
     def _waste(self, now: float) -> list[Problem]:
         out = []
-        idle = {k: v for k, v in self._util.items() if v[0] < self.idle_below}
+        idle = self._idle
         if idle:
             gpus = sum(v[1] for v in idle.values())
             ages = [now - self._admitted[k].since for k in idle  # type: ignore[operator]
