@@ -31,6 +31,7 @@ from typing import Any
 import urllib3
 
 from kueuetop.kueue.core import GPU_RESOURCE
+from kueuetop.kueue.event import WITHOUT_KUEUE_PENDING
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.parse_cache import ParseCache
 from kueuetop.kueue.workload import PODSET_LABEL
@@ -66,12 +67,6 @@ def requests_gpu(pod: dict[str, Any]) -> bool:
     return False
 
 
-# Kueue's scheduler records a "Pending" Event on every pending Workload whose reason changes
-# (pkg/scheduler/scheduler.go requeueAndUpdate: recorder.Eventf(wl, Normal, "Pending", …)): on a cluster with thousands
-# waiting that is most of the Event traffic and would push every other Event out of the bound
-# below. Each says what explain says better; a workload's own are fetched with its detail
-# (object_events.py). `--all-events` watches them too.
-WITHOUT_KUEUE_PENDING = "reason!=Pending"
 
 
 def resource_specs(conn: Connection, *, include_events: bool = False,
@@ -321,7 +316,8 @@ class KubeSources:
 
     def __init__(self, conn: Connection, store: Store, *, config: InformerConfig | None = None,
                  include_events: bool = False, unmanaged_gpu_pods: bool = False,
-                 events_selector: str = WITHOUT_KUEUE_PENDING, visibility_interval: float = 3.0, coalesce_window: float = 0.02, max_events: int = MAX_EVENTS,
+                 events_selector: str = WITHOUT_KUEUE_PENDING, visibility_interval: float = 3.0,
+                 coalesce_window: float = 0.02, max_events: int = MAX_EVENTS,
                  specs: Iterable[ResourceSpec] | None = None) -> None:
         self.conn = conn
         self.store = store

@@ -18,10 +18,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from kueuetop.kueue.event import safe_event
+from kueuetop.kueue.event import WITHOUT_KUEUE_PENDING, safe_event
 from kueuetop.kueue.meta import Meta, OwnerRef
 from kueuetop.kueue.provisioning import ProvisioningRequest
-from kueuetop.sources.kube import WITHOUT_KUEUE_PENDING
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.messages import OpenWorkload
