@@ -462,6 +462,12 @@ class ClustersApp(App[int]):
             self.notify(place.refused, title=f"{action} refused", severity="error")
             self.set_last_action(f"{action}: refused, nothing sent", False)
             return
+        if self.read_only or place.context in self.read_only_contexts:
+            why = "--read-only" if self.read_only else f"context {place.context} is read-only"
+            self.notify(f"{action} {place.namespace}/{place.name} on {place.context}: {why}, nothing sent",
+                        title="read-only", severity="warning")
+            self.set_last_action(f"{action}: read-only ({place.context}), nothing sent", None)
+            return
         runner = self._runner(place.context)
         if runner is None:
             return

@@ -135,5 +135,5 @@ def action_place(w: CrossWorkload) -> ActionPlace:
                            refused=f"{w.namespace}/{w.name} on {w.cluster} is a MultiKueue copy whose manager "
                                    "is not among the contexts shown: act on it at its manager")
     return ActionPlace(w.act_on, w.namespace, w.name,
-                       note=f"{w.namespace}/{w.name} on {w.cluster} is MultiKueue's copy: acting on its manager "
-                            f"{w.act_on}, which then updates or removes the copy")
+                       note=f"{w.namespace}/{w.name} on {w.cluster} is MultiKueue's copy: acting on the manager's "
+                            f"Workload (context {w.act_on}), which then updates or removes the copy")
