@@ -24,6 +24,7 @@ gives (live: a `sources.multi_context.ContextPool`, refreshed off the UI thread)
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -209,11 +210,17 @@ class ClustersApp(App[int]):
             try:
                 reads = list(self.reader())
             except Exception as exc:  # the reader itself failed: say so, keep the last rows
-                self.call_from_thread(self._say, f"cannot read the clusters: {type(exc).__name__}: {exc}")
+                self._from_thread(self._say, f"cannot read the clusters: {type(exc).__name__}: {exc}")
                 return
-            self.call_from_thread(self.show, reads)
+            self._from_thread(self.show, reads)
         finally:
             self._busy.release()
+
+    def _from_thread(self, fn: Callable[..., object], *args: object) -> None:
+        if not self.is_running:
+            return  # quit while this cluster read was out: nothing to draw on
+        with contextlib.suppress(RuntimeError):  # … or it stopped just now
+            self.call_from_thread(fn, *args)
 
     def _say(self, text: str) -> None:
         self.query_one("#status", Static).update(_markup_safe(text))
@@ -330,10 +337,12 @@ class ClustersApp(App[int]):
         self.action_open_cluster()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        # The table's cursor now, not the event's: a refresh (clear, rows again, cursor put back)
+        # queues highlights of rows the cursor has already left.
         if event.data_table.id == "workloads":
-            self._explain_row(event.cursor_row)
+            self._explain_row(event.data_table.cursor_row)
         elif event.data_table.id == "allwl":
-            self._explain_all(event.cursor_row)
+            self._explain_all(event.data_table.cursor_row)
 
     def action_open_cluster(self) -> None:
         """Enter on a cluster: its own console (all views, actions with that cluster's RBAC and
