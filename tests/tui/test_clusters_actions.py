@@ -190,3 +190,36 @@ def test_gpu_heatmap_grouped_by_cluster(served: ServedWorld) -> None:
         asyncio.run(go())
     finally:
         pool.close()
+
+
+def test_commands_enter_on_a_copy_and_escape() -> None:
+    """Without a cluster: `:` commands with a bad name say so, Enter on a worker's copy opens its
+    manager's console, a copy whose manager is not shown refuses an action, `esc` clears filters."""
+    from tests.views.test_cluster_workloads import _with_docs
+
+    async def go(reads: list[Any], keys_after: tuple[str, ...], on_eu: set[str]) -> ClustersApp:
+        app = ClustersApp(lambda: reads, interval=60)
+        async with app.run_test(size=(200, 40)) as pilot:
+            await _until(pilot, lambda: app.refreshes >= 1)
+            await _command(pilot, "wl")
+            await _command(pilot, "cluster nowhere")
+            assert app.cluster_filter is None
+            await _command(pilot, "cluster eu")
+            assert app.cluster_filter == "eu" and "filter: eu" in _text(app, "status")
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.cluster_filter is None and "filter:" not in _text(app, "status")
+            await _command(pilot, "cluster eu")
+            assert {w.cluster for w in app.shown} == on_eu  # eu's own, and what was dispatched there
+            await _command(pilot, "bogus")
+            i = next(i for i, w in enumerate(app.shown) if w.role == COPY)
+            app.query_one("#allwl", DataTable).move_cursor(row=i)
+            await pilot.pause()
+            await pilot.press(*keys_after)
+            await pilot.pause()
+        return app
+
+    app = asyncio.run(go(_with_docs(), ("enter",), {"eu", "hub"}))
+    assert app.chosen_context == "hub"  # Enter on eu's copy: the manager's console
+    orphan = asyncio.run(go(_with_docs()[1:], ("h",), {"eu"}))
+    assert orphan.last_action == "hold: refused, nothing sent" and orphan.chosen_context is None
