@@ -12,7 +12,8 @@ multikueue-xl` (a MultiKueue manager with 20,000 Jobs arriving over 10 minutes, 
   `snapshot --context X` run costs that cluster alone (snapshot also scrapes the GPU exporters
   through the API server's pod proxy, which `clusters` does not).
 - heatmap_by_cluster: the console's `:gpu` pane (every worker's GPUs grouped by cluster, drawn at
-  200×50) in this process, from the first worker's scraped samples given to each worker.
+  200×50) in this process: every GPU of the first worker's nodes (those its budgeted scrape did
+  not read drawn stale), given to each worker.
 
 Labelled as measured: the simulated clusters run in the child at --speed (default 1) and share
 the machine's cores with the measured process.
@@ -77,8 +78,15 @@ def _heatmap(snapshot: str, workers: list[str], repeats: int = 5) -> dict[str, A
     from kueuetop.views.clusters import ClusterRead, gpus_by_cluster
 
     doc = json.loads(snapshot)
-    samples = [GpuSample(g["node"], g["index"], util=g.get("util"), pod=g.get("pod") or "")
-               for g in doc.get("gpus") or []]
+    scraped = {(g["node"], g["index"]): g for g in doc.get("gpus") or []}
+    samples = []
+    # Every GPU of every node: the budgeted scrape reads only some nodes per look; the others are
+    # drawn stale, as the console draws them.
+    for n in doc.get("nodes") or []:
+        for i in range(int(n.get("gpus") or 0)):
+            g = scraped.get((n["name"], str(i)))
+            samples.append(GpuSample(n["name"], str(i), util=g.get("util"), pod=g.get("pod") or "") if g
+                           else GpuSample(n["name"], str(i), stale=True))
     pools = {n["name"]: n.get("pool") or "" for n in doc.get("nodes") or []}
     reads = [ClusterRead(w, gpus=samples, pools=pools) for w in workers]
     theme, _ = load_themes().get(None, no_color=False)
@@ -90,7 +98,8 @@ def _heatmap(snapshot: str, workers: list[str], repeats: int = 5) -> dict[str, A
         times.append(time.perf_counter() - t0)
     return {"gpus": len(merged), "clusters": len(workers), "gpus_per_cell": hm.gpus_per_cell,
             "seconds_min": round(min(times), 4), "seconds_median": round(statistics.median(times), 4),
-            "samples_from": "one worker's snapshot scrape, given to every worker"}
+            "scraped_gpus_per_worker": len(scraped),
+            "samples_from": "one worker's nodes and snapshot scrape, given to every worker"}
 
 
 def main() -> int:
