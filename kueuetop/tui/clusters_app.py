@@ -486,13 +486,13 @@ class ClustersApp(App[int]):
 
     def _runner(self, context: str) -> ActionRunner | None:
         """One ActionRunner per cluster acted on: its own client, RBAC and read-only setting."""
-        runner = self._runners.get(context)
-        if runner is not None:
-            return runner
         cc = self.client_for(context) if self.client_for is not None else None
         if cc is None:
             self.notify(f"{context}: not connected, nothing sent", title="action unavailable", severity="error")
             return None
+        runner = self._runners.get(context)
+        if runner is not None and runner.api is cc.api:
+            return runner  # the same connection (a reconnected cluster gets a runner of its own)
         runner = ActionRunner(_ClusterHost(self, self.read_only or context in self.read_only_contexts), cc.api,
                               kueue_version=cc.kueue_version, identity=cc.identity)
         self._runners[context] = runner
