@@ -7,11 +7,13 @@ after which MultiKueue removes the copy; a read-only context sends nothing."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client, config
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
@@ -223,3 +225,46 @@ def test_commands_enter_on_a_copy_and_escape() -> None:
     assert app.chosen_context == "hub"  # Enter on eu's copy: the manager's console
     orphan = asyncio.run(go(_with_docs()[1:], ("h",), {"eu"}))
     assert orphan.last_action == "hold: refused, nothing sent" and orphan.chosen_context is None
+
+
+def test_rbac_is_each_clusters_own(served: ServedWorld) -> None:
+    """The manager served again with authentication, its context holding a viewer's token: a
+    hold asked for there is refused by the manager's own SelfSubjectAccessReview and journaled as
+    refused, nothing sent; the workers (no authentication: admin) keep their data."""
+    from kueuetop.sim.apiserver.server import ApiServer
+    from kueuetop.sim.serve import cluster_hooks
+
+    viewer = "viewer-token-for-the-manager-0123456789"
+    old = served.servers["manager"]
+    parts = served.world.parts["manager"]
+    old.stop()
+    served.servers["manager"] = ApiServer(parts.cluster.store, port=old.port, hooks=cluster_hooks(parts),
+                                          tokens={viewer: {"user": "bob", "role": "viewer"}},
+                                          kueue_versions=old.served.kueue).start()
+    kc = yaml.safe_load(served.kubeconfig.read_text())
+    next(u for u in kc["users"] if u["name"] == "manager")["user"] = {"token": viewer}
+    served.kubeconfig.write_text(yaml.safe_dump(kc))
+    pool = ContextPool(str(served.kubeconfig), served.contexts, timeout=5)
+    seen: dict[str, Any] = {}
+
+    async def go() -> None:
+        app = _app(served, pool)
+        async with app.run_test(size=(200, 50)) as pilot:
+            await _until(pilot, lambda: any(w.role == COPY and w.state == "Admitted" for w in app.items), 30)
+            await _command(pilot, "wl")
+            i, copy = _copy_row(app)
+            app.query_one("#allwl", DataTable).move_cursor(row=i)
+            await pilot.press("h")
+            await _until(pilot, lambda: app.last_action == "hold: forbidden", 20)
+            assert not isinstance(app.screen, ConfirmScreen)
+            seen["name"] = copy.name
+            rows = {r[0]: r for r in _cells(app, "clusters")}
+            assert all(rows[c][1] == "yes" for c in ("manager", *WORKERS))
+    try:
+        asyncio.run(go())
+    finally:
+        pool.close()
+    refused = [a for a in read_audit() if a.get("action") == "hold"]
+    assert [a["result"] for a in refused] == ["refused"] and refused[0]["error"] == "forbidden"
+    assert refused[0]["context"] == "manager" and seen["name"] in refused[0]["target"]
+    assert viewer not in json.dumps(refused)
