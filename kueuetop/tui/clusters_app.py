@@ -168,6 +168,7 @@ class ClustersApp(App[int]):
         self.read_only = read_only
         self.read_only_contexts = frozenset(read_only_contexts)
         self._runners: dict[str, ActionRunner] = {}
+        self._heatmap_theme: Any = None
         self.last_action = ""
 
     def compose(self) -> ComposeResult:
@@ -212,7 +213,8 @@ class ClustersApp(App[int]):
             except Exception as exc:  # the reader itself failed: say so, keep the last rows
                 self._from_thread(self._say, f"cannot read the clusters: {type(exc).__name__}: {exc}")
                 return
-            self._from_thread(self.show, reads)
+            heatmap = self.heatmap_text(reads) if self.pane == "heatmap" else None
+            self._from_thread(self.show, reads, heatmap)
         finally:
             self._busy.release()
 
@@ -230,7 +232,7 @@ class ClustersApp(App[int]):
         self._status()
 
     # ------------------------------------------------------------------ drawing
-    def show(self, reads: Sequence[ClusterRead]) -> None:
+    def show(self, reads: Sequence[ClusterRead], heatmap: Text | None = None) -> None:
         self.reads = list(reads)
         self.places = placements(self.reads)
         self.items = cross_workloads(self.reads, self.places)
@@ -249,7 +251,8 @@ class ClustersApp(App[int]):
             ct.add_row(*[_markup_safe(str(c)) for c in cells], key=r["context"])
         self._fill_workloads()
         self._fill_all()
-        self._fill_heatmap()
+        if heatmap is not None and self.pane == "heatmap":
+            self.query_one("#heatmap", Static).update(heatmap)
         self._status()
 
     def _status(self) -> None:
@@ -296,23 +299,43 @@ class ClustersApp(App[int]):
         if self.pane == "allwl":
             self._explain_all(t.cursor_row)
 
-    def _fill_heatmap(self) -> None:
-        if self.pane != "heatmap":
-            return  # drawn when shown: a thousand-node fleet per cluster is not free
+    def heatmap_text(self, reads: Sequence[ClusterRead]) -> Text:
+        """The `:gpu` pane for these reads. Pure drawing, off the UI thread: ten fleets of a
+        thousand nodes are 80,000 GPUs, about a second to group and draw (benchmarks/multicluster.py)."""
         from kueuetop.tui.heatmap import fleet_heatmap
-        from kueuetop.tui.themes import load_themes, no_color
 
-        body = self.query_one("#heatmap", Static)
-        samples, group = gpus_by_cluster([r for r in self.reads
+        samples, group = gpus_by_cluster([r for r in reads
                                           if self.cluster_filter is None or r.context == self.cluster_filter])
         if not samples:
-            body.update(Text("no GPU samples from any cluster yet"))
-            return
-        theme, _ = load_themes().get(None, no_color=no_color())
+            return Text("no GPU samples from any cluster yet")
+        body = self.query_one("#heatmap", Static)
         w = max(10, body.size.width - 2 or self.size.width - 2)
         h = max(3, body.size.height or 12)
-        hm = fleet_heatmap(samples, w, h, theme=theme, pool_of=group)
-        body.update(hm.text)
+        return fleet_heatmap(samples, w, h, theme=self._theme(), pool_of=group).text
+
+    def _theme(self) -> Any:
+        if self._heatmap_theme is None:
+            from kueuetop.tui.themes import load_themes, no_color
+
+            self._heatmap_theme, _ = load_themes().get(None, no_color=no_color())
+        return self._heatmap_theme
+
+    def _reshow(self) -> None:
+        """Draw the last reads again (a filter or the pane changed)."""
+        self.show(self.reads)
+        self._draw_heatmap()
+
+    def _draw_heatmap(self) -> None:
+        """Draw the `:gpu` pane now, in a worker thread: the pane says so until it is drawn."""
+        if self.pane != "heatmap":
+            return
+        reads = self.reads
+        self.query_one("#heatmap", Static).update(Text("drawing the GPUs of every cluster…"))
+
+        def draw() -> None:
+            text = self.heatmap_text(reads)
+            self._from_thread(self.query_one("#heatmap", Static).update, text)
+        self.run_worker(draw, thread=True, group="heatmap", exclusive=True, exit_on_error=False)
 
     def _explain_row(self, row: int) -> None:
         visible = self._visible()
@@ -372,7 +395,7 @@ class ClustersApp(App[int]):
         options: list[str | None] = [None, *sorted(clusters)]
         at = options.index(self.cluster_filter) if self.cluster_filter in options else 0
         self.cluster_filter = options[(at + 1) % len(options)]
-        self.show(self.reads)
+        self._reshow()
 
     # ------------------------------------------------------------------ k9s keys: `:` `/` sorts
     def action_prompt(self, which: str) -> None:
@@ -397,7 +420,7 @@ class ClustersApp(App[int]):
             self._hide_prompts()
         elif self.text_filter or self.cluster_filter:
             self.text_filter, self.cluster_filter = "", None
-            self.show(self.reads)
+            self._reshow()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         value = event.value.strip()
@@ -406,7 +429,7 @@ class ClustersApp(App[int]):
             self.text_filter = value
             if self.pane != "allwl":
                 self.switch_pane("allwl")
-            self.show(self.reads)
+            self._reshow()
         else:
             self.run_command(value)
 
@@ -414,7 +437,7 @@ class ClustersApp(App[int]):
         self.pane = pane
         self.query_one("#panes", ContentSwitcher).current = pane
         self._focus_pane()
-        self.show(self.reads)
+        self._reshow()
 
     def run_command(self, text: str) -> None:
         """`:mk` `:wl` `:gpu` switch the pane; `:cluster NAME` filters (bare: no filter); `:hold`,
@@ -429,7 +452,7 @@ class ClustersApp(App[int]):
                 self.notify(f"no cluster {clean(arg)!r}: {', '.join(sorted(known))}", severity="warning")
                 return
             self.cluster_filter = arg or None
-            self.show(self.reads)
+            self._reshow()
         elif word in WORKLOAD_ACTIONS:
             self.action_workload_action(WORKLOAD_ACTIONS[word])
         elif word in ("q", "quit"):
