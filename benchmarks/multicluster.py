@@ -11,6 +11,9 @@ multikueue-xl` (a MultiKueue manager with 20,000 Jobs arriving over 10 minutes, 
   context (through a counting TCP relay per cluster, headers included), beside what one
   `snapshot --context X` run costs that cluster alone (snapshot also scrapes the GPU exporters
   through the API server's pod proxy, which `clusters` does not).
+- heatmap_by_cluster: the console's `:gpu` pane (every worker's GPUs grouped by cluster, drawn at
+  200×50) in this process: every GPU of the first worker's nodes (those its budgeted scrape did
+  not read drawn stale), given to each worker.
 
 Labelled as measured: the simulated clusters run in the child at --speed (default 1) and share
 the machine's cores with the measured process.
@@ -41,14 +44,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.byte_counter import ByteCounter
 
 
-def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
-    """(wall seconds, this child's own peak RSS MB, exit code, stderr tail) of one kueuetop process."""
+def _run(argv: list[str], env: dict[str, str], stdout: list[str] | None = None) -> tuple[float, float, int, str]:
+    """(wall seconds, this child's own peak RSS MB, exit code, stderr tail) of one kueuetop process;
+    its output is appended to `stdout` when given."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "kueuetop", *argv], stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)  # this child's rusage: its peak, not the largest child's
         wall = time.monotonic() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
+        if stdout is not None:
+            out.seek(0)
+            stdout.append(out.read().decode(errors="replace"))
         err.seek(0)
         return wall, usage.ru_maxrss / 1024, proc.returncode, err.read().decode(errors="replace")[-500:]
 
@@ -58,6 +65,41 @@ def _stats(runs: list[tuple[float, float, int, str]]) -> dict[str, Any]:
     return {"seconds_min": round(min(walls), 3), "seconds_median": round(statistics.median(walls), 3),
             "rss_peak_mb": round(max(r[1] for r in runs), 1), "exit_codes": sorted({r[2] for r in runs}),
             "stderr": runs[-1][3] or None}
+
+
+def _heatmap(snapshot: str, workers: list[str], repeats: int = 5) -> dict[str, Any]:
+    """The Clusters console's `:gpu` pane, in process: every worker's GPU samples grouped by
+    cluster (views.clusters.gpus_by_cluster) and drawn at 200×50 (tui.heatmap.fleet_heatmap).
+    The samples are one worker's scrape (its `snapshot` document) given to every worker: the
+    workers of multikueue-xl have the same shape, and scraping ten fleets is not what this times."""
+    from kueuetop.kueue.gpu import GpuSample
+    from kueuetop.tui.heatmap import fleet_heatmap
+    from kueuetop.tui.themes import load_themes
+    from kueuetop.views.clusters import ClusterRead, gpus_by_cluster
+
+    doc = json.loads(snapshot)
+    scraped = {(g["node"], g["index"]): g for g in doc.get("gpus") or []}
+    samples = []
+    # Every GPU of every node: the budgeted scrape reads only some nodes per look; the others are
+    # drawn stale, as the console draws them.
+    for n in doc.get("nodes") or []:
+        for i in range(int(n.get("gpus") or 0)):
+            g = scraped.get((n["name"], str(i)))
+            samples.append(GpuSample(n["name"], str(i), util=g.get("util"), pod=g.get("pod") or "") if g
+                           else GpuSample(n["name"], str(i), stale=True))
+    pools = {n["name"]: n.get("pool") or "" for n in doc.get("nodes") or []}
+    reads = [ClusterRead(w, gpus=samples, pools=pools) for w in workers]
+    theme, _ = load_themes().get(None, no_color=False)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        merged, group = gpus_by_cluster(reads)
+        hm = fleet_heatmap(merged, 200, 50, theme=theme, pool_of=group)
+        times.append(time.perf_counter() - t0)
+    return {"gpus": len(merged), "clusters": len(workers), "gpus_per_cell": hm.gpus_per_cell,
+            "seconds_min": round(min(times), 4), "seconds_median": round(statistics.median(times), 4),
+            "scraped_gpus_per_worker": len(scraped),
+            "samples_from": "one worker's nodes and snapshot scrape, given to every worker"}
 
 
 def main() -> int:
@@ -103,11 +145,13 @@ def main() -> int:
                 per_cluster_bytes = {n: v - b0[n] for n, v in bytes_out().items()}
         single: dict[str, Any] = {}
         single_bytes: dict[str, int] = {}
+        worker_doc: list[str] = []
         for ctx in (contexts[0], contexts[1]):  # the manager and the first worker
             runs = []
             for i in range(args.runs):
                 b0 = bytes_out()
-                runs.append(_run(["snapshot", "--context", ctx, *common], env))
+                runs.append(_run(["snapshot", "--context", ctx, *common], env,
+                                 worker_doc if ctx == contexts[1] and i == 0 else None))
                 if i == 0:
                     single_bytes[ctx] = bytes_out()[ctx] - b0[ctx]
             single[ctx] = _stats(runs)
@@ -118,6 +162,7 @@ def main() -> int:
             "first_screen": _stats(clusters_runs),
             "single": single,
             "api_bytes": {"clusters_all_contexts": per_cluster_bytes, "snapshot_one_context": single_bytes},
+            "heatmap_by_cluster": _heatmap(worker_doc[0], contexts[1:]) if worker_doc and worker_doc[0] else None,
         }
         print(json.dumps(doc, indent=2))
         return 0

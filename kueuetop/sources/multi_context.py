@@ -87,16 +87,32 @@ def read_contexts(kubeconfig: str | None, contexts: Sequence[str], timeout: floa
     return [results.get(c) or ContextRead(c, error=f"timed out after {timeout:g}s") for c in contexts]
 
 
+def _poll_gpus(read: ContextRead) -> None:
+    """One GPU telemetry poll into the cluster's store (the exporter scrape through its API
+    server, within the scrape budget); a cluster without telemetry keeps the rest of its row."""
+    session = read.session
+    assert session is not None
+    try:
+        if session.pollers:
+            session.pollers[0].poll_once()
+        else:
+            session.gpu_poll(timeout=5.0)
+    except Exception as exc:  # the poller reports through the store; this is a last guard
+        read.note = f"GPU telemetry not read: {type(exc).__name__}: {exc}"
+
+
 class ContextPool:
     """Live sessions for several contexts, kept open between refreshes: one informer set per
     cluster keeps its store current; each refresh re-reads the MultiKueue objects and retries
     the contexts that could not be opened. A cluster that stops answering keeps its last data
     (with its age) and gets the error; it never holds up the others."""
 
-    def __init__(self, kubeconfig: str | None, contexts: Sequence[str], timeout: float = 10.0) -> None:
+    def __init__(self, kubeconfig: str | None, contexts: Sequence[str], timeout: float = 10.0,
+                 gpus: bool = False) -> None:
         self.kubeconfig = kubeconfig
         self.contexts = list(contexts)
         self.timeout = timeout
+        self.gpus = gpus  # poll each cluster's GPU telemetry on every refresh (the console's heatmap)
         self._reads: dict[str, ContextRead] = {}
         self._inflight: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
@@ -120,6 +136,8 @@ class ContextPool:
                     fresh.read_at = time.time()
                 except Exception as exc:  # gone away: keep the last data, say why it is old
                     fresh.error = f"unreachable: {type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
+            if self.gpus and fresh.session is not None and not fresh.error:
+                _poll_gpus(fresh)
             with self._lock:
                 self._reads[ctx] = fresh
         finally:
@@ -146,6 +164,12 @@ class ContextPool:
             return [self._reads.get(c) or ContextRead(c, error="connecting…" if c in self._inflight
                                                       else f"timed out after {self.timeout:g}s")
                     for c in self.contexts]
+
+    def session(self, context: str) -> LiveSession | None:
+        """The context's live session (actions use its client), None when it is not open."""
+        with self._lock:
+            read = self._reads.get(context)
+        return read.session if read is not None else None
 
     def close(self) -> None:
         with self._lock:

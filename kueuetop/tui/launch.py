@@ -61,6 +61,8 @@ def add_console_options(p: argparse.ArgumentParser) -> None:
                    help="Prometheus for GPU metrics (default: scrape dcgm-exporter through the API server)")
     add_scrape_budget_option(g)
     g.add_argument("--read-only", action="store_true", help="hide every action that changes the cluster")
+    g.add_argument("--read-only-context", action="append", default=[], metavar="CONTEXT",
+                   help="across several contexts: no action on this context's cluster (repeatable)")
     g.add_argument("--theme", help="theme name (shipped: dark, light, high-contrast, mono; or your own)")
     g.add_argument("--demo", nargs="?", const=DEMO_DEFAULT, metavar="SCENARIO",
                    help=f"run against a simulated cluster started for you (default scenario: {DEMO_DEFAULT})")
@@ -258,13 +260,17 @@ def _run_across_contexts(kubeconfig: str | None, contexts: list[str], every: boo
     if not contexts:
         _say("the kubeconfig has no context", "pass --kubeconfig")
         return EXIT_FAILED
+    read_only = bool(getattr(args, "read_only", False))
+    read_only_contexts = set(getattr(args, "read_only_context", None) or [])
+
     def open_single(ctx: str) -> int:
         one = argparse.Namespace(**{**vars(args), "context": [ctx], "all_contexts": False, "demo": None,
-                                    "kubeconfig": kubeconfig})
+                                    "kubeconfig": kubeconfig, "read_only": read_only or ctx in read_only_contexts})
         return run_console(one)
 
     return run_clusters_console(kubeconfig, list(dict.fromkeys(contexts)), mouse=not getattr(args, "no_mouse", False),
-                                title=f"{len(contexts)} clusters", open_single=open_single)
+                                title=f"{len(contexts)} clusters", open_single=open_single, read_only=read_only,
+                                read_only_contexts=read_only_contexts)
 
 
 class _Terminated(BaseException):

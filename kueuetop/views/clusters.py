@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kueuetop.kueue.gpu import GpuSample
 from kueuetop.kueue.workload_state import Phase
 from kueuetop.views.safe_text import clean as _clean
 
@@ -39,6 +40,8 @@ class ClusterRead:
     multikueue_clusters: Sequence[Mapping[str, Any]] = ()
     workloads: Sequence[Mapping[str, Any]] = ()  # raw Workloads (placement, checks, conditions)
     age: float | None = None  # seconds since this cluster's data was read
+    gpus: Sequence[GpuSample] = ()  # GPU telemetry, when the reader polled it
+    pools: Mapping[str, str] = field(default_factory=dict)  # node → its pool (node labels)
 
 
 @dataclass
@@ -83,19 +86,44 @@ def copy_state(wl: Mapping[str, Any] | None) -> str:
 def cluster_reads(reads: Sequence[Any]) -> list[ClusterRead]:
     """ContextReads (sources) as views.clusters.ClusterRead: each live store's snapshot document,
     the MultiKueue objects, the data's age; a cluster gone away keeps its last document."""
+    from kueuetop.kueue.core import Node
+    from kueuetop.kueue.node_pool import node_pool
+    from kueuetop.store import events as K
     from kueuetop.views.snapshot import build_snapshot
 
     out = []
     now = time.time()
     for r in reads:
         doc = None
+        gpus: list[GpuSample] = []
+        pools: dict[str, str] = {}
         if r.session is not None:
-            conn = r.session.conn
-            doc = build_snapshot(r.session.store, now=now, context=r.context, server=conn.info.server,
+            conn, store = r.session.conn, r.session.store
+            doc = build_snapshot(store, now=now, context=r.context, server=conn.info.server,
                                  kueue_api=conn.kueue.version, positions=r.session.positions_from)
+            gpus = list(store.gpus().values())
+            if gpus:
+                pools = {n.name: node_pool(n) for n in store.objects(K.NODES).values() if isinstance(n, Node)}
         out.append(ClusterRead(r.context, error=r.error, doc=doc, multikueue_clusters=r.multikueue_clusters,
-                               workloads=r.workloads, age=max(0.0, now - r.read_at) if r.read_at else None))
+                               workloads=r.workloads, age=max(0.0, now - r.read_at) if r.read_at else None,
+                               gpus=gpus, pools=pools))
     return out
+
+
+def gpus_by_cluster(reads: Sequence[ClusterRead]) -> tuple[list[GpuSample], dict[str, str]]:
+    """Every cluster's GPU samples for one fleet heatmap grouped by cluster: each node named
+    `cluster/node` (two clusters may both have a `gpu-node-0`) and its group `cluster · pool`."""
+    samples: list[GpuSample] = []
+    group: dict[str, str] = {}
+    for r in reads:
+        ctx = clean(r.context)
+        for s in r.gpus:
+            node = f"{ctx}/{s.node}"
+            samples.append(replace(s, node=node))
+            if node not in group:
+                pool = r.pools.get(s.node) or ""
+                group[node] = f"{ctx} · {pool}" if pool else ctx
+    return samples, group
 
 
 def cluster_rows(reads: Sequence[ClusterRead]) -> list[dict[str, Any]]:
