@@ -210,6 +210,7 @@ class Recorder:
 
     # ------------------------------------------------------------------ the tap (store lock held)
     def batch(self, events: Sequence[StoreEvent], now: float) -> None:
+        self._maybe_keyframe(now)  # the state before this write: the write follows it in the file
         out: list[tuple[Any, ...]] = []
         for ev in events:
             if not keep_kind(ev.kind):
@@ -229,11 +230,10 @@ class Recorder:
                 out.append(("positions", ev.source, ev.key[1] if ev.key else "", items))
         if out:
             self._q.put(("batch", now, out))
-        self._maybe_keyframe(now)
 
     def gpus(self, samples: Sequence[GpuSample], at: float, source: str, now: float) -> None:
-        self._q.put(("gpus", now, source, at, [_sample(s) for s in samples]))
         self._maybe_keyframe(now)
+        self._q.put(("gpus", now, source, at, [_sample(s) for s in samples]))
 
     def source(self, status: SourceStatus, now: float) -> None:
         self._q.put(("source", now, status_json(status)))
