@@ -75,9 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     simsub = sim.add_subparsers(dest="sim_command", metavar="SIMCOMMAND", parser_class=_Parser)
     simsub.add_parser("list", help="list the built-in scenarios")
     run = simsub.add_parser("run", help="run a scenario headless in virtual time and report")
-    run.add_argument("scenario", help="built-in scenario name or a YAML file")
-    run.add_argument("--for", dest="duration", type=_duration, default=_duration("1h"),
-                     help="simulated time to run (e.g. 600s, 2h; default 1h)")
+    run.add_argument("scenario", nargs="?", help="built-in scenario name or a YAML file")
+    run.add_argument("--from-recording", metavar="FILE",
+                     help="a scenario built from a recording (`kueuetop record`): the same queues, flavors and "
+                          "node pools, each workload created when it was and running as long as it ran; the "
+                          "report adds how closely the simulated admissions match the recorded ones (fidelity)")
+    run.add_argument("--write-scenario", metavar="FILE", help="with --from-recording: also write the scenario here")
+    run.add_argument("--for", dest="duration", type=_duration, default=None,
+                     help="simulated time to run (e.g. 600s, 2h; default 1h, or the recording's length)")
     run.add_argument("--until-idle", action="store_true", help="stop early once nothing is left to happen")
     run.add_argument("--report", choices=("json", "table"), default="table")
     run.add_argument("-o", "--output", help="write the report to this file instead of stdout")
@@ -223,6 +228,16 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
     from kueuetop.sim.report import render_table
     from kueuetop.sim.runner import run_scenario
 
+    if args.from_recording:
+        if args.scenario:
+            return _fail("give a scenario or --from-recording FILE, not both", EXIT_USAGE)
+        from kueuetop.recording_cli import cmd_sim_from_recording
+
+        return cmd_sim_from_recording(args)
+    if not args.scenario:
+        return _fail("sim run: give a scenario (`kueuetop sim list`) or --from-recording FILE", EXIT_USAGE)
+    if args.duration is None:
+        args.duration = _duration("1h")
     scenario = _load(args.scenario)
     if scenario is None:
         return EXIT_USAGE

@@ -63,6 +63,10 @@ def add_console_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--demo-speed", type=float, default=1.0, help=argparse.SUPPRESS)
     g.add_argument("--ascii", action="store_true", help="ASCII glyphs only (LANG=C sessions, poor fonts)")
     g.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting")
+    g.add_argument("--record", metavar="FILE",
+                   help="record what the console reads to this new file while it runs (replay: --replay)")
+    g.add_argument("--replay", metavar="FILE",
+                   help="open the console on a recording (`kueuetop record`, --record) instead of a cluster")
     g.add_argument("--no-forecast", action="store_true",
                    help="do not forecast start times (the ETA columns stay empty; saves CPU on huge clusters)")
 
@@ -162,6 +166,7 @@ def run_console(args: argparse.Namespace) -> int:
     conn = None
     sources: Any = None
     poller: Any = None
+    recorder: Any = None
     previous_term = _exit_on_sigterm()
     try:
         kubeconfig, context = getattr(args, "kubeconfig", None), getattr(args, "context", None)
@@ -181,7 +186,19 @@ def run_console(args: argparse.Namespace) -> int:
             _say(exc.message, hint)
             return EXIT_FAILED
         store = Store()
-        sources = KubeSources(conn, store, include_events=True).start()  # the Events view (`:ev`)
+        keeper = None
+        if getattr(args, "record", None):
+            from kueuetop.sources.recorder import Recorder, WireKeeper
+
+            keeper = WireKeeper()
+            try:
+                recorder = Recorder(args.record, store, keeper, server=conn.info.server, context=conn.info.context,
+                                    kueue_api=conn.kueue.version).start()
+            except OSError as exc:
+                _say(f"cannot create {args.record}: {exc.strerror or exc}", "the file must not exist yet")
+                return EXIT_FAILED
+        # the Events view (`:ev`)
+        sources = KubeSources(conn, store, include_events=True, wire_keeper=keeper).start()
         poller = _start_gpu_poller(conn, store, getattr(args, "prometheus", None),
                                    getattr(args, "scrape_budget", None))
         deadline = time.monotonic() + 3.0  # a full first screen when the cluster answers quickly
@@ -220,6 +237,8 @@ def run_console(args: argparse.Namespace) -> int:
             poller.stop(timeout=0.2)
         if sources is not None:
             sources.stop(timeout=0.3)
+        if recorder is not None:
+            recorder.stop()
         if conn is not None:
             conn.close()
         if demo is not None:
