@@ -428,6 +428,11 @@ class Store:
         e = self.entry(kind, key)
         return e.wire if e is not None else None
 
+    def owners(self, kind: str) -> dict[Key, str]:
+        """Which source delivered each object of a kind (a replay mirrors the store by source)."""
+        with self._lock:
+            return dict(self._owner.get(kind, {}))
+
     def keys(self, kind: str) -> list[Key]:
         with self._lock:
             return list(self._objects.get(kind, {}))

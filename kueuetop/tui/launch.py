@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEMO_DEFAULT = "refarch"
 DEMO_START_TIMEOUT = 60.0
 
@@ -157,8 +157,40 @@ def _state_dir() -> Path:
     return state_dir()
 
 
+def run_replay_console(args: argparse.Namespace) -> int:
+    """`kueuetop --replay FILE`: the console on a recording; no cluster is contacted."""
+    from kueuetop.sources.recording_format import RecordingError
+    from kueuetop.sources.replay import Recording
+
+    try:
+        recording = Recording.open(args.replay)
+    except RecordingError as exc:
+        _say(str(exc))
+        return EXIT_USAGE
+    if recording.torn:
+        _say(f"warning: {recording.name} ends with {recording.torn} (a recording cut short): "
+             "replaying the part before it")
+    from kueuetop.tui.replay_app import ReplayApp
+
+    try:
+        app = ReplayApp(recording, theme_name=getattr(args, "theme", None),
+                        ascii_only=bool(getattr(args, "ascii", False)), namespace=getattr(args, "namespace", None))
+        code = app.run(mouse=not getattr(args, "no_mouse", False))
+        return int(code or 0) if app.return_code is None else int(app.return_code or code or 0)
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+    finally:
+        recording.close()
+
+
 def run_console(args: argparse.Namespace) -> int:
     from kueuetop.sources.connection import ConnectionProblem, connect
+
+    if getattr(args, "replay", None):
+        if getattr(args, "record", None) or getattr(args, "demo", None):
+            _say("--replay shows a recording: it cannot be combined with --record or --demo")
+            return EXIT_USAGE
+        return run_replay_console(args)
     from kueuetop.sources.kube import KubeSources
     from kueuetop.store import Store
 
