@@ -192,10 +192,11 @@ class Recorder:
         self._write(MAGIC)
         t = self._header["start"]
         self._write(encode_frame(HEADER, t, t, _dumps(self._header).encode()))
-        with self.store._lock:
-            self.store.tap = self
-            self._keyframe_at = self._clock()
-            self._q.put(("keyframe", self._keyframe_at, *self._store_sources()))
+        # The first keyframe, then the tap: attach before the sources start (what the store
+        # already holds is not in the recording; the keyframe says what its sources were).
+        self._keyframe_at = self._clock()
+        self._q.put(("keyframe", self._keyframe_at, *self._store_sources()))
+        self.store.tap = self
         self._thread.start()
         return self
 
