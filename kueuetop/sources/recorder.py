@@ -164,12 +164,17 @@ class Recorder:
 
     def __init__(self, path: str, store: Store, keeper: WireKeeper, *, server: str = "", context: str = "",
                  kueue_api: str = "", flush_every: float = 1.0, keyframe_every: float = 300.0,
-                 clock: Callable[[], float] = time.time) -> None:
+                 keyframe_bytes: int = 16_000_000, clock: Callable[[], float] = time.time) -> None:
+        """A keyframe every `keyframe_every` seconds or `keyframe_bytes` of data frames, whichever
+        comes first: a busy cluster's replay then never reads more than that from a keyframe."""
         self.path = path
         self.store = store
         self.keeper = keeper
         self.flush_every = flush_every
         self.keyframe_every = keyframe_every
+        self.keyframe_bytes = keyframe_bytes
+        self._since_keyframe = 0  # bytes of data frames written since the last keyframe (writer thread)
+        self._want_keyframe = False  # set by the writer, read by the tap
         self._clock = clock
         self._header = {"format": FORMAT, "version": VERSION, "kueuetop": __version__, "server": server,
                         "context": context, "kueueApi": kueue_api, "start": clock(), "gpuFields": list(GPU_FIELDS)}
@@ -256,8 +261,9 @@ class Recorder:
         return [status_json(s) for _, s in sorted(sts.items())], sorted(n for n in sts if self.store.has_synced(n))
 
     def _maybe_keyframe(self, now: float) -> None:
-        if now - self._keyframe_at >= self.keyframe_every:
+        if now - self._keyframe_at >= self.keyframe_every or self._want_keyframe:
             self._keyframe_at = now
+            self._want_keyframe = False
             self._q.put(("keyframe", now, *self._store_sources()))
 
     # ------------------------------------------------------------------ the writer thread
@@ -274,6 +280,7 @@ class Recorder:
                 if item[0] == "keyframe":
                     self._flush(pending, t0, t1)
                     pending = []
+                    self._since_keyframe = 0
                     self._emit(encode_frame(KEYFRAME, item[1], item[1],
                                             self._mirror.keyframe(item[1], item[2], item[3]).encode()))
                 else:
@@ -291,7 +298,11 @@ class Recorder:
 
     def _flush(self, pending: list[str], t0: float, t1: float) -> None:
         if pending:
-            self._emit(encode_frame(DATA, t0, t1, ("[" + ",".join(pending) + "]").encode()))
+            frame = encode_frame(DATA, t0, t1, ("[" + ",".join(pending) + "]").encode())
+            self._emit(frame)
+            self._since_keyframe += len(frame)
+            if self._since_keyframe >= self.keyframe_bytes:
+                self._want_keyframe = True
 
     def _emit(self, frame: bytes) -> None:
         if self.error:

@@ -105,6 +105,19 @@ class Recording:
                     yield i, rec
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """A replayed store's state kept in memory (parsed entries shared with the store, not copied)."""
+
+    t: float  # the last record applied
+    next: tuple[int, int]  # (frame, record) to apply next
+    objects: tuple[tuple[str, str, bool, tuple[Entry, ...]], ...]  # (kind, source, synced, entries)
+    positions: tuple[tuple[str, tuple[tuple[tuple[str, str], QueuePosition], ...]], ...]
+    gpu_source: str
+    gpus: tuple[GpuSample, ...]
+    sources: tuple[SourceStatus, ...]
+
+
 class _Clock:
     def __init__(self, t: float) -> None:
         self.t = t
@@ -116,7 +129,10 @@ class _Clock:
 class Replay:
     """A store as the recorded one was at `self.at` (after `seek`)."""
 
-    def __init__(self, recording: Recording) -> None:
+    def __init__(self, recording: Recording, *, checkpoint_bytes: int = 0) -> None:
+        """`checkpoint_bytes`: while moving forward, keep the store's state in memory after every
+        this many bytes of data frames (0: none), so later seeks back start from the nearest one
+        instead of a keyframe in the file (no decoding or parsing: the entries are shared)."""
         self.recording = recording
         self.gpu_fields = [str(f) for f in recording.header.get("gpuFields") or ()]
         self._clock = _Clock(recording.start)
@@ -124,18 +140,24 @@ class Replay:
         self.at = float("-inf")
         self._next = (0, 0)  # (frame index, record index) of the next record to apply
         self._parse_cache = ParseCache()
+        self.checkpoint_bytes = checkpoint_bytes
+        self.checkpoints: list[Checkpoint] = []
+        self._since_checkpoint = 0
 
     # ------------------------------------------------------------------ seeking
     def seek(self, t: float) -> Store:
         """The store at moment `t` (every record with time <= t applied); returns `self.store`."""
         frames = self.recording.frames
-        if t < self.at:
-            self._reset()
         kf = max((i for i, fr in enumerate(frames) if fr.type == KEYFRAME and fr.t0 <= t), default=None)
-        if kf is not None and kf >= self._next[0]:
+        cp = max((c for c in self.checkpoints if c.t <= t), key=lambda c: c.next, default=None)
+        base = max((kf + 1, 0) if kf is not None else (0, 0), cp.next if cp is not None else (0, 0))
+        if t < self.at or base > self._next:  # back in time, or a shortcut ahead of where we are
             self._reset()
-            self._load_keyframe(self.recording.payload(frames[kf]))
-            self._next = (kf + 1, 0)
+            if cp is not None and cp.next >= base:
+                self._restore(cp)
+            elif kf is not None:
+                self._load_keyframe(self.recording.payload(frames[kf]))
+                self._next = (kf + 1, 0)
         self._apply_until(t)
         self.at = t
         self._clock.t = t
@@ -180,6 +202,12 @@ class Replay:
                 self._apply(rec)
                 ri += 1
             fi, ri = fi + 1, 0
+            if self.checkpoint_bytes:
+                self._since_checkpoint += fr.length
+                if self._since_checkpoint >= self.checkpoint_bytes and \
+                        all(c.next < (fi, 0) for c in self.checkpoints):
+                    self._since_checkpoint = 0
+                    self.checkpoints.append(self._capture((fi, 0), fr.t1))
         self._next = (fi, ri)
 
     # ------------------------------------------------------------------ applying records
@@ -243,6 +271,41 @@ class Replay:
             except TypeError:
                 continue
         return out
+
+    # ------------------------------------------------------------------ checkpoints
+    def _capture(self, next_: tuple[int, int], t: float) -> Checkpoint:
+        st = self.store
+        statuses = st.sources()
+        groups: list[tuple[str, str, bool, tuple[Entry, ...]]] = []
+        for kind in OBJECT_KINDS:
+            entries, owners = st.entries(kind), st.owners(kind)
+            by_source: dict[str, list[Entry]] = {}
+            for key, src in owners.items():
+                if key in entries:
+                    by_source.setdefault(src, []).append(entries[key])
+            groups.extend((kind, src, st.has_synced(src), tuple(es)) for src, es in sorted(by_source.items()))
+        positions = tuple((k[1], tuple(sorted(st.positions(k[1]).items()))) for k in st.keys(K.CLUSTER_QUEUES))
+        gpu_source = next((n for n in sorted(statuses) if n.startswith("gpu/")), "gpu/scrape")
+        return Checkpoint(t, next_, tuple(groups), tuple((cq, p) for cq, p in positions if p),
+                          gpu_source, tuple(st.gpus().values()), tuple(statuses.values()))
+
+    def _restore(self, cp: Checkpoint) -> None:
+        self._clock.t = cp.t
+        events: list[StoreEvent] = []
+        for kind, source, synced, entries in cp.objects:
+            if synced:
+                events.append(StoreEvent.replace(kind, source, entries))
+            else:
+                events.extend(StoreEvent.upsert(kind, source, e) for e in entries)
+        events.extend(StoreEvent(Op.POSITIONS, K.POSITIONS, "visibility", key=("", cq), positions=p)
+                      for cq, p in cp.positions)
+        if events:
+            self.store.apply_batch(events)
+        if cp.gpus:
+            self.store.put_gpu_samples(list(cp.gpus), cp.t, cp.gpu_source)
+        for st in cp.sources:
+            self.store.put_source_status(st)
+        self._next = cp.next
 
     def _load_keyframe(self, kf: dict[str, Any]) -> None:
         self._clock.t = float(kf.get("t", self._clock.t))

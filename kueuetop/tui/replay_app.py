@@ -120,6 +120,7 @@ class ReplayApp(KueuetopApp):
 
     def _history_done(self, history: ReplayHistory) -> None:
         self.history = history
+        self.replay.checkpoints = history.checkpoints  # same file, same frames: jumps start there
         self.history_ready = True
         self.draw_timeline()
 

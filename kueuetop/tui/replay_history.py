@@ -9,7 +9,7 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kueuetop.sources.replay import Recording, Replay
+from kueuetop.sources.replay import Checkpoint, Recording, Replay
 from kueuetop.store import Changes
 from kueuetop.store import events as K
 from kueuetop.views.timeline import bucket_times, mark_of
@@ -22,6 +22,7 @@ Key = tuple[str, str]
 class ReplayHistory:
     marks: list[str] = field(default_factory=list)  # one per slice (views/timeline.py)
     changes: dict[Key, list[float]] = field(default_factory=dict)  # workload → times it changed
+    checkpoints: list[Checkpoint] = field(default_factory=list)  # for the console's seeks
 
     def next_change(self, key: Key, after: float) -> float | None:
         """The first time after `after` the workload changed (created, admitted, evicted, …)."""
@@ -30,12 +31,16 @@ class ReplayHistory:
         return times[i] if i < len(times) else None
 
 
-def scan_history(recording: Recording, slices: int = 240,
-                 cancelled: Callable[[], bool] = lambda: False) -> ReplayHistory:
-    """Replay the whole recording once, forward (a fresh reader: the console's stays put)."""
+CHECKPOINT_BYTES = 512 * 1024  # of compressed data frames between two in-memory checkpoints
+
+
+def scan_history(recording: Recording, slices: int = 240, cancelled: Callable[[], bool] = lambda: False,
+                 checkpoint_bytes: int = CHECKPOINT_BYTES) -> ReplayHistory:
+    """Replay the whole recording once, forward (a fresh reader: the console's stays put); the
+    checkpoints it leaves let the console jump anywhere without reading from a keyframe."""
     rec = Recording.open(recording.path)
     try:
-        replay = Replay(rec)
+        replay = Replay(rec, checkpoint_bytes=checkpoint_bytes)
         out = ReplayHistory()
         store = replay.store
         triage = TriageModel(store)
@@ -61,6 +66,8 @@ def scan_history(recording: Recording, slices: int = 240,
             pending.clear()
             problems = triage.problems(t)
             out.marks.append(mark_of(max((p.severity for p in problems), default=None)))
+        replay.seek_forward(recording.end_time)
+        out.checkpoints = replay.checkpoints
         return out
     finally:
         rec.close()

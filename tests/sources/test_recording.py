@@ -20,8 +20,9 @@ from tests.builders import T0, workload
 from tests.recordings import Live, Wrap, history, pod
 
 
-@pytest.mark.parametrize("keyframe_every", [300.0, 5.0])
-def test_replay_rebuilds_the_recorded_store_at_each_moment(tmp_path: Path, keyframe_every: float) -> None:
+@pytest.mark.parametrize(("keyframe_every", "checkpoint_bytes"), [(300.0, 0), (5.0, 0), (300.0, 1)])
+def test_replay_rebuilds_the_recorded_store_at_each_moment(tmp_path: Path, keyframe_every: float,
+                                                          checkpoint_bytes: int) -> None:
     path = tmp_path / "r.ktrec"
     live = Live(path, keyframe_every)
     seen = history(live)
@@ -32,10 +33,13 @@ def test_replay_rebuilds_the_recorded_store_at_each_moment(tmp_path: Path, keyfr
     assert rec.torn == ""
     if keyframe_every < 10:
         assert sum(f.type == KEYFRAME for f in rec.frames) >= 3
-    replay = Replay(rec)
-    for t in (13, 33, 0, 22, 33):  # forward, back, forward again
+    replay = Replay(rec, checkpoint_bytes=checkpoint_bytes)
+    for t in (13, 33, 0, 22, 33, 21, 13):  # forward, back, forward again, back (from checkpoints)
         got = replay.seek(T0 + t)
-        assert Live.state(Wrap(got)) == seen[t], t
+        if t in seen:
+            assert Live.state(Wrap(got)) == seen[t], t
+    if checkpoint_bytes:
+        assert replay.checkpoints  # (the seek back to 33 s after 0 s restores it)
     # Before the first write, the store is empty.
     assert Replay(rec).seek(T0 - 1).count(K.CLUSTER_QUEUES) == 0
     rec.close()
