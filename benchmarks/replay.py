@@ -135,14 +135,15 @@ def file_figures(path: Path, sim_seconds: float, wall_seconds: float) -> dict[st
     }
 
 
-def seeks(path: Path, count: int, seed: int = 7, checkpoint_bytes: int = 512 * 1024) -> dict[str, Any]:
+def seeks(path: Path, count: int, seed: int = 7, checkpoint_bytes: int = 512 * 1024, cold_count: int | None = None,
+          ) -> dict[str, Any]:
     rec = Recording.open(str(path))
     start, end = rec.start, rec.end_time
     rec.close()
     rnd = random.Random(seed)
     moments = sorted([end, *(start + (end - start) * rnd.random() for _ in range(count - 1))])
     cold = []
-    for t in moments:
+    for t in moments[: count if cold_count is None else cold_count]:
         t0 = time.perf_counter()
         r = Recording.open(str(path))
         Replay(r).seek(t)
@@ -154,7 +155,7 @@ def seeks(path: Path, count: int, seed: int = 7, checkpoint_bytes: int = 512 * 1
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0 = time.perf_counter()
     replay = Replay(r, checkpoint_bytes=checkpoint_bytes)
-    replay.seek(end)
+    replay.seek_forward(end)
     index_s = time.perf_counter() - t0
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     warm = []
@@ -172,7 +173,8 @@ def seeks(path: Path, count: int, seed: int = 7, checkpoint_bytes: int = 512 * 1
     workloads = replay.store.count("workloads")
     r.close()
     return {"moments": len(moments),
-            "coldSeconds": {"p50": round(statistics.median(cold), 3), "max": round(max(cold), 3),
+            "coldSeconds": {"p50": round(statistics.median(cold), 3) if cold else None,
+                            "max": round(max(cold), 3) if cold else None, "count": len(cold),
                             "note": "a fresh reader each time: the nearest keyframe in the file, then records"},
             "index": {"seconds": round(index_s, 1), "checkpoints": len(replay.checkpoints),
                       "checkpointBytes": checkpoint_bytes, "maxRssMBBefore": round(rss0), "maxRssMBAfter": round(rss1),
@@ -192,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", help="keep the recording at this path")
     p.add_argument("--from", dest="existing", help="measure the file and seeks of this recording (no recording)")
     p.add_argument("--checkpoint-bytes", type=int, default=512 * 1024)
+    p.add_argument("--cold", type=int, help="cold seeks to time (default: --seeks)")
     args = p.parse_args(argv)
     if args.existing:
         path = Path(args.existing)
@@ -200,14 +203,16 @@ def main(argv: list[str] | None = None) -> int:
         rec.close()
         out = {"benchmark": "replay", "recording": str(path),
                "file": file_figures(path, args.sim_minutes * 60, wall),
-               "seek": seeks(path, args.seeks, checkpoint_bytes=args.checkpoint_bytes)}
+               "seek": seeks(path, args.seeks, checkpoint_bytes=args.checkpoint_bytes,
+                             cold_count=args.cold)}
         print(json.dumps(out, indent=2))
         return 0
     with tempfile.TemporaryDirectory(prefix="kueuetop-replay-bench-") as d:
         path, rec = record(args.scenario, args.speed, args.sim_minutes * 60, Path(d))
         out = {"benchmark": "replay", "record": rec,
                "file": file_figures(path, args.sim_minutes * 60, rec["wallSeconds"]),
-               "seek": seeks(path, args.seeks, checkpoint_bytes=args.checkpoint_bytes)}
+               "seek": seeks(path, args.seeks, checkpoint_bytes=args.checkpoint_bytes,
+                             cold_count=args.cold)}
         if args.keep:
             os.replace(path, args.keep)
     print(json.dumps(out, indent=2))
