@@ -29,9 +29,8 @@ from kueuetop.sources.recording_format import RecordingError
 from kueuetop.sources.replay import Recording, Replay
 from kueuetop.views.replay_time import utc
 from kueuetop.views.snapshot import _rfc3339
+from tests.sources.live.conftest import KINDS, server_versions
 from tests.waiting import wait_until
-
-from .conftest import KINDS, server_versions
 
 
 @pytest.fixture(scope="module")
