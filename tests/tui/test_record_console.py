@@ -67,7 +67,7 @@ def test_console_records_while_it_runs_and_replays_it(served: ServedCluster, tmp
         assert rec.torn == "" and rec.header["server"] == served.url
         store = Replay(rec).seek(rec.end_time)
         # What the console had: every ClusterQueue, the workloads, nodes and Events.
-        assert store.count(K.CLUSTER_QUEUES) == 12 and store.count(K.WORKLOADS) >= 16
+        assert store.count(K.CLUSTER_QUEUES) >= 12 and store.count(K.WORKLOADS) >= 16
         assert store.count(K.NODES) > 0 and store.count(K.EVENTS) > 0
     finally:
         rec.close()
