@@ -135,7 +135,7 @@ def file_figures(path: Path, sim_seconds: float, wall_seconds: float) -> dict[st
     }
 
 
-def seeks(path: Path, count: int, seed: int = 7, checkpoint_bytes: int = 512 * 1024, cold_count: int | None = None,
+def seeks(path: Path, count: int, seed: int = 7, checkpoint_bytes: int = 192 * 1024, cold_count: int | None = None,
           ) -> dict[str, Any]:
     rec = Recording.open(str(path))
     start, end = rec.start, rec.end_time
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeks", type=int, default=10)
     p.add_argument("--keep", help="keep the recording at this path")
     p.add_argument("--from", dest="existing", help="measure the file and seeks of this recording (no recording)")
-    p.add_argument("--checkpoint-bytes", type=int, default=512 * 1024)
+    p.add_argument("--checkpoint-bytes", type=int, default=192 * 1024)
     p.add_argument("--cold", type=int, help="cold seeks to time (default: --seeks)")
     args = p.parse_args(argv)
     if args.existing:
