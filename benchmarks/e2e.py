@@ -316,14 +316,25 @@ def steady(server: Server, console: Console, minutes: float) -> dict[str, Any]:
 
 
 def open_markers(console: Console, prefix: str) -> None:
-    """The Workloads view, filtered to the marker rows, sorted by name."""
-    console.press("2")
-    time.sleep(1.0)
-    console.press("/")
-    time.sleep(0.3)
-    console.type(prefix)
-    console.press("enter")
-    time.sleep(1.0)
+    """The Workloads view, filtered to the marker rows. Each step waits for the screen to show it
+    (a busy console opens the filter prompt later than a key or two typed after `/`: those would
+    land on the table as commands), and the whole is tried again from Escape if it did not take."""
+    for _ in range(3):
+        console.press("2")
+        time.sleep(1.5)
+        t = console.press("/")
+        if console.wait_for("/filter  regex", t, 10.0) is None:  # the prompt's placeholder: it is open
+            console.press("escape")
+            continue
+        console.type(prefix)
+        t = console.press("enter")
+        if console.wait_for(f"filter: {prefix}", t, 10.0) is not None:
+            time.sleep(1.0)
+            return
+        for _ in range(3):
+            console.press("escape")
+            time.sleep(0.3)
+    raise RuntimeError(f"the Workloads view never showed the filter {prefix!r}")
 
 
 def keys(server: Server, console: Console, rounds: int) -> dict[str, Any]:

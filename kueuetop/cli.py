@@ -127,6 +127,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="with --replay: HH:MM (local time), -2h (before the end), +10m (after the start), an "
                            "ISO time, start or end (default: end)")
     _add_record_parser(sub)
+    cl = sub.add_parser("clusters", help="several contexts at once: each cluster's state and where MultiKueue "
+                                         "placed each manager workload (no console)")
+    cl.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    cl.add_argument("--context", dest="contexts", action="append", default=[], metavar="CONTEXT",
+                    help="a kubeconfig context to read (repeatable)")
+    cl.add_argument("--all-contexts", action="store_true", help="read every context of the kubeconfig")
+    cl.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    cl.add_argument("--timeout", type=_duration, default=_duration("30s"),
+                    help="give up on a cluster that has not synced after this long (default 30s)")
     _add_forecast_parser(sub)
     _add_action_parsers(sub)
     return p
@@ -212,8 +221,13 @@ def _add_action_parsers(sub: Any) -> None:
 
 def _load(name: str) -> Any:
     from kueuetop.sim.scenarios.loader import load_scenario
+    from kueuetop.sim.scenarios.multicluster import is_multicluster
     from kueuetop.sim.scenarios.scenario import ScenarioError
 
+    if is_multicluster(name):
+        print(f"kueuetop: {name} holds several clusters: serve it with `kueuetop sim serve {name}` "
+              "(sim run, explain and forecast take one cluster)", file=sys.stderr)
+        return None
     try:
         return load_scenario(name)
     except ScenarioError as exc:
@@ -260,9 +274,40 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sim_serve_world(args: argparse.Namespace) -> int:
+    """Several clusters (a MultiKueue manager and its workers), one kubeconfig of contexts."""
+    from kueuetop.sim.scenarios.multicluster import load_multicluster
+    from kueuetop.sim.scenarios.scenario import ScenarioError
+    from kueuetop.sim.serve import serve_forever, stop_on_signals
+    from kueuetop.sim.serve_world import start_served_world
+
+    done = stop_on_signals()
+    try:
+        scenario = load_multicluster(args.scenario)
+    except ScenarioError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    try:
+        served = start_served_world(scenario, speed=args.speed, port=args.port, kubeconfig=args.kubeconfig)
+    except ValueError as exc:
+        return _fail(f"cannot start the simulated clusters: {exc}", EXIT_USAGE)
+    except OSError as exc:
+        return _fail(f"cannot start the simulated clusters: {exc.strerror if exc.strerror and exc.filename is None else exc}")
+    for decl in scenario.clusters:
+        print(f"kueuetop: cluster {decl.name} ({decl.role}) at {served.url(decl.name)} "
+              f"(kueue.x-k8s.io/{decl.kueue_api}, context {decl.name})", flush=True)
+    print(f"kueuetop: kubeconfig written to {served.kubeconfig}", flush=True)
+    print(f"kueuetop: try  kubectl --kubeconfig {served.kubeconfig} --context {scenario.workers[0] if scenario.workers else scenario.manager} "
+          "get workloads -A", flush=True)
+    serve_forever(served, done)
+    return EXIT_OK
+
+
 def cmd_sim_serve(args: argparse.Namespace) -> int:
+    from kueuetop.sim.scenarios.multicluster import is_multicluster
     from kueuetop.sim.serve import serve_forever, start_served, stop_on_signals
 
+    if is_multicluster(args.scenario):
+        return cmd_sim_serve_world(args)
     done = stop_on_signals()
     scenario = _load(args.scenario)
     if scenario is None:
@@ -575,8 +620,11 @@ def main(argv: list[str] | None = None) -> int:
         handlers = {"run": cmd_sim_run, "serve": cmd_sim_serve}
         if args.sim_command == "list":
             from kueuetop.sim.scenarios.loader import list_builtins
+            from kueuetop.sim.scenarios.multicluster import multicluster_builtins
 
             print("\n".join(list_builtins()))
+            # Several clusters each: `sim serve` only (a manager and its MultiKueue workers).
+            print("\n".join(f"{n}  (several clusters: sim serve)" for n in multicluster_builtins()))
             return EXIT_OK
         if args.sim_command in handlers:
             return handlers[args.sim_command](args)
@@ -596,6 +644,10 @@ def main(argv: list[str] | None = None) -> int:
         from kueuetop.recording_cli import cmd_record
 
         return cmd_record(args)
+    if args.command == "clusters":
+        from kueuetop.live_cli import cmd_clusters
+
+        return cmd_clusters(args)
     if args.command == "forecast":
         return cmd_forecast(args)
     if getattr(args, "action", None):

@@ -316,3 +316,45 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
             warnings.append(saved)
     source = {"kind": "cluster", "server": info.server, "context": info.context}
     return ForecastLook(snap, pools, placements, False, history, now, source, store_position(store), warnings), EXIT_OK
+
+
+def cmd_clusters(args: argparse.Namespace) -> int:
+    """`kueuetop clusters --context A --context B` / `--all-contexts`: each cluster's row (a
+    cluster that cannot be read gets its one-line error; the others are read all the same) and,
+    for a MultiKueue manager, where each workload went and why. Exit 1 only when no cluster
+    could be read."""
+    from kueuetop.sources.connection import ConnectionProblem, list_contexts
+    from kueuetop.sources.multi_context import ContextPool
+    from kueuetop.views.clusters import (
+        cluster_reads,
+        cluster_rows,
+        explain_placement,
+        placements,
+        render_text,
+    )
+
+    _quiet_logs()
+    try:
+        known, current = list_contexts(args.kubeconfig)
+    except ConnectionProblem as exc:
+        return _fail(exc.describe(), EXIT_USAGE)
+    if args.all_contexts and args.contexts:
+        return _fail("give --context or --all-contexts, not both", EXIT_USAGE)
+    contexts = list(known) if args.all_contexts else list(dict.fromkeys(args.contexts)) or [current]
+    if not contexts or contexts == [""]:
+        return _fail("no context to read (hint: pass --context or --all-contexts)", EXIT_USAGE)
+    pool = ContextPool(args.kubeconfig, contexts, args.timeout)
+    try:
+        reads = cluster_reads(pool.refresh())
+    finally:
+        pool.close()
+    rows, places = cluster_rows(reads), placements(reads)
+    if args.output == "json":
+        doc_out = {"clusters": rows, "workloads": [
+            {"manager": p.manager, "namespace": p.namespace, "name": p.name, "state": p.state,
+             "cluster": p.cluster or None, "nominated": p.nominated, "check": p.check, "copies": p.copies,
+             "explain": explain_placement(p)} for p in places]}
+        sys.stdout.write(json.dumps(doc_out, indent=2 if sys.stdout.isatty() else None) + "\n")
+    else:
+        sys.stdout.write(render_text(rows, places))
+    return EXIT_OK if any(r["reachable"] for r in rows) else EXIT_FAILED

@@ -187,6 +187,7 @@ def test_headless_commands_never_import_textual(tmp_path):
                            (0, ("explain", workload, "-o", "json", *live))],
             ("snapshot",): [(0, ("snapshot", *live)), (0, ("snapshot", "-o", "json", *live)),
                             (0, ("snapshot", "--replay", recording, "--at", "-1s", "-o", "json"))],
+            ("clusters",): [(0, ("clusters", "--all-contexts", *live)), (0, ("clusters", "-o", "json", *live))],
             ("forecast",): [(0, ("forecast", "--scenario", str(scenario), "--at", "2m")),
                             (0, ("forecast", *live)),
                             (0, ("forecast", "-o", "json", "--with", "hold team-a/*", *live))],

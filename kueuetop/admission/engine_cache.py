@@ -97,6 +97,8 @@ class EngineCache:
     # lists, pools, priority bounds), each checked against the index's versions of that queue;
     # emptied when the index is rebuilt or past CANDIDATES_LIMIT entries.
     candidates: dict = field(default_factory=dict, repr=False)
+    # Size of `candidates` at which its stale answers are next swept out (preemption_classical).
+    candidates_sweep_at: int = 0
     # queue_order's head scans and the last heads() answers, with the queues changed since;
     # new when the index is rebuilt.
     heads: HeadsMemo = field(default_factory=HeadsMemo, repr=False)
@@ -115,6 +117,7 @@ class EngineCache:
                 self.usage_changed = None
                 self.heads = HeadsMemo()
                 self.candidates.clear()
+                self.candidates_sweep_at = 0  # the next lookup sets it (preemption_classical._cq_memo)
                 self.pruned = None
             else:
                 if self.usage_changed is not None:

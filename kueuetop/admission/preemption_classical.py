@@ -109,8 +109,49 @@ def _base_order_key(e: Entry, now: float) -> tuple:
 
 def _cq_memo(ctx: PreemptionContext) -> dict:
     """Answers derived from one ClusterQueue's quota-holding entries, kept across cycles in the
-    cache: each is stored with that queue's `reserving_version` and recomputed once it moves."""
-    return ctx.cache.candidate_memo()
+    cache: each is stored with that queue's `reserving_version` and recomputed once it moves.
+    Answers that can never be hit again are swept out each time the memo doubled (see _sweep)."""
+    memo = ctx.cache.candidate_memo()
+    if len(memo) >= ctx.cache.candidates_sweep_at:
+        _sweep(memo, ctx)
+        ctx.cache.candidates_sweep_at = max(SWEEP_FLOOR, 2 * len(memo))
+    return memo
+
+
+SWEEP_FLOOR = 1_024  # memo entries before the first sweep
+
+
+def _sweep(memo: dict, ctx: PreemptionContext) -> None:
+    """Drop the answers whose sources moved: a stale answer is never returned (every lookup
+    checks its source), but it keeps the workloads of an old snapshot alive, and a long-lived
+    cache (a forecast worker's, the simulator's) otherwise collects one per preemptor class,
+    flavor set and cohort level it ever met. An answer is live while what it was derived from is
+    the current answer it was checked against: `using` lists at their queue's version and
+    instant, `cands` lists from a live `using` list, pools from live `cands` lists, totals at the
+    index's serial."""
+    versions, now, serial = ctx.index.reserving_version, ctx.now, ctx.index.serial
+    live_using: set[int] = set()
+    for k, v in list(memo.items()):
+        if k[0] == "using":
+            if v.version == versions.get(k[1], 0) and (v.instant is None or v.instant == now):
+                live_using.add(id(v.entries))
+            else:
+                del memo[k]
+        elif k[0] == "others" and v.serial != serial:
+            del memo[k]
+    live_cands: set[int] = set()
+    for k, v in list(memo.items()):
+        if k[0] == "cands":
+            if id(v.source) in live_using:
+                live_cands.add(id(v.value))
+            else:
+                del memo[k]
+    for k, v in list(memo.items()):
+        if k[0] == "pool":
+            if not all(id(part[2]) in live_cands for part in v.source):
+                del memo[k]
+        elif k[0] == "same-pool" and id(v.source) not in live_cands:
+            del memo[k]
 
 
 def _using_entries(ctx: PreemptionContext, cq_name: str, frs: frozenset[FR]) -> list[tuple[Entry, tuple]]:

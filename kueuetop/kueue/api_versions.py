@@ -89,6 +89,14 @@ def to_v1beta2(obj: dict[str, Any]) -> dict[str, Any]:
         spec.setdefault("parentName", spec.pop("parent"))
     elif kind == "AdmissionCheck" and spec is not None:
         spec.pop("retryDelayMinutes", None)
+    elif kind == "MultiKueueCluster" and spec is not None:
+        # v1beta2 moved kubeConfig / clusterProfileRef under spec.clusterSource.
+        moved = {k: spec.pop(k) for k in ("kubeConfig", "clusterProfileRef") if k in spec}
+        if moved:
+            source = spec.setdefault("clusterSource", {})
+            if isinstance(source, dict):
+                for k, v in moved.items():
+                    source.setdefault(k, v)
     return out
 
 
@@ -122,4 +130,6 @@ def to_v1beta1(obj: dict[str, Any]) -> dict[str, Any]:
         if status is not None and "accumulatedPastExecutionTimeSeconds" in status:
             status["accumulatedPastExexcutionTimeSeconds"] = status.pop(
                 "accumulatedPastExecutionTimeSeconds")
+    elif kind == "MultiKueueCluster" and spec is not None and isinstance(spec.get("clusterSource"), dict):
+        spec.update(spec.pop("clusterSource"))
     return out

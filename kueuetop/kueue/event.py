@@ -12,6 +12,14 @@ from typing import Any
 
 from kueuetop.kueue.fields import parse_time_or_none
 
+# The field selector a console's Events watch uses. Kueue's scheduler records a "Pending" Event
+# on a pending Workload each time its reason changes (pkg/scheduler/scheduler.go
+# requeueAndUpdate: recorder.Eventf(wl, Normal, "Pending", …)): on a cluster with thousands
+# waiting that is most of the Event traffic, and would push every other Event out of the
+# console's bound (sources/event_retention.py). Each says what explain says better; a workload's
+# own are fetched with its detail (sources/object_events.py). `--all-events` watches them too.
+WITHOUT_KUEUE_PENDING = "reason!=Pending"
+
 
 @dataclass(frozen=True, slots=True)
 class ObjectEvent:

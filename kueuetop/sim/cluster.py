@@ -107,6 +107,11 @@ class SimCluster:
                 except Exception:
                     _log.exception("controller %s failed on an event", getattr(c, "name", c))
 
+    def has_pending_events(self) -> bool:
+        """Committed changes not yet delivered to the controllers (another cluster's controller
+        wrote here, or a client did): this cluster needs another turn."""
+        return bool(self._events)
+
     @property
     def now(self) -> float:
         return self.clock.now()

@@ -75,6 +75,11 @@ def _hooks(parts: SimParts) -> ServerHooks:
     return _kueue_hooks(parts.kueue, parts.cluster.store, parts.cluster.lock, lambda: parts.cluster.now)
 
 
+def cluster_hooks(parts: SimParts) -> ServerHooks:
+    """Kueue's metrics, GPU telemetry and visibility answers of a simulated cluster."""
+    return _hooks(parts)
+
+
 def paused_hooks(store: ObjectStore) -> ServerHooks:
     """Kueue's metrics and visibility for a store no simulation runs on (a paused backlog): a
     Kueue controller reads the store as the serving one does, and never schedules."""

@@ -410,3 +410,9 @@ def connect(kubeconfig: str | None = None, context: str | None = None, timeout: 
         api.close()
         raise
     return Connection(api, info, kueue)
+
+
+def list_contexts(kubeconfig: str | None = None) -> tuple[list[str], str]:
+    """The kubeconfig's context names (merged as kubectl merges them) and the current one."""
+    contexts, current = _read_contexts(kubeconfig_paths(kubeconfig))
+    return list(contexts), current

@@ -8,8 +8,9 @@ and, only when asked (`unmanaged_gpu_pods=True`), every other pod filtered clien
 those requesting `nvidia.com/gpu` (`pods/gpu`), to show GPUs held outside Kueue. The
 selectors are disjoint so each pod has exactly one source.
 
-Events (for the console's Events view, `include_events`): every Event, through `EventRetention`,
-which keeps the store's copy to the newest `max_events` within an hour.
+Events (for the console's Events view, `include_events`): every Event but Kueue's per-workload
+"Pending" ones (`events_selector`), through `EventRetention`, which keeps the store's copy to the
+newest `max_events` within an hour.
 
 Writes are serialised through one applier thread: informers put events on a queue; the
 applier drains it in batches (a short window coalesces bursts), so the store notifies its
@@ -30,6 +31,7 @@ from typing import Any
 import urllib3
 
 from kueuetop.kueue.core import GPU_RESOURCE
+from kueuetop.kueue.event import WITHOUT_KUEUE_PENDING
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.parse_cache import ParseCache
 from kueuetop.kueue.workload import PODSET_LABEL
@@ -66,8 +68,11 @@ def requests_gpu(pod: dict[str, Any]) -> bool:
     return False
 
 
+
+
 def resource_specs(conn: Connection, *, include_events: bool = False,
-                   unmanaged_gpu_pods: bool = False) -> list[ResourceSpec]:
+                   unmanaged_gpu_pods: bool = False, events_selector: str = WITHOUT_KUEUE_PENDING,
+                   ) -> list[ResourceSpec]:
     """What to watch on this cluster, given the versions discovery found."""
     v = conn.kueue.version
     specs: list[ResourceSpec] = []
@@ -97,8 +102,10 @@ def resource_specs(conn: Connection, *, include_events: bool = False,
                                   label_selector=f"!{PODSET_LABEL},{MANAGED_LABEL}!=true", keep=requests_gpu))
     if include_events:
         # Every Event (Kueue's about Workloads and queues, the Job controller's, the scheduler's,
-        # the autoscaler's and the kubelet's about Pods, Nodes'), kept bounded (EventRetention).
-        specs.append(ResourceSpec(K.EVENTS, K.EVENTS, "", "v1", "events", "Event", parse=None))
+        # the autoscaler's and the kubelet's about Pods, Nodes') but those `events_selector`
+        # leaves out (default: Kueue's Pending), kept bounded (EventRetention).
+        specs.append(ResourceSpec(K.EVENTS, K.EVENTS, "", "v1", "events", "Event", parse=None,
+                                  field_selector=events_selector or None))
     return specs
 
 
@@ -310,14 +317,17 @@ class KubeSources:
 
     def __init__(self, conn: Connection, store: Store, *, config: InformerConfig | None = None,
                  include_events: bool = False, unmanaged_gpu_pods: bool = False,
-                 visibility_interval: float = 3.0, coalesce_window: float = 0.02, max_events: int = MAX_EVENTS,
+                 events_selector: str = WITHOUT_KUEUE_PENDING, visibility_interval: float = 3.0,
+                 coalesce_window: float = 0.02, max_events: int = MAX_EVENTS,
                  specs: Iterable[ResourceSpec] | None = None, wire_keeper: WireKeeper | None = None) -> None:
         """`wire_keeper`: keep each parsed object's wire dict for a recorder (sources/recorder.py)."""
         self.conn = conn
         self.store = store
         self.applier = Applier(store, window=coalesce_window)
         specs = list(specs) if specs is not None else resource_specs(
-            conn, include_events=include_events, unmanaged_gpu_pods=unmanaged_gpu_pods)
+            conn, include_events=include_events, unmanaged_gpu_pods=unmanaged_gpu_pods,
+            events_selector=events_selector)
+        self.events_selector = events_selector if include_events else ""
         self.event_retention = EventRetention(self.applier.put, max_events=max_events)
         specs = [dataclasses.replace(s, trim=self.event_retention.trim) if s.kind == K.EVENTS else s for s in specs]
         # One ParseCache for this connection's informers: a Workload's new version reuses the

@@ -50,13 +50,19 @@ def add_scrape_budget_option(p: Any) -> None:
 def add_console_options(p: argparse.ArgumentParser) -> None:
     """Top-level options of the console (`kueuetop [OPTIONS]`)."""
     g = p.add_argument_group("console")
-    g.add_argument("--context", help="kubeconfig context (default: the current context)")
+    g.add_argument("--context", action="append", metavar="CONTEXT",
+                   help="kubeconfig context (default: the current context); give it again for a console "
+                        "across several clusters (a MultiKueue manager and its workers)")
+    g.add_argument("--all-contexts", action="store_true",
+                   help="a console across every context of the kubeconfig")
     g.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     g.add_argument("-n", "--namespace", help="show only this namespace's workloads and LocalQueues")
     g.add_argument("--prometheus", metavar="URL",
                    help="Prometheus for GPU metrics (default: scrape dcgm-exporter through the API server)")
     add_scrape_budget_option(g)
     g.add_argument("--read-only", action="store_true", help="hide every action that changes the cluster")
+    g.add_argument("--read-only-context", action="append", default=[], metavar="CONTEXT",
+                   help="across several contexts: no action on this context's cluster (repeatable)")
     g.add_argument("--theme", help="theme name (shipped: dark, light, high-contrast, mono; or your own)")
     g.add_argument("--demo", nargs="?", const=DEMO_DEFAULT, metavar="SCENARIO",
                    help=f"run against a simulated cluster started for you (default scenario: {DEMO_DEFAULT})")
@@ -67,6 +73,9 @@ def add_console_options(p: argparse.ArgumentParser) -> None:
                    help="record what the console reads to this new file while it runs (replay: --replay)")
     g.add_argument("--replay", metavar="FILE",
                    help="open the console on a recording (`kueuetop record`, --record) instead of a cluster")
+    g.add_argument("--all-events", action="store_true",
+                   help="watch Kueue's Pending Events too (on a big cluster most of the Event traffic;"
+                        " a workload's own are in its detail either way)")
     g.add_argument("--no-forecast", action="store_true",
                    help="do not forecast start times (the ETA columns stay empty; saves CPU on huge clusters)")
 
@@ -191,7 +200,7 @@ def run_console(args: argparse.Namespace) -> int:
             _say("--replay shows a recording: it cannot be combined with --record or --demo")
             return EXIT_USAGE
         return run_replay_console(args)
-    from kueuetop.sources.kube import KubeSources
+    from kueuetop.sources.kube import WITHOUT_KUEUE_PENDING, KubeSources
     from kueuetop.store import Store
 
     demo: DemoCluster | None = None
@@ -201,7 +210,11 @@ def run_console(args: argparse.Namespace) -> int:
     recorder: Any = None
     previous_term = _exit_on_sigterm()
     try:
-        kubeconfig, context = getattr(args, "kubeconfig", None), getattr(args, "context", None)
+        kubeconfig = getattr(args, "kubeconfig", None)
+        given = getattr(args, "context", None)
+        contexts = [given] if isinstance(given, str) else list(given or [])
+        context = contexts[0] if len(contexts) == 1 else None
+        every = bool(getattr(args, "all_contexts", False))
         if getattr(args, "demo", None):
             try:
                 demo = start_demo(args.demo, getattr(args, "demo_speed", 1.0) or 1.0)
@@ -209,6 +222,11 @@ def run_console(args: argparse.Namespace) -> int:
                 _say(str(exc), "run `kueuetop sim list` for scenarios; `kueuetop sim serve` shows the error")
                 return EXIT_FAILED
             kubeconfig, context = str(demo.kubeconfig), None
+            from kueuetop.sim.scenarios.multicluster import is_multicluster  # a name check only
+
+            every, contexts = is_multicluster(args.demo), []
+        if every or len(contexts) > 1:
+            return _run_across_contexts(kubeconfig, contexts, every, args)
         try:
             conn = connect(kubeconfig, context)
         except ConnectionProblem as exc:
@@ -229,8 +247,9 @@ def run_console(args: argparse.Namespace) -> int:
             except OSError as exc:
                 _say(f"cannot create {args.record}: {exc.strerror or exc}", "the file must not exist yet")
                 return EXIT_FAILED
-        # the Events view (`:ev`)
-        sources = KubeSources(conn, store, include_events=True, wire_keeper=keeper).start()
+        sources = KubeSources(conn, store, include_events=True,  # the Events view (`:ev`)
+                              events_selector="" if getattr(args, "all_events", False) else WITHOUT_KUEUE_PENDING,
+                              wire_keeper=keeper).start()
         poller = _start_gpu_poller(conn, store, getattr(args, "prometheus", None),
                                    getattr(args, "scrape_budget", None))
         deadline = time.monotonic() + 3.0  # a full first screen when the cluster answers quickly
@@ -248,6 +267,7 @@ def run_console(args: argparse.Namespace) -> int:
                           forecast=not getattr(args, "no_forecast", False),
                           # A demo cluster is new each run: its finished runs are not worth keeping.
                           history_dir=None if demo else _state_dir())
+        app.ctx.extra["events_selector"] = sources.events_selector  # the Events view says what it leaves out
         if poller is not None:  # the nodes on screen are read first by a budgeted GPU scrape
             from kueuetop.tui.gpu_focus import wire_gpu_focus
 
@@ -275,6 +295,32 @@ def run_console(args: argparse.Namespace) -> int:
             conn.close()
         if demo is not None:
             demo.stop()
+
+
+def _run_across_contexts(kubeconfig: str | None, contexts: list[str], every: bool, args: argparse.Namespace) -> int:
+    from kueuetop.sources.connection import ConnectionProblem, list_contexts
+    from kueuetop.tui.clusters_app import run_clusters_console
+
+    if every:
+        try:
+            contexts = list_contexts(kubeconfig)[0]
+        except ConnectionProblem as exc:
+            _say(exc.message, exc.hint)
+            return EXIT_FAILED
+    if not contexts:
+        _say("the kubeconfig has no context", "pass --kubeconfig")
+        return EXIT_FAILED
+    read_only = bool(getattr(args, "read_only", False))
+    read_only_contexts = set(getattr(args, "read_only_context", None) or [])
+
+    def open_single(ctx: str) -> int:
+        one = argparse.Namespace(**{**vars(args), "context": [ctx], "all_contexts": False, "demo": None,
+                                    "kubeconfig": kubeconfig, "read_only": read_only or ctx in read_only_contexts})
+        return run_console(one)
+
+    return run_clusters_console(kubeconfig, list(dict.fromkeys(contexts)), mouse=not getattr(args, "no_mouse", False),
+                                title=f"{len(contexts)} clusters", open_single=open_single, read_only=read_only,
+                                read_only_contexts=read_only_contexts)
 
 
 class _Terminated(BaseException):

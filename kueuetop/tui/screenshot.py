@@ -152,6 +152,7 @@ def _console_shots(kubeconfig: Path, now: float, sizes: tuple[tuple[int, int], .
                               themes=load_themes(user=Path("/nonexistent")), keymap=load_keymap(), clock=fixed,
                               check_rbac=False, initial_view=views[0][0], forecast=True)
             app.ctx.extra["kueue_config"] = config
+            app.ctx.extra["events_selector"] = sources.events_selector
             shots += _capture(app, size, views, svg, sort)  # informers stay live: the frozen cluster sends nothing new
         return shots
     finally:

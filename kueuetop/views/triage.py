@@ -137,6 +137,19 @@ class _Eviction:
     total: int  # evictions Kueue counted (schedulingStats / requeueState)
 
 
+@dataclass(frozen=True, slots=True)
+class _ChurnDigest:
+    """TriageModel's evictions in the window, summed up at `at`; valid until `until` (the oldest
+    eviction leaves the window) while the evictions stay at `version`."""
+
+    version: int
+    at: float
+    until: float
+    lines: tuple[tuple[int, str, str, int, float, Target, str], ...]  # severity, verb, text, count, first, target, cq
+    thrashing: Problem | None
+    by_cq: Mapping[str, int]  # ClusterQueue → evictions in the window
+
+
 POD_EVENTS_KEPT = 3  # per pod: the newest say what the scheduler and the autoscaler think now
 
 
@@ -164,7 +177,10 @@ class TriageModel:
         self._admitted_by_cq: dict[str, int] = {}
         self._not_running: set[Key] = set()  # admitted with some pod not running
         self._evictions: dict[Key, _Eviction] = {}
+        self._evictions_version = 0  # bumped when an eviction is filed or unfiled
+        self._churn: _ChurnDigest | None = None  # the evictions in the window, summed up
         self._util: dict[Key, tuple[float, int]] = {}  # admitted workload → (mean util, GPUs)
+        self._idle: dict[Key, tuple[float, int]] = {}  # the same, those under `idle_below`
         self._explained: dict[Key, tuple[str, str]] = {}  # key → (resourceVersion, headline)
         self._queue_state = QueueState()
         self._engine = EngineCache()  # explain() keeps its workload index here between calls
@@ -177,6 +193,10 @@ class TriageModel:
         # Flavor name → its nodes (nodeLabels match): kept until a node or a flavor changes, so a
         # refresh does not match every node's labels against every flavor again.
         self._flavor_nodes: dict[str, list[Node]] = {}
+        # (flavor, GPUs a pod needs) → how the flavor's nodes fit it, and free GPUs per node: kept
+        # until a pod's placement, a node or a flavor changes (most refreshes change none of them).
+        self._fits: dict[tuple[str, int], PE.PoolFit] = {}
+        self._free: dict[str, int] | None = None
         self._node_bad: dict[str, tuple[str, float | None]] = {}  # GPU node → (NotReady/cordoned, since)
         self._unusable: dict[str, str] = {}  # GPU node → why no flavor can use it
         self._gpu_flavors: tuple[ResourceFlavor, ...] | None = None  # flavors some CQ offers GPUs in
@@ -204,6 +224,7 @@ class TriageModel:
         flavors_changed = bool(changes.get(K.RESOURCE_FLAVORS))
         if flavors_changed or changes.get(K.NODES):
             self._flavor_nodes.clear()
+            self._fits.clear()
         if changes.get(K.CLUSTER_QUEUES) or flavors_changed:
             for name in changes.get(K.CLUSTER_QUEUES, ()):
                 self._file_queue(K.CLUSTER_QUEUES, name if isinstance(name, tuple) else ("", name))
@@ -306,6 +327,7 @@ class TriageModel:
             self._admitted.pop(key, None)
             self._not_running.discard(key)
             self._util.pop(key, None)
+            self._idle.pop(key, None)
             self._admitted_by_cq[cq] -= 1
             if not self._admitted_by_cq[cq]:
                 del self._admitted_by_cq[cq]
@@ -315,7 +337,8 @@ class TriageModel:
         store = self.store
         wl = store.get(K.WORKLOADS, key)
         if not isinstance(wl, Workload):
-            self._evictions.pop(key, None)
+            if self._evictions.pop(key, None) is not None:
+                self._evictions_version += 1
             self._explained.pop(key, None)
             return
         st = derive_state(wl, now)
@@ -351,12 +374,15 @@ class TriageModel:
     def _file_util(self, key: Key) -> None:
         """Mean utilisation of an admitted workload's GPUs with a current sample."""
         self._util.pop(key, None)
+        self._idle.pop(key, None)
         gpus = self.store.gpus_of_workload(key)
         for g in gpus:
             self._gpu_wl[g.key] = key
         utils = [g.util for g in gpus if g.util is not None and not g.stale]
         if utils:
-            self._util[key] = (sum(utils) / len(utils), len(gpus))
+            u = self._util[key] = (sum(utils) / len(utils), len(gpus))
+            if u[0] < self.idle_below:
+                self._idle[key] = u
 
     def _file_eviction(self, key: Key, wl: Workload, cq: str) -> None:
         # Evicted=True carries the eviction's time; once the workload is back (Evicted=False) its
@@ -373,13 +399,19 @@ class TriageModel:
         times = old.times if old is not None else []
         if ev.last_transition not in times:
             times.append(ev.last_transition)
-        self._evictions[key] = _Eviction(cq, reason, times, max(total, len(times)))
+            old = None
+        new = _Eviction(cq, reason, times, max(total, len(times)))
+        if new != old:
+            self._evictions[key] = new
+            self._evictions_version += 1
 
     # ----------------------------------------------------------------- pods, nodes, GPUs
     def _file_pod(self, pkey: Key) -> set[Key]:
         """Refile a pod's GPUs on its node; the workload(s) whose causes it changes."""
         store = self.store
         self._gpu_totals = None
+        self._fits.clear()
+        self._free = None
         old = self._pod_used.pop(pkey, None)
         if old is not None:
             self._used[old[0]] -= old[1]
@@ -412,6 +444,8 @@ class TriageModel:
     def _file_node(self, key: Key) -> None:
         name = key[1]
         self._gpu_totals = None
+        self._fits.clear()
+        self._free = None
         node = self.store.get(K.NODES, key)
         self._node_bad.pop(name, None)
         self._unusable.pop(name, None)
@@ -506,7 +540,10 @@ class TriageModel:
         return len(self._pending_at), len(self._admitted), *self._gpu_totals
 
     def free_gpus(self) -> dict[str, int]:
-        return {n: node.gpus - self._used.get(n, 0) for n, node in self._nodes.items() if node.gpus}
+        """Free GPUs per GPU node (read-only: kept until a pod or a node changes)."""
+        if self._free is None:
+            self._free = {n: node.gpus - self._used.get(n, 0) for n, node in self._nodes.items() if node.gpus}
+        return self._free
 
     def queue_lines(self, now: float) -> list[QueueLine]:
         """Every ClusterQueue, most trouble first: stopped or inactive, then workloads waiting too
@@ -516,11 +553,8 @@ class TriageModel:
             a = self._admitted.get(key)
             if a is not None:
                 stuck[a.cq] = stuck.get(a.cq, 0) + 1
-        since = now - self.churn_window
-        for ev in self._evictions.values():
-            n = sum(1 for t in ev.times if t >= since)
-            if n:
-                stuck[ev.cq] = stuck.get(ev.cq, 0) + n
+        for cq, n in self._churn_digest(now).by_cq.items():
+            stuck[cq] = stuck.get(cq, 0) + n
         out = []
         for key, cq in self.store.objects(K.CLUSTER_QUEUES).items():
             if not isinstance(cq, ClusterQueue):
@@ -545,7 +579,7 @@ class TriageModel:
         out += self._broken(now)
         out += self._not_running_problems(now)
         out += self._waiting(now)
-        out += self._churn(now)
+        out += self._churn_problems(now)
         out += self._waste(now)
         out.sort(key=lambda p: (-p.severity, -p.count, -(p.oldest or 0.0), p.text))
         return self._fold(out)
@@ -630,7 +664,7 @@ class TriageModel:
             return []
         free = self.free_gpus()
         flavors = {f.name: f for f in self.store.objects(K.RESOURCE_FLAVORS).values() if isinstance(f, ResourceFlavor)}
-        fits: dict[tuple[str, int], PE.PoolFit] = {}
+        fits = self._fits
         # cause → {workload: (pods, message, since)}
         by_cause: dict[str, dict[Key, tuple[int, str, float | None]]] = {}
         frag: dict[tuple[str, int], dict[Key, float | None]] = {}
@@ -780,10 +814,18 @@ class TriageModel:
         return headline
 
     # ----------------------------------------------------------------- churn
-    def _churn(self, now: float) -> list[Problem]:
+    def _churn_digest(self, now: float) -> _ChurnDigest:
+        """The evictions in the window, summed up once: the sums hold until an eviction is filed
+        or unfiled, or the oldest one leaves the window (a big cluster has thousands in it, and
+        the board asks on every refresh)."""
+        d = self._churn
+        if d is not None and d.version == self._evictions_version and d.at <= now < d.until:
+            return d
         since = now - self.churn_window
         groups: dict[tuple[str, str], list[tuple[Key, float]]] = {}
         thrash: dict[Key, int] = {}
+        by_cq: dict[str, int] = {}
+        first = float("inf")
         for key, ev in list(self._evictions.items()):
             ev.times[:] = [t for t in ev.times if t >= since]
             if not ev.times:  # nothing in the window (Kueue's totals come back with the next eviction)
@@ -791,30 +833,43 @@ class TriageModel:
                 continue
             for t in ev.times:
                 groups.setdefault((ev.reason, ev.cq), []).append((key, t))
-            if ev.total > 2 and ev.times:
+            first = min(first, *ev.times)
+            by_cq[ev.cq] = by_cq.get(ev.cq, 0) + len(ev.times)
+            if ev.total > 2:
                 thrash[key] = ev.total
-        out = []
+        lines = []
         minutes = self.churn_window / 60
         for (reason, cq), items in groups.items():
             keys = {k for k, _ in items}
             verb = "preempted" if reason.startswith("Preempted") else "evicted"
             why = reason.split("/", 1)[1] if "/" in reason else reason
-            out.append(Problem(CHURN + (2 if verb == "preempted" else 1), "churn", verb,
-                               f"{len(items)} {verb} in {age_text(self.churn_window)} from ClusterQueue "
-                               f"{clean(cq) or '?'} ({clean(why)}), {len(items) / minutes:.1f}/min",
-                               len(items), now - min(t for _, t in items), _target(keys), cq))
+            lines.append((CHURN + (2 if verb == "preempted" else 1), verb,
+                          f"{len(items)} {verb} in {age_text(self.churn_window)} from ClusterQueue "
+                          f"{clean(cq) or '?'} ({clean(why)}), {len(items) / minutes:.1f}/min",
+                          len(items), min(t for _, t in items), _target(keys), cq))
+        worst = None
         if thrash:
-            worst = max(thrash, key=lambda k: (thrash[k], k))
-            out.append(Problem(CHURN + 4, "churn", "thrashing",
-                               f"{_plural(len(thrash), 'workload')} thrashing (evicted more than twice): "
-                               f"{clean(worst[0])}/{clean(worst[1])} evicted {thrash[worst]} times", len(thrash), None,
-                               _target(thrash)))
+            k = max(thrash, key=lambda k: (thrash[k], k))
+            worst = Problem(CHURN + 4, "churn", "thrashing",
+                            f"{_plural(len(thrash), 'workload')} thrashing (evicted more than twice): "
+                            f"{clean(k[0])}/{clean(k[1])} evicted {thrash[k]} times", len(thrash), None,
+                            _target(thrash))
+        self._churn = _ChurnDigest(self._evictions_version, now, first + self.churn_window, tuple(lines), worst,
+                                   by_cq)
+        return self._churn
+
+    def _churn_problems(self, now: float) -> list[Problem]:
+        d = self._churn_digest(now)
+        out = [Problem(severity, "churn", verb, text, n, now - first, target, cq)
+               for severity, verb, text, n, first, target, cq in d.lines]
+        if d.thrashing is not None:
+            out.append(d.thrashing)
         return out
 
     # ----------------------------------------------------------------- waste
     def _waste(self, now: float) -> list[Problem]:
         out = []
-        idle = {k: v for k, v in self._util.items() if v[0] < self.idle_below}
+        idle = self._idle
         if idle:
             gpus = sum(v[1] for v in idle.values())
             ages = [now - self._admitted[k].since for k in idle  # type: ignore[operator]

@@ -16,7 +16,7 @@ from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources.connection import connect
 from kueuetop.sources.event_retention import EventRetention
-from kueuetop.sources.kube import KubeSources
+from kueuetop.sources.kube import WITHOUT_KUEUE_PENDING, KubeSources
 from kueuetop.store import Entry, Store, StoreEvent
 from kueuetop.store import events as K
 from kueuetop.store.events import Op
@@ -73,9 +73,10 @@ def test_every_components_events_newest_first_through_the_command_and_the_key(ev
     async def body(pilot: Pilot[int]) -> None:
         await pilot.press("colon", *"ev", "enter")
         assert await until(pilot, lambda: app.switcher.current == "events")
-        want = {"QuotaReserved", "Admitted", "Pending", "Preempted", "TriggeredScaleUp", "NotTriggerScaleUp",
+        want = {"QuotaReserved", "Admitted", "Preempted", "TriggeredScaleUp", "NotTriggerScaleUp",
                 "FailedScheduling", "Scheduled", "BackOff", "Failed", "NodeNotReady", "NodeNotSchedulable"}
         assert await until(pilot, lambda: want <= set(reasons(app))), sorted(want - set(reasons(app)))
+        assert "Pending" not in reasons(app)  # Kueue's per-workload Pending Events are not watched
         rows = events_view(app).model.visible_rows()
         ages = [r.sort["age"] for r in rows]
         assert ages == sorted(ages)  # newest first
@@ -159,6 +160,40 @@ def test_provisioning_request_conditions_show_with_the_workload(ev_live: Live) -
         assert row.cells[1].plain == "Warning" and row.cells[5].plain == "condition"
         assert row.cells[6].plain == "CA could not find requested capacity"
         assert "ProvisioningRequestCreated" in reasons(app)  # Kueue's own Event about the request
+
+    run(app, body)
+
+
+def test_kueue_pending_events_are_watched_only_when_asked(incident: ServedCluster) -> None:
+    """Kueue's Pending Events (most of a big cluster's Event traffic) stay on the server unless
+    `--all-events` (an empty selector); every other reason comes either way."""
+    served = incident.parts.cluster.store.list("", "events", copy=False)[0]
+    assert any(e.get("reason") == "Pending" for e in served)  # the cluster does record them
+    conn = connect(str(incident.kubeconfig))
+    try:
+        seen: dict[str, set[str]] = {}
+        for selector in (WITHOUT_KUEUE_PENDING, ""):
+            store = Store()
+            sources = KubeSources(conn, store, config=FAST, include_events=True, events_selector=selector).start()
+            try:
+                assert wait_until(sources.synced, 10)
+                seen[selector] = {str((store.wire(K.EVENTS, k) or {}).get("reason")) for k in store.keys(K.EVENTS)}
+            finally:
+                sources.stop(timeout=2.0)
+        assert "Pending" not in seen[WITHOUT_KUEUE_PENDING] and "Pending" in seen[""]
+        assert {"QuotaReserved", "Admitted"} <= seen[WITHOUT_KUEUE_PENDING]
+    finally:
+        conn.close()
+
+
+def test_the_events_view_says_what_it_leaves_out(ev_live: Live) -> None:
+    app = make_app(ev_live.store, ev_live)
+    app.ctx.extra["events_selector"] = ev_live.sources.events_selector
+
+    async def body(pilot: Pilot[int]) -> None:
+        await pilot.press("9")
+        assert await until(pilot, lambda: app.switcher.current == "events")
+        assert await until(pilot, lambda: "Kueue's Pending Events: in each workload's detail" in screen_text(app))
 
     run(app, body)
 

@@ -86,3 +86,17 @@ def test_launch_does_not_import_textual_until_the_console_runs() -> None:
     code = "import sys, kueuetop.tui.launch as l; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_context_options_choose_the_console() -> None:
+    assert _args("--context", "a").context == ["a"]
+    assert _args("--context", "a", "--context", "b").context == ["a", "b"]
+    assert _args("--all-contexts").all_contexts and _args().context is None
+
+
+def test_several_contexts_with_a_missing_kubeconfig_is_a_clear_message(tmp_path, capsys: pytest.CaptureFixture[str],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    code = run_console(_args("--kubeconfig", str(tmp_path / "missing"), "--all-contexts"))
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("kueuetop: ") and "Traceback" not in err

@@ -338,3 +338,46 @@ def test_fragmentation_stays_named_when_the_autoscaler_declines() -> None:
     fit = PE.PoolFit("gpu-l4-spot", 4, 3, 3, 0, 6, ((2, 3),))  # 3 ready nodes with 2 free each
     cause = PE.pod_cause(pod_obj, fit, [("NotTriggerScaleUp", "pod didn't trigger scale-up: 1 max node group size reached")])
     assert cause.cause == PE.FRAGMENTED and "autoscaler: pod didn't trigger scale-up" in cause.message
+
+
+def test_churn_sums_are_kept_between_refreshes_and_follow_time_and_changes() -> None:
+    """The evictions in the window are summed once and reused while nothing changes; a new
+    eviction, a workload gone, or the oldest eviction leaving the window all show at once, and the
+    board always equals one rebuilt from scratch."""
+    def evicted(name: str, ago: float, reason: str = "InCohortReclamation") -> dict:
+        wl = workload("team-a", name, "lq", {GPU: "1"}, created=NOW - 9000)
+        wl["status"]["conditions"] = [condition("Evicted", True, "Preempted", "preempted", NOW - ago),
+                                      condition("Preempted", True, reason, "reclaimed", NOW - ago)]
+        return wl
+
+    store, model = make(evicted("a", 100), evicted("b", 500), evicted("c", 590, "InClusterQueue"))
+    seen: list[Changes] = []
+    store.subscribe(seen.append)
+
+    def board(now: float) -> list[tuple]:
+        return [(p.kind, p.text, p.count, p.oldest) for p in model.problems(now) if p.category == "churn"]
+
+    def rebuilt(now: float) -> list[tuple]:
+        fresh = TriageModel(store)
+        fresh.update(None, now)
+        return [(p.kind, p.text, p.count, p.oldest) for p in fresh.problems(now) if p.category == "churn"]
+
+    first = board(NOW)
+    assert first == rebuilt(NOW) and {k for k, *_ in first} == {"preempted"} and len(first) == 2
+    digest = model._churn
+    assert board(NOW + 5) == rebuilt(NOW + 5) and model._churn is digest  # nothing moved: the same sums
+    # c's eviction (590 s ago) leaves the 600 s window at NOW + 10: its line goes.
+    assert board(NOW + 11) == rebuilt(NOW + 11) and len(board(NOW + 11)) == 1 and model._churn is not digest
+    # A new eviction in the window, then a workload deleted: each shows at the next refresh.
+    seen.clear()
+    put(store, evicted("d", -10))
+    for c in seen:
+        model.update(c.keys, NOW + 12)
+    assert board(NOW + 12) == rebuilt(NOW + 12) and board(NOW + 12)[0][2] == 3
+    seen.clear()
+    delete(store, K.WORKLOADS, ("team-a", "a"))
+    for c in seen:
+        model.update(c.keys, NOW + 13)
+    assert board(NOW + 13) == rebuilt(NOW + 13) and board(NOW + 13)[0][2] == 2
+    lines = {q.name: q for q in model.queue_lines(NOW + 13)}
+    assert lines["cq-spot"].trouble >= 2e3  # the two evictions still count on the queue's line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from kueuetop.sim.scenarios.nodes import node_info
@@ -35,6 +36,10 @@ def apply_defaults(kind: Kind, obj: Obj) -> None:
                     bwc.setdefault("policy", "Never")
         elif kind.plural == "localqueues":
             spec.setdefault("stopPolicy", "None")
+        elif kind.plural == "multikueueclusters":
+            kc = _sub(_sub(spec, "clusterSource") or {}, "kubeConfig")
+            if kc is not None:
+                kc.setdefault("locationType", "Secret")
         elif kind.plural == "workloads":
             spec.setdefault("active", True)
             for ps in spec.get("podSets") or []:
@@ -55,6 +60,15 @@ def apply_defaults(kind: Kind, obj: Obj) -> None:
             spec["completions"] = 1
     elif kind.key == ("scheduling.k8s.io", "priorityclasses"):
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    elif kind.key == ("", "secrets"):
+        obj.setdefault("type", "Opaque")
+        # stringData is write-only: kube-apiserver folds it into data (base64) and drops it.
+        string_data = obj.pop("stringData", None)
+        if isinstance(string_data, dict):
+            data = obj.setdefault("data", {})
+            if isinstance(data, dict):
+                for k, v in string_data.items():
+                    data[str(k)] = base64.b64encode(str(v).encode()).decode()
 
 
 def prepare_for_create(kind: Kind, obj: Obj) -> None:

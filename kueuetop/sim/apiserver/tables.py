@@ -181,6 +181,12 @@ CORE_COLUMNS: dict[tuple[str, str], list[dict[str, Any]]] = {
         _col("Images", priority=1, description="Images referenced by each container in the template."),
         _col("Selector", priority=1, description="A label query over pods that should match the pod count."),
     ],
+    ("", "secrets"): [
+        NAME_COLUMN,
+        _col("Type", description="The type of the secret."),
+        _col("Data", "integer", description="The number of entries in the secret."),
+        _col("Age", description=_AGE_DESC),
+    ],
     ("scheduling.k8s.io", "priorityclasses"): [
         NAME_COLUMN,
         _col("Value", "integer", description="value represents the integer value of this priority class."),
@@ -381,7 +387,15 @@ def _priority_class_cells(o: Obj, now: float) -> list[Any]:
             since(meta.get("creationTimestamp"), now), o.get("preemptionPolicy") or "PreemptLowerPriority"]
 
 
+def _secret_cells(o: Obj, now: float) -> list[Any]:
+    # Never the values: kubectl's printer shows how many keys a Secret holds, not what.
+    data = _d(o.get("data"))
+    return [_meta(o).get("name"), o.get("type") or "Opaque", len(data),
+            since(_meta(o).get("creationTimestamp"), now)]
+
+
 CORE_PRINTERS: dict[tuple[str, str], Callable[[Obj, float], list[Any]]] = {
+    ("", "secrets"): _secret_cells,
     ("", "pods"): _pod_cells,
     ("", "nodes"): _node_cells,
     ("", "namespaces"): _namespace_cells,

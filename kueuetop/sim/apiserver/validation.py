@@ -432,6 +432,38 @@ def validate_admission_check(obj: Obj, old: Obj | None) -> list[Cause]:
     return causes
 
 
+def validate_multikueue_cluster(obj: Obj) -> list[Cause]:
+    """The CRD's rules: clusterSource holds exactly one of kubeConfig and clusterProfileRef;
+    kubeConfig.location is 1..256 characters, locationType Secret (default) or Path."""
+    source = _dict(_dict(obj.get("spec")).get("clusterSource"))
+    has_kc, has_cp = "kubeConfig" in source, "clusterProfileRef" in source
+    if has_kc == has_cp:
+        return [invalid("spec.clusterSource", "object", "exactly one of the fields in [kubeConfig "
+                        "clusterProfileRef] must be set")]
+    if not has_kc:
+        return []
+    kc = _dict(source.get("kubeConfig"))
+    causes: list[Cause] = []
+    loc = kc.get("location")
+    if not isinstance(loc, str) or not loc:
+        causes.append(required("spec.clusterSource.kubeConfig.location"))
+    elif len(loc) > 256:
+        causes.append(invalid("spec.clusterSource.kubeConfig.location", loc, "may not be more than 256 bytes"))
+    _enum(causes, kc, "locationType", "spec.clusterSource.kubeConfig.locationType", ("Secret", "Path"))
+    return causes
+
+
+def validate_multikueue_config(obj: Obj) -> list[Cause]:
+    clusters = _dict(obj.get("spec")).get("clusters")
+    if not isinstance(clusters, list) or not clusters:
+        return [required("spec.clusters")]
+    if len(clusters) > 20:
+        return [invalid("spec.clusters", "array", "must have at most 20 items")]
+    if len(set(map(str, clusters))) != len(clusters):
+        return [invalid("spec.clusters", "array", "duplicate entries")]
+    return []
+
+
 def validate_wpc(obj: Obj) -> list[Cause]:
     v = obj.get("value")
     if v is None:
@@ -499,6 +531,10 @@ def validate(kind: Kind, obj: Obj, old: Obj | None, version: str) -> list[Cause]
             causes += validate_admission_check(obj, old)
         elif p == "workloadpriorityclasses":
             causes += validate_wpc(obj)
+        elif p == "multikueueclusters":
+            causes += validate_multikueue_cluster(obj)
+        elif p == "multikueueconfigs":
+            causes += validate_multikueue_config(obj)
     elif kind.key == ("", "pods") and old is None:
         causes += validate_pod(obj)
     elif kind.key == ("batch", "jobs") and old is None:

@@ -18,6 +18,14 @@ Job keeps min(parallelism, completions − succeeded) pods, named `<job>-<5 char
 deletes active pods; status counts active/ready/succeeded, startTime/completionTime, and the
 Suspended and Complete conditions.
 
+MultiKueue (pkg/controller/admissionchecks/multikueue): a Job whose `spec.managedBy` names
+another controller (`kueue.x-k8s.io/multikueue` on the manager) gets no pods here, as the Job
+controller skips it (KEP-4368); Kueue still admits and unsuspends it, and its status is copied
+from the worker. A Job labelled `kueue.x-k8s.io/prebuilt-workload-name` (the worker's copy)
+uses that Workload instead of creating one and becomes its owner
+(jobframework ensurePrebuiltWorkloadOwnership); a Workload carrying the
+`kueue.x-k8s.io/multikueue-origin` label waits for that Job rather than running as owner-less.
+
 Workloads created without an owner stand for a job of their shape: once Admitted their pods
 (owned by the Workload) run, on eviction the pods are deleted and the quota released, and when
 all pods succeeded the Workload is Finished.
@@ -73,6 +81,20 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 
 JOB_FINISHED_MESSAGE = "Job finished successfully"
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+JOB_CONTROLLER_MANAGER = "kubernetes.io/job-controller"
+
+
+def managed_elsewhere(job: Obj) -> bool:
+    """spec.managedBy names a controller other than the built-in Job controller (KEP-4368)."""
+    mb = (job.get("spec") or {}).get("managedBy")
+    return isinstance(mb, str) and mb not in ("", JOB_CONTROLLER_MANAGER)
+
+
+def waits_for_prebuilt_owner(wl: Obj) -> bool:
+    """A MultiKueue copy on a worker: its Job comes later and will own it."""
+    return bool((meta_of(wl).get("labels") or {}).get(MULTIKUEUE_ORIGIN_LABEL))
 
 
 # The conditions an owner-less Workload's reconcile reads (directly or via needs_quota_release).
@@ -130,6 +152,7 @@ class JobIntegration:
         self._waiting_priority: set[Key] = set()
         self._waiting_flavor_jobs: set[Key] = set()
         self._waiting_flavor_wls: set[Key] = set()
+        self._prebuilt_jobs: dict[Key, Key] = {}  # prebuilt workload key → job key waiting for it
 
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
@@ -152,6 +175,11 @@ class JobIntegration:
         elif key == (KUEUE_GROUP, "workloads"):
             ref = controller_ref(obj)
             if ref is None:
+                prebuilt_for = self._prebuilt_jobs.get((ns, name))
+                if prebuilt_for is not None:
+                    self._dirty_jobs[prebuilt_for] = None
+                if waits_for_prebuilt_owner(obj):
+                    return
                 if not meta_of(obj).get("ownerReferences") and not runs_workload(obj) and (
                         event.type != "MODIFIED" or _workload_inputs(event.old) != _workload_inputs(obj)):
                     self._dirty_wls[(ns, name)] = None
@@ -243,6 +271,11 @@ class JobIntegration:
 
     def _workload_of(self, job: Obj) -> Obj | None:
         m = meta_of(job)
+        prebuilt = (m.get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
+        if prebuilt:
+            ns = m.get("namespace", "")
+            self._prebuilt_jobs[(ns, prebuilt)] = (ns, m.get("name", ""))
+            return self.store.try_get(KUEUE_GROUP, "workloads", ns, prebuilt, copy=False)
         wl_key = self._wl_of_owner.get(m.get("uid", ""))
         if wl_key is None:
             name = workload_name_for_owner(m.get("name", ""), m.get("uid", ""), "Job", "batch")
@@ -252,9 +285,12 @@ class JobIntegration:
     def _kueue_job(self, key: Key, job: Obj, now: float) -> bool:
         wl = self._workload_of(job)
         finished_cond = _job_finished(job)
+        prebuilt = (meta_of(job).get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
+        if prebuilt and wl is not None and controller_ref(wl) is None:
+            return self._own_prebuilt(job, wl)
         if wl is None:
-            if finished_cond is not None:
-                return False
+            if finished_cond is not None or prebuilt:
+                return False  # a prebuilt Workload is never created here: wait for it
             if not _suspended(job):
                 # Kueue's job webhook suspends a queued Job on creation; a Job that lost its
                 # Workload is stopped before a new one is created.
@@ -294,6 +330,22 @@ class JobIntegration:
         if not admitted:
             return self._stop_job(job, wl, "Not admitted by cluster queue", now) or worked
         return worked
+
+    def _own_prebuilt(self, job: Obj, wl: Obj) -> bool:
+        """jobframework ensurePrebuiltWorkloadOwnership: the Job becomes the Workload's controller."""
+        ref = owner_ref(job)
+
+        def own(cur: Obj) -> Obj:
+            refs = [r for r in meta_of(cur).get("ownerReferences") or [] if isinstance(r, dict)]
+            cur.setdefault("metadata", {})["ownerReferences"] = [*refs, ref]
+            return cur
+
+        wm = meta_of(wl)
+        try:
+            self.store.patch(KUEUE_GROUP, "workloads", wm.get("namespace"), wm.get("name", ""), own)
+            return True
+        except StoreError:
+            return False
 
     def _pods_active(self, uid: str) -> bool:
         for ns, name in self._pods_of_owner.get(uid, ()):
@@ -429,6 +481,8 @@ class JobIntegration:
         complete_now = (not finished and not active and
                         ((completions is not None and succeeded >= completions)
                          or (completions is None and succeeded > 0)))
+        if managed_elsewhere(job):
+            return False  # another controller (MultiKueue) owns this Job's pods and status
         if suspended or finished or complete_now:
             for p in active:
                 pm = meta_of(p)
@@ -490,7 +544,8 @@ class JobIntegration:
     # ------------------------------------------------------------------ workloads without owner
     def _reconcile_workload(self, key: Key, now: float) -> bool:
         wl = self.store.try_get(KUEUE_GROUP, "workloads", key[0], key[1], copy=False)
-        if wl is None or meta_of(wl).get("ownerReferences") or condition_is(wl, "Finished") or runs_workload(wl):
+        if (wl is None or meta_of(wl).get("ownerReferences") or condition_is(wl, "Finished") or runs_workload(wl)
+                or waits_for_prebuilt_owner(wl)):
             return False  # runs_workload: Kueue's perf harness plays that job (perf_runner.py)
         uid = meta_of(wl).get("uid", "")
         pod_keys = sorted(self._pods_of_owner.get(uid, ()))

@@ -110,6 +110,12 @@ _WL_COLUMNS = (
                   description="Workload finished"),
     PrinterColumn("Age", ".metadata.creationTimestamp", "date", description="Time this workload was created"),
 )
+# MultiKueueCluster declares these (apis/kueue/v1beta2/multikueue_types.go); MultiKueueConfig none.
+_MKC_COLUMNS = (
+    PrinterColumn("Connected", ".status.conditions[?(@.type=='Active')].status",
+                  description="MultiKueueCluster is connected"),
+    PrinterColumn("Age", ".metadata.creationTimestamp", "date", description="Time this workload was created"),
+)
 _WPC_COLUMNS = (PrinterColumn("Value", ".value", "integer",
                               description="Value of workloadPriorityClass's Priority"),)
 # cluster-autoscaler's CRD (apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml)
@@ -134,6 +140,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("", ("v1",), "Pod", "pods", "pod", True, ("po",), ("all",), status_subresource=True),
     Kind("", ("v1",), "Event", "events", "event", True, ("ev",)),
     Kind("", ("v1",), "ConfigMap", "configmaps", "configmap", True, ("cm",)),
+    # MultiKueue reads a worker's kubeconfig from a Secret in Kueue's namespace.
+    Kind("", ("v1",), "Secret", "secrets", "secret", True),
     Kind("batch", ("v1",), "Job", "jobs", "job", True, (), ("all",), status_subresource=True,
          default_propagation="Orphan"),
     Kind("scheduling.k8s.io", ("v1",), "PriorityClass", "priorityclasses", "priorityclass", False, ("pc",)),
@@ -148,6 +156,8 @@ KINDS: tuple[Kind, ...] = (
            False, _WPC_COLUMNS),
     _kueue("ProvisioningRequestConfig", "provisioningrequestconfigs", "provisioningrequestconfig", False,
            ("prc",), False),
+    _kueue("MultiKueueCluster", "multikueueclusters", "multikueuecluster", False, ("mkc",), True, _MKC_COLUMNS),
+    _kueue("MultiKueueConfig", "multikueueconfigs", "multikueueconfig", False, ("mkconf",), False),
     Kind("autoscaling.x-k8s.io", ("v1",), "ProvisioningRequest", "provisioningrequests",
          "provisioningrequest", True, ("provreq", "provreqs"), status_subresource=True, crd=True,
          printer_columns=_PROVREQ_COLUMNS),

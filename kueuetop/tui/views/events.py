@@ -18,7 +18,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from kueuetop.kueue.event import safe_event
+from kueuetop.kueue.event import WITHOUT_KUEUE_PENDING, safe_event
 from kueuetop.kueue.meta import Meta, OwnerRef
 from kueuetop.kueue.provisioning import ProvisioningRequest
 from kueuetop.store import events as K
@@ -227,6 +227,8 @@ class EventsView(TableView):
 
     def title_extra(self) -> list[str]:
         if self.following is None:
+            if self.ctx.extra.get("events_selector") == WITHOUT_KUEUE_PENDING:
+                return ["(Kueue's Pending Events: in each workload's detail; --all-events watches them)"]
             return []
         return [f"of {self.following.label} ({self.ctx.key_label('back')}: all)"]
 
