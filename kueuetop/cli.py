@@ -75,9 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     simsub = sim.add_subparsers(dest="sim_command", metavar="SIMCOMMAND", parser_class=_Parser)
     simsub.add_parser("list", help="list the built-in scenarios")
     run = simsub.add_parser("run", help="run a scenario headless in virtual time and report")
-    run.add_argument("scenario", help="built-in scenario name or a YAML file")
-    run.add_argument("--for", dest="duration", type=_duration, default=_duration("1h"),
-                     help="simulated time to run (e.g. 600s, 2h; default 1h)")
+    run.add_argument("scenario", nargs="?", help="built-in scenario name or a YAML file")
+    run.add_argument("--from-recording", metavar="FILE",
+                     help="a scenario built from a recording (`kueuetop record`): the same queues, flavors and "
+                          "node pools, each workload created when it was and running as long as it ran; the "
+                          "report adds how closely the simulated admissions match the recorded ones (fidelity)")
+    run.add_argument("--write-scenario", metavar="FILE", help="with --from-recording: also write the scenario here")
+    run.add_argument("--for", dest="duration", type=_duration, default=None,
+                     help="simulated time to run (e.g. 600s, 2h; default 1h, or the recording's length)")
     run.add_argument("--until-idle", action="store_true", help="stop early once nothing is left to happen")
     run.add_argument("--report", choices=("json", "table"), default="table")
     run.add_argument("-o", "--output", help="write the report to this file instead of stdout")
@@ -116,6 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("-o", "--output", choices=("json", "table"), default="table")
     snap.add_argument("--timeout", type=_duration, default=_duration("30s"),
                       help="give up when the cluster has not synced after this long (default 30s)")
+    snap.add_argument("--replay", metavar="FILE", help="print what the snapshot was at a moment of this "
+                                                       "recording (`kueuetop record`) instead of asking a cluster")
+    snap.add_argument("--at", dest="replay_at", metavar="WHEN",
+                      help="with --replay: HH:MM (local time), -2h (before the end), +10m (after the start), an "
+                           "ISO time, start or end (default: end)")
+    _add_record_parser(sub)
     cl = sub.add_parser("clusters", help="several contexts at once: each cluster's state and where MultiKueue "
                                          "placed each manager workload (no console)")
     cl.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
@@ -128,6 +139,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_forecast_parser(sub)
     _add_action_parsers(sub)
     return p
+
+
+def _add_record_parser(sub: Any) -> None:
+    rec = sub.add_parser("record", help="record the cluster's history to a file (no console)")
+    add_connection_args(rec)
+    rec.add_argument("-o", "--output", metavar="FILE",
+                     help="the recording to create (default: kueuetop-CONTEXT-TIME.ktrec here)")
+    rec.add_argument("--for", dest="duration", type=_duration, default=0.0,
+                     help="stop after this long (e.g. 10m, 2h; default: until Ctrl-C or SIGTERM)")
+    rec.add_argument("--prometheus", metavar="URL",
+                     help="read GPU telemetry from this Prometheus (default: scrape the dcgm-exporter pods)")
+    rec.add_argument("--gpu-interval", type=_duration, default=_duration("5s"),
+                     help="seconds between GPU polls (default 5s)")
+    from kueuetop.tui.launch import add_scrape_budget_option  # argparse only
+
+    add_scrape_budget_option(rec)
+    rec.add_argument("--keyframe-every", type=_duration, default=_duration("5m"), help=argparse.SUPPRESS)
+    rec.add_argument("--timeout", type=_duration, default=_duration("30s"),
+                     help="give up connecting after this long (default 30s)")
 
 
 def _add_forecast_parser(sub: Any) -> None:
@@ -212,6 +242,16 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
     from kueuetop.sim.report import render_table
     from kueuetop.sim.runner import run_scenario
 
+    if args.from_recording:
+        if args.scenario:
+            return _fail("give a scenario or --from-recording FILE, not both", EXIT_USAGE)
+        from kueuetop.recording_cli import cmd_sim_from_recording
+
+        return cmd_sim_from_recording(args)
+    if not args.scenario:
+        return _fail("sim run: give a scenario (`kueuetop sim list`) or --from-recording FILE", EXIT_USAGE)
+    if args.duration is None:
+        args.duration = _duration("1h")
     scenario = _load(args.scenario)
     if scenario is None:
         return EXIT_USAGE
@@ -549,6 +589,20 @@ def _run_action(args: argparse.Namespace) -> int:
         return _fail(f"{args.action} {args.target}: failed: {type(exc).__name__}: {one_line(str(exc), 300)}")
 
 
+def _join_relative_moments(argv: list[str]) -> list[str]:
+    """`--at -2h` as `--at=-2h`: argparse would take `-2h` for an option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--at" and i + 1 < len(argv) and argv[i + 1].startswith("-") and argv[i + 1][1:2].isdigit():
+            out.append(f"--at={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from kueuetop.redact import install_log_redaction
 
@@ -558,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     # urllib3 logs every retry as a warning; the command's own error line says what failed.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_join_relative_moments(sys.argv[1:] if argv is None else argv))
     if args.command == "version":
         print(f"kueuetop {__version__}")
         return EXIT_OK
@@ -579,7 +633,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "explain":
         return cmd_explain(args)
     if args.command == "snapshot":
+        if args.replay:
+            from kueuetop.recording_cli import cmd_snapshot_replay
+
+            return cmd_snapshot_replay(args)
+        if args.replay_at:
+            parser.error("--at needs --replay FILE")
         return cmd_snapshot(args)
+    if args.command == "record":
+        from kueuetop.recording_cli import cmd_record
+
+        return cmd_record(args)
     if args.command == "clusters":
         from kueuetop.live_cli import cmd_clusters
 

@@ -170,18 +170,23 @@ def test_headless_commands_never_import_textual(tmp_path):
         workload, pending = targets
         live = ("--kubeconfig", str(kc))
         queue_target = "cq/cq-team-a-hp"
+        recording = str(tmp_path / "r.ktrec")
         invocations: dict[tuple[str, ...], list[tuple[int, tuple[str, ...]]]] = {
             ("version",): [(0, ("version",))],
+            # First: the recording the replaying commands below read.
+            ("record",): [(0, ("record", *live, "-o", recording, "--for", "3s"))],
             ("sim",): [(2, ("sim",))],
             ("sim", "list"): [(0, ("sim", "list"))],
             ("sim", "run"): [(0, ("sim", "run", str(scenario), "--for", "2m", "--report", "json",
                                   "-o", str(tmp_path / "r.json"))),
-                             (0, ("sim", "run", str(scenario), "--for", "2m", "--report", "table"))],
+                             (0, ("sim", "run", str(scenario), "--for", "2m", "--report", "table")),
+                             (0, ("sim", "run", "--from-recording", recording, "--report", "json"))],
             ("sim", "serve"): [],  # probed above, checked after it stops
             ("explain",): [(0, ("explain", "team-a/high", "--scenario", str(scenario), "--at", "2m")),
                            (0, ("explain", workload, *live)),
                            (0, ("explain", workload, "-o", "json", *live))],
-            ("snapshot",): [(0, ("snapshot", *live)), (0, ("snapshot", "-o", "json", *live))],
+            ("snapshot",): [(0, ("snapshot", *live)), (0, ("snapshot", "-o", "json", *live)),
+                            (0, ("snapshot", "--replay", recording, "--at", "-1s", "-o", "json"))],
             ("clusters",): [(0, ("clusters", "--all-contexts", *live)), (0, ("clusters", "-o", "json", *live))],
             ("forecast",): [(0, ("forecast", "--scenario", str(scenario), "--at", "2m")),
                             (0, ("forecast", *live)),

@@ -21,6 +21,7 @@ class SimClock:
         self._virtual_now = start
         self._mono0 = time.monotonic()
         self._lock = threading.Lock()
+        self._paused_at: float | None = None  # simulated time held by pause()
 
     @property
     def virtual(self) -> bool:
@@ -29,7 +30,26 @@ class SimClock:
     def now(self) -> float:
         if self.speed is None:
             return self._virtual_now
+        paused = self._paused_at
+        if paused is not None:
+            return paused
         return self.start + (time.monotonic() - self._mono0) * self.speed
+
+    def pause(self) -> None:
+        """Real time: hold simulated time still (nothing falls due, telemetry stands) until resume()."""
+        with self._lock:
+            if self.speed is not None and self._paused_at is None:
+                self._paused_at = self.now()
+
+    def resume(self) -> None:
+        """Real time: let simulated time run on from where pause() held it (no jump)."""
+        with self._lock:
+            paused = self._paused_at
+            if paused is None or self.speed is None:
+                return
+            # Move the origin so now() continues from `paused`.
+            self._mono0 = time.monotonic() - (paused - self.start) / self.speed
+            self._paused_at = None
 
     def elapsed(self) -> float:
         return self.now() - self.start

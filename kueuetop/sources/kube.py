@@ -40,6 +40,7 @@ from kueuetop.sources.event_retention import MAX_EVENTS, EventRetention
 from kueuetop.sources.informer import Backoff, Informer, InformerConfig, ResourceSpec
 from kueuetop.sources.kube_http import ApiError, request
 from kueuetop.sources.liveness import LivenessProbe
+from kueuetop.sources.recorder import WireKeeper
 from kueuetop.store import QueuePosition, SourceState, Store, StoreEvent
 from kueuetop.store import events as K
 from kueuetop.store.events import Op
@@ -318,7 +319,8 @@ class KubeSources:
                  include_events: bool = False, unmanaged_gpu_pods: bool = False,
                  events_selector: str = WITHOUT_KUEUE_PENDING, visibility_interval: float = 3.0,
                  coalesce_window: float = 0.02, max_events: int = MAX_EVENTS,
-                 specs: Iterable[ResourceSpec] | None = None) -> None:
+                 specs: Iterable[ResourceSpec] | None = None, wire_keeper: WireKeeper | None = None) -> None:
+        """`wire_keeper`: keep each parsed object's wire dict for a recorder (sources/recorder.py)."""
         self.conn = conn
         self.store = store
         self.applier = Applier(store, window=coalesce_window)
@@ -332,7 +334,9 @@ class KubeSources:
         # conditions and pod sets its last one parsed into (and the Workloads of one job template
         # share theirs).
         self.parse_cache = ParseCache()
-        parse = functools.partial(parse_object, cache=self.parse_cache)
+        parse: Any = functools.partial(parse_object, cache=self.parse_cache)
+        if wire_keeper is not None:
+            parse = wire_keeper.wrap(parse)
         specs = [dataclasses.replace(s, parse=parse) if s.parse is parse_object else s for s in specs]
         self.informers = [Informer(conn.api, s, store, self.event_retention.put if s.kind == K.EVENTS
                                    else self.applier.put, config) for s in specs]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from kueuetop.kueue.core import Pod
 from kueuetop.kueue.gpu import GpuSample
@@ -29,6 +29,15 @@ from kueuetop.store.sources import SourceState, SourceStatus
 _log = logging.getLogger(__name__)
 
 Subscriber = Callable[[Changes], None]
+
+
+class StoreTap(Protocol):
+    """Sees every write, in the order applied, under the store's lock (the recorder,
+    sources/recorder.py): it must only take note, never block or call back into the store's writers."""
+
+    def batch(self, events: Sequence[StoreEvent], now: float) -> None: ...
+    def gpus(self, samples: Sequence[GpuSample], at: float, source: str, now: float) -> None: ...
+    def source(self, status: SourceStatus, now: float) -> None: ...
 GpuKey = tuple[str, str]  # (node, gpu)
 _GONE_NODES_KEPT = 10_000
 # Per-GPU utilization points kept: 10 minutes at the 5 s poll, what the idle rule judges
@@ -92,6 +101,7 @@ class Store:
         self.gpu_util_history: Ring[UtilFrame] = Ring(history_size)
         self._history_interval = history_interval
         self._history_at = 0.0
+        self.tap: StoreTap | None = None  # a recorder, when one is attached
 
     # ================================================================= writing
     def apply(self, event: StoreEvent) -> Changes:
@@ -105,6 +115,10 @@ class Store:
         if hook is not None and isinstance(batch, (list, tuple)) and len(batch) >= self.burst_size:
             hook()
         with self._lock:
+            tap = self.tap
+            if tap is not None:
+                batch = batch if isinstance(batch, (list, tuple)) else tuple(batch)
+                tap.batch(batch, now)
             self._writing += 1
             try:
                 self._apply_all(batch, now, changed)
@@ -252,6 +266,8 @@ class Store:
         changed: set[GpuKey] = set()
         with self._lock:
             samples = [s for s in samples if s.node not in self._gone_nodes]
+            if self.tap is not None:
+                self.tap.gpus(samples, at, source, self._clock())
             nodes = {s.node for s in samples}
             fresh = {s.key for s in samples}
             for node in nodes:
@@ -317,7 +333,17 @@ class Store:
             if new == st:
                 return
             self._sources[source] = new
+            if self.tap is not None:
+                self.tap.source(new, now)
         self._notify({K.SOURCES: {source}})
+
+    def put_source_status(self, status: SourceStatus) -> None:
+        """Set a source's state exactly as given (a replayed recording's)."""
+        with self._lock:
+            if self._sources.get(status.name) == status:
+                return
+            self._sources[status.name] = status
+        self._notify({K.SOURCES: {status.name}})
 
     def sources(self) -> dict[str, SourceStatus]:
         with self._lock:
@@ -401,6 +427,11 @@ class Store:
         that could not be parsed; None for parsed objects."""
         e = self.entry(kind, key)
         return e.wire if e is not None else None
+
+    def owners(self, kind: str) -> dict[Key, str]:
+        """Which source delivered each object of a kind (a replay mirrors the store by source)."""
+        with self._lock:
+            return dict(self._owner.get(kind, {}))
 
     def keys(self, kind: str) -> list[Key]:
         with self._lock:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEMO_DEFAULT = "refarch"
 DEMO_START_TIMEOUT = 60.0
 
@@ -69,6 +69,10 @@ def add_console_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--demo-speed", type=float, default=1.0, help=argparse.SUPPRESS)
     g.add_argument("--ascii", action="store_true", help="ASCII glyphs only (LANG=C sessions, poor fonts)")
     g.add_argument("--no-mouse", action="store_true", help="do not enable mouse reporting")
+    g.add_argument("--record", metavar="FILE",
+                   help="record what the console reads to this new file while it runs (replay: --replay)")
+    g.add_argument("--replay", metavar="FILE",
+                   help="open the console on a recording (`kueuetop record`, --record) instead of a cluster")
     g.add_argument("--all-events", action="store_true",
                    help="watch Kueue's Pending Events too (on a big cluster most of the Event traffic;"
                         " a workload's own are in its detail either way)")
@@ -162,8 +166,40 @@ def _state_dir() -> Path:
     return state_dir()
 
 
+def run_replay_console(args: argparse.Namespace) -> int:
+    """`kueuetop --replay FILE`: the console on a recording; no cluster is contacted."""
+    from kueuetop.sources.recording_format import RecordingError
+    from kueuetop.sources.replay import Recording
+
+    try:
+        recording = Recording.open(args.replay)
+    except RecordingError as exc:
+        _say(str(exc))
+        return EXIT_USAGE
+    if recording.torn:
+        _say(f"warning: {recording.name} ends with {recording.torn} (a recording cut short): "
+             "replaying the part before it")
+    from kueuetop.tui.replay_app import ReplayApp
+
+    try:
+        app = ReplayApp(recording, theme_name=getattr(args, "theme", None),
+                        ascii_only=bool(getattr(args, "ascii", False)), namespace=getattr(args, "namespace", None))
+        code = app.run(mouse=not getattr(args, "no_mouse", False))
+        return int(code or 0) if app.return_code is None else int(app.return_code or code or 0)
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+    finally:
+        recording.close()
+
+
 def run_console(args: argparse.Namespace) -> int:
     from kueuetop.sources.connection import ConnectionProblem, connect
+
+    if getattr(args, "replay", None):
+        if getattr(args, "record", None) or getattr(args, "demo", None):
+            _say("--replay shows a recording: it cannot be combined with --record or --demo")
+            return EXIT_USAGE
+        return run_replay_console(args)
     from kueuetop.sources.kube import WITHOUT_KUEUE_PENDING, KubeSources
     from kueuetop.store import Store
 
@@ -171,6 +207,7 @@ def run_console(args: argparse.Namespace) -> int:
     conn = None
     sources: Any = None
     poller: Any = None
+    recorder: Any = None
     previous_term = _exit_on_sigterm()
     try:
         kubeconfig = getattr(args, "kubeconfig", None)
@@ -199,9 +236,20 @@ def run_console(args: argparse.Namespace) -> int:
             _say(exc.message, hint)
             return EXIT_FAILED
         store = Store()
+        keeper = None
+        if getattr(args, "record", None):
+            from kueuetop.sources.recorder import Recorder, WireKeeper
+
+            keeper = WireKeeper()
+            try:
+                recorder = Recorder(args.record, store, keeper, server=conn.info.server, context=conn.info.context,
+                                    kueue_api=conn.kueue.version).start()
+            except OSError as exc:
+                _say(f"cannot create {args.record}: {exc.strerror or exc}", "the file must not exist yet")
+                return EXIT_FAILED
         sources = KubeSources(conn, store, include_events=True,  # the Events view (`:ev`)
                               events_selector="" if getattr(args, "all_events", False) else WITHOUT_KUEUE_PENDING,
-                              ).start()
+                              wire_keeper=keeper).start()
         poller = _start_gpu_poller(conn, store, getattr(args, "prometheus", None),
                                    getattr(args, "scrape_budget", None))
         deadline = time.monotonic() + 3.0  # a full first screen when the cluster answers quickly
@@ -241,6 +289,8 @@ def run_console(args: argparse.Namespace) -> int:
             poller.stop(timeout=0.2)
         if sources is not None:
             sources.stop(timeout=0.3)
+        if recorder is not None:
+            recorder.stop()
         if conn is not None:
             conn.close()
         if demo is not None:

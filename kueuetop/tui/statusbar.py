@@ -66,8 +66,13 @@ class StatusBar(OneLine):
     """
 
     def show(self, *, context: str, sources: Mapping[str, SourceStatus], now: float, demo: str | None,
-             read_only: bool, last_action: str, last_ok: bool | None, warn_style: str, bad_style: str) -> None:
+             read_only: bool, last_action: str, last_ok: bool | None, warn_style: str, bad_style: str,
+             badge: str = "") -> None:
+        """`badge`: a mode shown first (REPLAY)."""
         t = Text(no_wrap=True, overflow="ellipsis")
+        if badge:
+            t.append(f" {clean(badge)} ", style="reverse bold")
+            t.append(" ")
         if demo:
             t.append(" DEMO ", style="reverse bold")
             t.append(" ")

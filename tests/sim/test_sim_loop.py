@@ -107,3 +107,18 @@ def test_drop_later_steps_keeps_what_was_applied_and_nothing_after():
     assert "labels" not in flavor["metadata"], "a step after the drop was applied"
     assert cluster.errors == []  # the late create was never tried (it would be refused: exists)
     assert cluster.drop_later_steps() == 0
+
+
+def test_pause_holds_real_time_still_and_resume_continues_without_a_jump():
+    clock = SimClock(1_000.0, speed=50)
+    time.sleep(0.05)
+    clock.pause()
+    held = clock.now()
+    assert held > 1_000.0
+    time.sleep(0.1)
+    assert clock.now() == held  # 5 simulated seconds would have passed
+    clock.resume()
+    after = clock.now()
+    assert held <= after < held + 2.0
+    time.sleep(0.05)
+    assert clock.now() > after
