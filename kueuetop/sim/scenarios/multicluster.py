@@ -13,6 +13,7 @@ Built-ins live in `scenarios/multicluster/` (files) and `MULTI_GENERATORS` (gene
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,4 +173,5 @@ def is_multicluster(name_or_path: str) -> bool:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    return "kind: Cluster" in text and "kueuetop.io/v1" in text
+    # A document of kind Cluster (not ClusterQueue, which every scenario has).
+    return "kueuetop.io/v1" in text and re.search(r"^kind:\s*[\"']?Cluster[\"']?\s*$", text, re.M) is not None

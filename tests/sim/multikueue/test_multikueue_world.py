@@ -316,3 +316,19 @@ def test_hold_on_the_manager_removes_the_worker_copies() -> None:
     assert all(name not in _wls(w, x) for x in WORKERS)
     job = after["metadata"]["ownerReferences"][0]["name"]
     assert w.store(worker).try_get("batch", "jobs", "team-a", job) is None
+
+
+def test_only_a_file_with_cluster_documents_is_a_multicluster_scenario(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Every scenario has ClusterQueues: a single-cluster file is not taken for a multi-cluster one."""
+    from pathlib import Path
+
+    import kueuetop.sim.scenarios as scenarios
+    from kueuetop.sim.scenarios.multicluster import is_multicluster
+
+    single = Path(scenarios.__file__).parent / "refarch.yaml"
+    assert "kind: ClusterQueue" in single.read_text() and not is_multicluster(str(single))
+    multi = next((Path(scenarios.__file__).parent / "multicluster").glob("*.yaml"))
+    assert is_multicluster(str(multi))
+    copy = tmp_path / "mine.yaml"
+    copy.write_text(multi.read_text())
+    assert is_multicluster(str(copy))
