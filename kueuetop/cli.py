@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "node pools, each workload created when it was and running as long as it ran; the "
                           "report adds how closely the simulated admissions match the recorded ones (fidelity)")
     run.add_argument("--write-scenario", metavar="FILE", help="with --from-recording: also write the scenario here")
+    run.add_argument("--with", dest="changes", action="append", default=[], metavar="SPEC",
+                     help="with --from-recording: run the history again with this change (repeatable) and "
+                          "compare when each workload started: 'nodes POOL=+N' (or =-N), "
+                          "'quota CQ [FLAVOR/]RESOURCE=+N' (or =-N, =N), 'hold NS/NAME' (globs allowed)")
     run.add_argument("--for", dest="duration", type=_duration, default=None,
                      help="simulated time to run (e.g. 600s, 2h; default 1h, or the recording's length)")
     run.add_argument("--until-idle", action="store_true", help="stop early once nothing is left to happen")
@@ -248,6 +252,8 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
         from kueuetop.recording_cli import cmd_sim_from_recording
 
         return cmd_sim_from_recording(args)
+    if args.changes:
+        return _fail("sim run: --with needs --from-recording FILE", EXIT_USAGE)
     if not args.scenario:
         return _fail("sim run: give a scenario (`kueuetop sim list`) or --from-recording FILE", EXIT_USAGE)
     if args.duration is None:
