@@ -175,8 +175,11 @@ def _add_forecast_parser(sub: Any) -> None:
     fc.add_argument("--at-most", type=_count, metavar="N", help="list at most N workloads")
     fc.add_argument("--scenario", help="forecast a simulated scenario (built-in or file) instead of the "
                                        "live cluster")
-    fc.add_argument("--at", type=_duration, default=_duration("5m"),
-                    help="with --scenario: the simulated time to forecast from (default 5m)")
+    fc.add_argument("--replay", metavar="FILE", help="forecast from a moment of this recording (`kueuetop record`): "
+                                                     "the state the replay rebuilds there")
+    fc.add_argument("--at", metavar="WHEN",
+                    help="with --scenario: the simulated time to forecast from (default 5m); with --replay: "
+                         "the recorded moment, as `snapshot --replay --at` (default: end)")
     fc.add_argument("--timeout", type=_duration, default=_duration("30s"),
                     help="give up when the cluster has not synced after this long (default 30s)")
     add_connection_args(fc)
@@ -391,8 +394,20 @@ def cmd_forecast(args: argparse.Namespace) -> int:
         changes = parse_changes(args.changes)
     except ValueError as exc:
         return _fail(str(exc), EXIT_USAGE)
+    if args.scenario is not None and args.replay is not None:
+        return _fail("forecast: give --scenario or --replay, not both", EXIT_USAGE)
     if args.scenario is not None:
+        try:
+            args.at = _duration(args.at or "5m")
+        except argparse.ArgumentTypeError as exc:
+            return _fail(f"--at: {exc}", EXIT_USAGE)
         look, code = _forecast_scenario_look(args)
+    elif args.replay is not None:
+        from kueuetop.recording_cli import forecast_replay_look
+
+        look, code = forecast_replay_look(args.replay, args.at)
+    elif args.at is not None:
+        return _fail("forecast: --at needs --scenario or --replay FILE", EXIT_USAGE)
     else:
         from kueuetop.store.run_history import FILE_NAME
         from kueuetop.xdg import state_dir

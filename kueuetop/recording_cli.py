@@ -171,6 +171,41 @@ def cmd_snapshot_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def forecast_replay_look(path: str, when: str | None) -> tuple[Any, int]:
+    """`kueuetop forecast --replay FILE --at WHEN`: the forecast's look at the state the replay
+    rebuilds at WHEN, as the live forecast takes it from a synced store: the snapshot, the node
+    pools at their size then, Kueue's queue positions then, and the finished Workloads still in
+    the store as the run history."""
+    from kueuetop.live_cli import ForecastLook
+    from kueuetop.sources.recording_format import RecordingError
+    from kueuetop.sources.replay import Replay
+    from kueuetop.store import events as K
+    from kueuetop.store.events import Changes
+    from kueuetop.store.run_history import RunHistory, record_changes
+    from kueuetop.views.forecast_report import pools_from_store, rfc3339
+    from kueuetop.views.replay_time import MomentError, parse_moment
+    from kueuetop.views.workload_rows import store_position
+
+    recording, code = open_replay(path)
+    if recording is None:
+        return None, code
+    try:
+        at = parse_moment(when or "end", recording.start, recording.end_time)
+        store = Replay(recording).seek(at)
+    except (MomentError, RecordingError) as exc:
+        return None, _fail(str(exc), EXIT_USAGE)
+    finally:
+        recording.close()
+    history = RunHistory(f"recording:{recording.name}")
+    record_changes(store, history, Changes({K.WORKLOADS: frozenset(store.keys(K.WORKLOADS))}))
+    pools, placements = pools_from_store(store)
+    h = recording.header
+    source = {"kind": "recording", "name": recording.name, "at": rfc3339(at),
+              "server": str(h.get("server") or ""), "context": str(h.get("context") or "")}
+    return ForecastLook(store.snapshot(), pools, placements, False, history, at, source,
+                        store_position(store)), EXIT_OK
+
+
 def recorded_objects(recording: Any) -> Any:
     """(t, "object", kind, wire dict) and (t, "delete", kind, key) in recorded order: what
     sim/scenarios/from_history.py gathers."""
