@@ -294,8 +294,8 @@ def cmd_sim_from_recording(args: argparse.Namespace) -> int:
 def _what_if(args: argparse.Namespace, name: str, built: Any, scenario: Any, changes: list[Any],
              duration: float) -> int:
     """The recorded history run as recorded and with `changes`, compared (views/replay_what_if.py)."""
+    from kueuetop.sim.scenario_changes import apply_to_documents
     from kueuetop.sim.scenarios.scenario import ScenarioError, parse_scenario
-    from kueuetop.sim.scenarios.what_if import apply_to_documents
     from kueuetop.sim.start_times import run_starts
     from kueuetop.views.replay_what_if import compare_starts, render_text, what_if_doc
 

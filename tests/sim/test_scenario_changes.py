@@ -1,4 +1,4 @@
-"""The forecast's what-if changes made to a scenario's documents (sim/scenarios/what_if.py)."""
+"""The forecast's what-if changes made to a scenario's documents (sim/scenario_changes.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from kueuetop.admission.forecast_changes import parse_changes
-from kueuetop.sim.scenarios.what_if import apply_to_documents
+from kueuetop.sim.scenario_changes import apply_to_documents
 
 DOCS = [
     {"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {"resourceGroups": [{
