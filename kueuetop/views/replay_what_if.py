@@ -95,7 +95,7 @@ def summary_text(t: Mapping[str, Any]) -> str:
     if t["starts"]:
         text += f", {t['starts']} started only with the changes"
     if t["noLongerStarts"]:
-        text += f", {t['noLongerStarts']} never started with the changes"
+        text += f", {t['noLongerStarts']} did not start in the run with the changes"
     if t["savedMedianSeconds"] is not None:
         text += (f"; wait saved: median {_signed(t['savedMedianSeconds'])}, "
                  f"total {_signed(t['savedTotalSeconds'])}")
