@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "node pools, each workload created when it was and running as long as it ran; the "
                           "report adds how closely the simulated admissions match the recorded ones (fidelity)")
     run.add_argument("--write-scenario", metavar="FILE", help="with --from-recording: also write the scenario here")
+    run.add_argument("--with", dest="changes", action="append", default=[], metavar="SPEC",
+                     help="with --from-recording: run the history again with this change (repeatable) and "
+                          "compare when each workload started: 'nodes POOL=+N' (or =-N), "
+                          "'quota CQ [FLAVOR/]RESOURCE=+N' (or =-N, =N), 'hold NS/NAME' (globs allowed)")
     run.add_argument("--for", dest="duration", type=_duration, default=None,
                      help="simulated time to run (e.g. 600s, 2h; default 1h, or the recording's length)")
     run.add_argument("--until-idle", action="store_true", help="stop early once nothing is left to happen")
@@ -171,8 +175,11 @@ def _add_forecast_parser(sub: Any) -> None:
     fc.add_argument("--at-most", type=_count, metavar="N", help="list at most N workloads")
     fc.add_argument("--scenario", help="forecast a simulated scenario (built-in or file) instead of the "
                                        "live cluster")
-    fc.add_argument("--at", type=_duration, default=_duration("5m"),
-                    help="with --scenario: the simulated time to forecast from (default 5m)")
+    fc.add_argument("--replay", metavar="FILE", help="forecast from a moment of this recording (`kueuetop record`): "
+                                                     "the state the replay rebuilds there")
+    fc.add_argument("--at", metavar="WHEN",
+                    help="with --scenario: the simulated time to forecast from (default 5m); with --replay: "
+                         "the recorded moment, as `snapshot --replay --at` (default: end)")
     fc.add_argument("--timeout", type=_duration, default=_duration("30s"),
                     help="give up when the cluster has not synced after this long (default 30s)")
     add_connection_args(fc)
@@ -248,6 +255,8 @@ def cmd_sim_run(args: argparse.Namespace) -> int:
         from kueuetop.recording_cli import cmd_sim_from_recording
 
         return cmd_sim_from_recording(args)
+    if args.changes:
+        return _fail("sim run: --with needs --from-recording FILE", EXIT_USAGE)
     if not args.scenario:
         return _fail("sim run: give a scenario (`kueuetop sim list`) or --from-recording FILE", EXIT_USAGE)
     if args.duration is None:
@@ -385,8 +394,20 @@ def cmd_forecast(args: argparse.Namespace) -> int:
         changes = parse_changes(args.changes)
     except ValueError as exc:
         return _fail(str(exc), EXIT_USAGE)
+    if args.scenario is not None and args.replay is not None:
+        return _fail("forecast: give --scenario or --replay, not both", EXIT_USAGE)
     if args.scenario is not None:
+        try:
+            args.at = _duration(args.at or "5m")
+        except argparse.ArgumentTypeError as exc:
+            return _fail(f"--at: {exc}", EXIT_USAGE)
         look, code = _forecast_scenario_look(args)
+    elif args.replay is not None:
+        from kueuetop.recording_cli import forecast_replay_look
+
+        look, code = forecast_replay_look(args.replay, args.at)
+    elif args.at is not None:
+        return _fail("forecast: --at needs --scenario or --replay FILE", EXIT_USAGE)
     else:
         from kueuetop.store.run_history import FILE_NAME
         from kueuetop.xdg import state_dir

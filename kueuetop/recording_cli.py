@@ -171,6 +171,41 @@ def cmd_snapshot_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def forecast_replay_look(path: str, when: str | None) -> tuple[Any, int]:
+    """`kueuetop forecast --replay FILE --at WHEN`: the forecast's look at the state the replay
+    rebuilds at WHEN, as the live forecast takes it from a synced store: the snapshot, the node
+    pools at their size then, Kueue's queue positions then, and the finished Workloads still in
+    the store as the run history."""
+    from kueuetop.live_cli import ForecastLook
+    from kueuetop.sources.recording_format import RecordingError
+    from kueuetop.sources.replay import Replay
+    from kueuetop.store import events as K
+    from kueuetop.store.events import Changes
+    from kueuetop.store.run_history import RunHistory, record_changes
+    from kueuetop.views.forecast_report import pools_from_store, rfc3339
+    from kueuetop.views.replay_time import MomentError, parse_moment
+    from kueuetop.views.workload_rows import store_position
+
+    recording, code = open_replay(path)
+    if recording is None:
+        return None, code
+    try:
+        at = parse_moment(when or "end", recording.start, recording.end_time)
+        store = Replay(recording).seek(at)
+    except (MomentError, RecordingError) as exc:
+        return None, _fail(str(exc), EXIT_USAGE)
+    finally:
+        recording.close()
+    history = RunHistory(f"recording:{recording.name}")
+    record_changes(store, history, Changes({K.WORKLOADS: frozenset(store.keys(K.WORKLOADS))}))
+    pools, placements = pools_from_store(store)
+    h = recording.header
+    source = {"kind": "recording", "name": recording.name, "at": rfc3339(at),
+              "server": str(h.get("server") or ""), "context": str(h.get("context") or "")}
+    return ForecastLook(store.snapshot(), pools, placements, False, history, at, source,
+                        store_position(store)), EXIT_OK
+
+
 def recorded_objects(recording: Any) -> Any:
     """(t, "object", kind, wire dict) and (t, "delete", kind, key) in recorded order: what
     sim/scenarios/from_history.py gathers."""
@@ -193,6 +228,7 @@ def recorded_objects(recording: Any) -> Any:
 def cmd_sim_from_recording(args: argparse.Namespace) -> int:
     import logging
 
+    from kueuetop.admission.forecast_changes import parse_changes
     from kueuetop.sim.fidelity import fidelity
     from kueuetop.sim.report import render_table
     from kueuetop.sim.runner import run_scenario
@@ -200,6 +236,10 @@ def cmd_sim_from_recording(args: argparse.Namespace) -> int:
     from kueuetop.sim.scenarios.scenario import ScenarioError, parse_scenario
     from kueuetop.sources.recording_format import RecordingError
 
+    try:  # checked before the recording is read, so a typo costs nothing
+        changes = parse_changes(getattr(args, "changes", None) or ())
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
     recording, code = open_replay(args.from_recording)
     if recording is None:
         return code
@@ -222,6 +262,8 @@ def cmd_sim_from_recording(args: argparse.Namespace) -> int:
         return _fail(f"the scenario built from {recording.name} is not valid: {exc}")
     logging.getLogger("kueuetop.sim.cluster").setLevel(logging.ERROR)
     duration = args.duration if args.duration is not None else max(1.0, built.end + 1.0)
+    if changes:
+        return _what_if(args, recording.name, built, scenario, changes, duration)
     report, stats = run_scenario(scenario, duration, until_idle=args.until_idle)
     report["run"] = stats
     # First admissions on both sides: a later eviction and readmission is a different question.
@@ -247,6 +289,45 @@ def cmd_sim_from_recording(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(out)
     return EXIT_OK
+
+
+def _what_if(args: argparse.Namespace, name: str, built: Any, scenario: Any, changes: list[Any],
+             duration: float) -> int:
+    """The recorded history run as recorded and with `changes`, compared (views/replay_what_if.py)."""
+    from kueuetop.sim.scenario_changes import apply_to_documents
+    from kueuetop.sim.scenarios.scenario import ScenarioError, parse_scenario
+    from kueuetop.sim.start_times import run_starts
+    from kueuetop.views.replay_what_if import compare_starts, render_text, what_if_doc
+
+    try:
+        changed_docs = apply_to_documents(built.documents, changes)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    text = yaml_dump(changed_docs)
+    try:
+        changed = parse_scenario(text, f"{name}-with.yaml", name=f"{name} with changes")
+    except ScenarioError as exc:
+        return _fail(f"the changed scenario is not valid: {exc}", EXIT_USAGE)
+    before = run_starts(scenario, duration)
+    after = run_starts(changed, duration)
+    cqs = {**before.cluster_queue, **after.cluster_queue}
+    rows = compare_starts(before.created, before.started, after.started, cqs)
+    errors = [f"as recorded: {e}" for e in before.report.get("errors") or ()]
+    errors += [f"with the changes: {e}" for e in after.report.get("errors") or ()]
+    doc = what_if_doc(name, built.end, duration, [c.spec for c in changes], rows, errors)
+    out = json.dumps(doc, indent=2) + "\n" if args.report == "json" else render_text(doc)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(out)
+    else:
+        sys.stdout.write(out)
+    return EXIT_OK
+
+
+def yaml_dump(documents: list[dict[str, Any]]) -> str:
+    import yaml
+
+    return yaml.safe_dump_all(documents, sort_keys=False)
 
 
 __all__ = ["EXIT_FAILED", "cmd_record", "cmd_sim_from_recording", "cmd_snapshot_replay", "replay_snapshot_doc"]

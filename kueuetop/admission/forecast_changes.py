@@ -67,6 +67,11 @@ _USAGE = "use 'quota CQ [FLAVOR/]RESOURCE=+N', 'hold NS/NAME' or 'nodes POOL=+N'
 _ASSIGN = re.compile(r"^([^=\s]+)=([+-]?)(\S+)$")
 
 
+def name_list(names: Iterable[str]) -> str:
+    """Names for an error message: sorted, the first few, then how many in all."""
+    return _names(names)
+
+
 def _names(names: Iterable[str]) -> str:
     ns = sorted(names)
     shown = ", ".join(ns[:_LIST_AT_MOST])
@@ -138,6 +143,11 @@ def apply_changes(snapshot: ClusterSnapshot, pools: Mapping[str, PoolCapacity],
         fields["workloads"] = wls
         fields["workload_delta"] = None  # which workloads changed is not known to the engine: rescan
     return (dataclasses.replace(snapshot, **fields) if fields else snapshot), out_pools
+
+
+def with_quota_change(cqs: Mapping[str, ClusterQueue], ch: QuotaChange) -> ClusterQueue:
+    """The ClusterQueue `ch` names, with its nominal quota changed (ValueError naming what is unknown)."""
+    return _quota(cqs, ch)
 
 
 def _quota(cqs: Mapping[str, ClusterQueue], ch: QuotaChange) -> ClusterQueue:

@@ -11,7 +11,8 @@ seconds from the forecast's `at` (`…InSeconds`, ≥ 0).
     at            RFC 3339: the instant forecast from (the cluster's now, or the scenario's --at)
     horizon       RFC 3339: how far the forecast ran at most
     complete      false when the horizon or the step limit ended it with workloads still waiting
-    source        {kind: "cluster", server, context} | {kind: "scenario", name, atSeconds}
+    source        {kind: "cluster", server, context} | {kind: "scenario", name, atSeconds} |
+                  {kind: "recording", name, at, server, context} (`forecast --replay FILE --at WHEN`)
     assumptions   [text]
     workloads     [{namespace, name, queue, clusterQueue, position, localPosition,
                     eta: {text, start, startInSeconds, earliest, earliestInSeconds, latest,
@@ -237,6 +238,7 @@ def render_text(doc: Mapping[str, Any]) -> str:
     """The same document as aligned text (`-o table`)."""
     src = doc["source"]
     where = (f"scenario {src['name']} at {age_text(src['atSeconds'])}" if src.get("kind") == "scenario"
+             else f"recording {src['name']} (cluster {src.get('context') or '-'})" if src.get("kind") == "recording"
              else f"cluster {src.get('context') or '-'} ({src.get('server')})")
     lines = [f"forecast of {where}, at {doc['at']}" + ("" if doc["complete"] else
                                                         " (incomplete: the horizon ended it)")]
