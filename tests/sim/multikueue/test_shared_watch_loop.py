@@ -66,9 +66,10 @@ def _kind(name: str) -> str:
     return name.split(":")[0].split("_")[0]
 
 
-def _watch_threads() -> list[str]:
-    return [t.name for t in threading.enumerate()
-            if t.name == THREAD_NAME or t.name.startswith(("kueuetop-informer", "kueuetop-liveness"))]
+def _client_threads() -> collections.Counter[str]:
+    """kueuetop's client threads by kind (the simulated servers share this process)."""
+    return collections.Counter(_kind(t.name) for t in threading.enumerate() if t.name.startswith("kueuetop-")
+                               and not t.name.startswith(("kueuetop-apiserver", "kueuetop-sim")))
 
 
 def test_same_stores_as_threaded_informers_after_sync_and_changes(served: ServedWorld) -> None:
@@ -129,20 +130,18 @@ def test_eleven_contexts_one_watch_thread(served: ServedWorld, tmp_path: Path) -
     kc.write_text(yaml.safe_dump(cfg))
     contexts = [c["name"] for c in cfg["contexts"]]
     assert len(contexts) == 11
+    before = _client_threads()  # what earlier tests in this process left running
     pool = ContextPool(str(kc), contexts, timeout=30)
     try:
         reads = _open(pool)
         assert all(r.session.sources.synced() for r in reads.values())
         informers = sum(len(r.session.sources.informers) for r in reads.values())
         assert informers >= 11 * 10
-        assert _watch_threads() == [THREAD_NAME]
         # What else runs per context is its store applier and visibility poller, not per resource.
-        # The client's threads (the simulated servers' share this process): per context only its
-        # store applier and visibility poller, never one per resource.
-        client = collections.Counter(_kind(t.name) for t in threading.enumerate() if t.name.startswith("kueuetop-")
-                                     and not t.name.startswith(("kueuetop-apiserver", "kueuetop-sim")))
+        # Per context only its store applier and visibility poller, never a thread per resource.
+        client = _client_threads() - before
         assert client.pop(AUTH_NAME, 0) <= AUTH_THREADS
         assert client == {THREAD_NAME: 1, "kueuetop-store-applier": 11, "kueuetop-visibility": 11}, client
     finally:
         pool.close()
-    assert wait_until(lambda: _watch_threads() == [], 5), _watch_threads()
+    assert wait_until(lambda: _client_threads()[THREAD_NAME] == before[THREAD_NAME], 5), _client_threads()
