@@ -6,6 +6,7 @@ it could not be read, goes to `views.clusters`."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from kueuetop.sources.session import LiveSession, SyncTimeout, open_session
 from kueuetop.sources.watch_loop import WatchLoop
 
 KUEUE = "kueue.x-k8s.io"
+WATCH_THREADS_ENV = "KUEUETOP_WATCH_THREADS"
 
 
 @dataclass
@@ -111,8 +113,10 @@ class ContextPool:
     (with its age) and gets the error; it never holds up the others."""
 
     def __init__(self, kubeconfig: str | None, contexts: Sequence[str], timeout: float = 10.0,
-                 gpus: bool = False, shared_loop: bool = True) -> None:
+                 gpus: bool = False, shared_loop: bool | None = None) -> None:
         self.kubeconfig = kubeconfig
+        if shared_loop is None:  # KUEUETOP_WATCH_THREADS=1: a thread per watch, as the one-cluster console
+            shared_loop = os.environ.get(WATCH_THREADS_ENV, "") != "1"
         self.watch_loop = WatchLoop() if shared_loop else None
         self.contexts = list(contexts)
         self.timeout = timeout
