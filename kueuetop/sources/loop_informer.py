@@ -16,6 +16,8 @@ from kueuetop.sources.liveness import LivenessProbe, Probed
 from kueuetop.sources.watch_loop import Job, WatchLoop
 from kueuetop.store import Entry, SourceState, Store
 
+PARSE_SLICE = 200  # list items parsed between two turns of the loop
+
 
 class _LoopStream:
     """An open watch as `Informer.suspect` and `stop` close it: from any thread."""
@@ -92,11 +94,26 @@ class LoopInformer(Informer):
                     entries, token, rv = [], None, ""
                     continue
                 raise
-            entries, token, rv = self._take_page(page, entries, rv)
+            entries, token, rv = await self._take_page_in_slices(page, entries, rv)
             if not token or self._stop.is_set():
                 break
-            await asyncio.sleep(0)  # a page parsed: let the other clusters' reads run
         self._list_done(entries, rv)
+
+    async def _take_page_in_slices(self, page: Any, entries: list[Entry],
+                                   rv: str) -> tuple[list[Entry], str | None, str]:
+        """`_take_page` a slice of items at a time, the other clusters' reads running between
+        slices: parsing a page of thousands of Workloads would otherwise hold the loop long
+        enough for their reads' and probes' timeouts to fire."""
+        items = page.get("items") if isinstance(page, dict) else None
+        if not isinstance(items, list) or len(items) <= PARSE_SLICE:
+            out = self._take_page(page, entries, rv)
+            await asyncio.sleep(0)
+            return out
+        token: str | None = None
+        for i in range(0, len(items), PARSE_SLICE):
+            entries, token, rv = self._take_page({**page, "items": items[i:i + PARSE_SLICE]}, entries, rv)
+            await asyncio.sleep(0)
+        return entries, token, rv
 
     async def _awatch(self) -> None:
         query, read_timeout = self._watch_query()

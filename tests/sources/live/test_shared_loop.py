@@ -5,6 +5,7 @@ and over HTTPS with a bearer token."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 
@@ -12,6 +13,7 @@ import pytest
 
 from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
+from kueuetop.sources import loop_informer
 from kueuetop.sources.connection import Connection, connect
 from kueuetop.sources.kube import KubeSources
 from kueuetop.sources.loop_informer import LoopInformer
@@ -152,3 +154,13 @@ def test_https_wrong_token_is_forbidden_and_no_ca_fails(served_tls: ServedCluste
     finally:
         src.stop(timeout=3)
         conn.close()
+
+
+def test_paged_lists_parsed_in_slices(served: ServedCluster, conn: Connection, live_factory: Callable[..., Live],
+                                      watch_loop: WatchLoop, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pages of 7 (continue tokens) parsed 3 items at a time: the same store as the server's.
+    monkeypatch.setattr(loop_informer, "PARSE_SLICE", 3)
+    pages = dataclasses.replace(FAST, page_size=7)
+    live = live_factory(conn, watch_loop=watch_loop, config=pages)
+    assert len(served.parts.cluster.store.list("", "nodes", copy=False)[0]) > 7
+    assert_converges(served, live.store)
