@@ -8,9 +8,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
+from kueuetop.sim.apiserver import write_kubeconfig
 from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources import loop_informer
@@ -19,6 +21,7 @@ from kueuetop.sources.kube import KubeSources
 from kueuetop.sources.loop_informer import LoopInformer
 from kueuetop.sources.watch_loop import THREAD_NAME, WatchLoop
 from kueuetop.store import SourceState, Store
+from tests.fault_proxy import FaultProxy
 from tests.waiting import FAST
 
 from .conftest import ADMIN_TOKEN, Live, assert_converges, frozen, wait_until
@@ -164,3 +167,33 @@ def test_paged_lists_parsed_in_slices(served: ServedCluster, conn: Connection, l
     live = live_factory(conn, watch_loop=watch_loop, config=pages)
     assert len(served.parts.cluster.store.list("", "nodes", copy=False)[0]) > 7
     assert_converges(served, live.store)
+
+
+def test_partitioned_cluster_never_holds_up_the_other_on_the_loop(
+        served: ServedCluster, conn: Connection, live_factory: Callable[..., Live], watch_loop: WatchLoop,
+        tmp_path: Path) -> None:
+    # Two clusters on one loop: the same server directly, and through a proxy that partitions.
+    direct = live_factory(conn, watch_loop=watch_loop)
+    with FaultProxy(served.url) as proxy:
+        pconn = connect(str(write_kubeconfig(tmp_path / "proxied", proxy.url, token=ADMIN_TOKEN)))
+        try:
+            behind = live_factory(pconn, watch_loop=watch_loop)
+            lists = {i.spec.source: i.lists for i in behind.sources.informers}
+            proxy.partition()
+            assert wait_until(lambda: SourceState.STALE in _states(behind), 8), _states(behind)
+            # Meanwhile the other cluster's probe answers and its watches deliver.
+            seen = direct.store.source("workloads").last_ok
+            assert wait_until(lambda: direct.store.source("workloads").last_ok > seen, 5)
+            assert _states(direct) == {SourceState.LIVE}
+            assert_converges(served, direct.store)
+            proxy.heal()
+            assert wait_until(lambda: _states(behind) == {SourceState.LIVE}, 15), _states(behind)
+            assert_converges(served, behind.store)
+            assert {i.spec.source: i.lists for i in behind.sources.informers} == lists
+        finally:
+            proxy.heal()
+            pconn.close()
+
+
+def _states(live: Live) -> set[SourceState]:
+    return {s.state for n, s in live.store.sources().items() if n != "visibility"}
