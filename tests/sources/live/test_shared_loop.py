@@ -6,20 +6,24 @@ and over HTTPS with a bearer token."""
 from __future__ import annotations
 
 import dataclasses
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kueuetop.sim.apiserver import write_kubeconfig
+from kueuetop.sim.apiserver.kubeconfig import kubeconfig_dict
 from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources import loop_informer
 from kueuetop.sources.connection import Connection, connect
 from kueuetop.sources.kube import KubeSources
 from kueuetop.sources.loop_informer import LoopInformer
-from kueuetop.sources.watch_loop import THREAD_NAME, WatchLoop
+from kueuetop.sources.watch_loop import AUTH_NAME, THREAD_NAME, WatchLoop
 from kueuetop.store import SourceState, Store
 from tests.fault_proxy import FaultProxy
 from tests.waiting import FAST
@@ -43,8 +47,6 @@ def on_loop(conn: Connection, live_factory: Callable[..., Live], watch_loop: Wat
 
 
 def _informer_threads() -> list[str]:
-    import threading
-
     return [t.name for t in threading.enumerate() if t.name.startswith(("kueuetop-informer", "kueuetop-liveness"))]
 
 
@@ -197,3 +199,38 @@ def test_partitioned_cluster_never_holds_up_the_other_on_the_loop(
 
 def _states(live: Live) -> set[SourceState]:
     return {s.state for n, s in live.store.sources().items() if n != "visibility"}
+
+
+def test_exec_plugin_token_refreshed_off_the_loop(served: ServedCluster, watch_loop: WatchLoop,
+                                                  tmp_path: Path) -> None:
+    # A plugin whose token is always about to expire: the client's refresh hook runs it again for
+    # each request (its expiry skew is minutes), on the loop's credentials thread.
+    runs = tmp_path / "runs"
+    plugin = tmp_path / "auth-plugin"
+    plugin.write_text(f"#!{sys.executable}\nimport datetime, json, threading\n"
+                      f"open({str(runs)!r}, 'a').write('run\\n')\n"
+                      "exp = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=1)\n"
+                      "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1beta1', "
+                      "'kind': 'ExecCredential', 'status': {'token': " + repr(ADMIN_TOKEN) + ", "
+                      "'expirationTimestamp': exp.strftime('%Y-%m-%dT%H:%M:%SZ')}}))\n")
+    plugin.chmod(0o755)
+    cfg = kubeconfig_dict(served.url, context="exec")
+    cfg["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                        "command": str(plugin), "interactiveMode": "Never"}}
+    path = tmp_path / "exec.kubeconfig"
+    path.write_text(yaml.safe_dump(cfg))
+    conn = connect(str(path))
+    store = Store()
+    src = KubeSources(conn, store, config=FAST, visibility_interval=0, watch_loop=watch_loop).start()
+    try:
+        assert src.on_loop
+        assert wait_until(src.synced, 20), store.sources()
+        after_sync = len(runs.read_text().splitlines())
+        # The probes (every 0.5 s) keep asking for fresh credentials, and keep being answered.
+        assert wait_until(lambda: len(runs.read_text().splitlines()) >= after_sync + 3, 15)
+        assert any(t.name.startswith(AUTH_NAME) for t in threading.enumerate())
+        assert wait_until(lambda: _states(Live(store, src)) == {SourceState.LIVE}, 10), store.sources()
+        assert_converges(served, store)
+    finally:
+        src.stop(timeout=3)
+        conn.close()
