@@ -234,3 +234,18 @@ def test_exec_plugin_token_refreshed_off_the_loop(served: ServedCluster, watch_l
     finally:
         src.stop(timeout=3)
         conn.close()
+
+
+def test_https_insecure_skip_verify(served_tls: ServedCluster, watch_loop: WatchLoop) -> None:
+    # insecure-skip-tls-verify: no CA, and yet the data (what the kubeconfig asks for).
+    conn = connect(str(served_tls.kubeconfig))
+    conn.api.configuration.ssl_ca_cert = conn.api.configuration.ca_cert_data = None
+    conn.api.configuration.verify_ssl = False
+    store = Store()
+    src = KubeSources(conn, store, config=FAST, visibility_interval=0, watch_loop=watch_loop).start()
+    try:
+        assert wait_until(src.synced, 15), store.sources()
+        assert_converges(served_tls, store)
+    finally:
+        src.stop(timeout=3)
+        conn.close()
