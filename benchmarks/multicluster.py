@@ -4,11 +4,14 @@ multikueue-xl` (a MultiKueue manager with 20,000 Jobs arriving over 10 minutes, 
 
 - first_screen: whole `kueuetop clusters --all-contexts -o json` processes (the headless form of
   the Clusters view's first screen: one informer set per context, all opened side by side, every
-  list synced), three runs: wall seconds (min / median) and the child's peak RSS (MB).
+  list synced), three runs each with every context's lists and watches on the one shared watch
+  loop (`shared_loop`, the default) and with a thread per watch (`thread_per_watch`,
+  KUEUETOP_WATCH_THREADS=1, as before the loop): wall seconds (min / median), the child's peak
+  RSS (MB) and its peak thread count (sampled from /proc every 20 ms).
 - single: the same for one context at a time (`kueuetop snapshot -o json --context X`), the
   one-cluster console's data path, for the manager and the first worker.
-- api_bytes: bytes each cluster's API server sent to one `clusters --all-contexts` run, per
-  context (through a counting TCP relay per cluster, headers included), beside what one
+- api_bytes: bytes each cluster's API server sent to one `clusters --all-contexts` run (either
+  way), per context (through a counting TCP relay per cluster, headers included), beside what one
   `snapshot --context X` run costs that cluster alone (snapshot also scrapes the GPU exporters
   through the API server's pod proxy, which `clusters` does not).
 - heatmap_by_cluster: the console's `:gpu` pane (every worker's GPUs grouped by cluster, drawn at
@@ -41,30 +44,50 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from kueuetop.sources.multi_context import WATCH_THREADS_ENV
 from tests.byte_counter import ByteCounter
 
 
-def _run(argv: list[str], env: dict[str, str], stdout: list[str] | None = None) -> tuple[float, float, int, str]:
-    """(wall seconds, this child's own peak RSS MB, exit code, stderr tail) of one kueuetop process;
-    its output is appended to `stdout` when given."""
+def _threads(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("Threads:")), 0)
+    except OSError:
+        return 0
+
+
+Run = tuple[float, float, int, str, int]
+
+
+def _run(argv: list[str], env: dict[str, str], stdout: list[str] | None = None) -> Run:
+    """(wall seconds, this child's own peak RSS MB, exit code, stderr tail, peak thread count) of
+    one kueuetop process; its output is appended to `stdout` when given. Threads are sampled from
+    /proc every 20 ms (0 where /proc is not there)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "kueuetop", *argv], stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's rusage: its peak, not the largest child's
+        peak_threads = 0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)  # this child's rusage, not the largest child's
+            if pid:
+                break
+            peak_threads = max(peak_threads, _threads(proc.pid))
+            time.sleep(0.02)
         wall = time.monotonic() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         if stdout is not None:
             out.seek(0)
             stdout.append(out.read().decode(errors="replace"))
         err.seek(0)
-        return wall, usage.ru_maxrss / 1024, proc.returncode, err.read().decode(errors="replace")[-500:]
+        return (wall, usage.ru_maxrss / 1024, proc.returncode, err.read().decode(errors="replace")[-500:],
+                peak_threads)
 
 
-def _stats(runs: list[tuple[float, float, int, str]]) -> dict[str, Any]:
+def _stats(runs: list[Run]) -> dict[str, Any]:
     walls = [r[0] for r in runs]
     return {"seconds_min": round(min(walls), 3), "seconds_median": round(statistics.median(walls), 3),
-            "rss_peak_mb": round(max(r[1] for r in runs), 1), "exit_codes": sorted({r[2] for r in runs}),
-            "stderr": runs[-1][3] or None}
+            "rss_peak_mb": round(max(r[1] for r in runs), 1), "threads_peak": max(r[4] for r in runs),
+            "exit_codes": sorted({r[2] for r in runs}), "stderr": runs[-1][3] or None}
 
 
 def _heatmap(snapshot: str, workers: list[str], repeats: int = 5) -> dict[str, Any]:
@@ -137,12 +160,17 @@ def main() -> int:
         def bytes_out() -> dict[str, int]:
             return {n: r.bytes_out for n, r in relays.items()}
 
-        clusters_runs, per_cluster_bytes = [], {}
-        for i in range(args.runs):
-            b0 = bytes_out()
-            clusters_runs.append(_run(["clusters", "--all-contexts", *common], env))
-            if i == 0:
-                per_cluster_bytes = {n: v - b0[n] for n, v in bytes_out().items()}
+        # The shared watch loop (the default) and, as before it, a thread per watch.
+        first_screen: dict[str, Any] = {}
+        clusters_bytes: dict[str, dict[str, int]] = {}
+        for mode, flag in (("shared_loop", "0"), ("thread_per_watch", "1")):
+            runs: list[Run] = []
+            for i in range(args.runs):
+                b0 = bytes_out()
+                runs.append(_run(["clusters", "--all-contexts", *common], {**env, WATCH_THREADS_ENV: flag}))
+                if i == 0:
+                    clusters_bytes[mode] = {n: v - b0[n] for n, v in bytes_out().items()}
+            first_screen[mode] = _stats(runs)
         single: dict[str, Any] = {}
         single_bytes: dict[str, int] = {}
         worker_doc: list[str] = []
@@ -159,9 +187,9 @@ def main() -> int:
             "benchmark": "multicluster", "scenario": args.scenario, "speed": args.speed,
             "settle_seconds": args.settle, "serve_startup_seconds": round(startup, 2),
             "contexts": contexts, "cpu_count": os.cpu_count(),
-            "first_screen": _stats(clusters_runs),
+            "first_screen": first_screen,
             "single": single,
-            "api_bytes": {"clusters_all_contexts": per_cluster_bytes, "snapshot_one_context": single_bytes},
+            "api_bytes": {"clusters_all_contexts": clusters_bytes, "snapshot_one_context": single_bytes},
             "heatmap_by_cluster": _heatmap(worker_doc[0], contexts[1:]) if worker_doc and worker_doc[0] else None,
         }
         print(json.dumps(doc, indent=2))

@@ -124,7 +124,7 @@ class Informer:
         self._stop = threading.Event()
         self._lock = threading.Lock()  # the open stream, between this informer and the probe
         self._watching = False  # a stream is open and has been answered
-        self._stream: Stream | None = None
+        self._stream: Any = None  # the open watch: anything with close()
         self._thread: threading.Thread | None = None
         self._listed_once = False
 
@@ -171,68 +171,76 @@ class Informer:
     def _run(self) -> None:
         backoff = Backoff(self.config.backoff_initial, self.config.backoff_max)
         need_list = True
-        src = self.spec.source
         while not self._stop.is_set():
             try:
                 if need_list:
-                    if self._listed_once:
-                        self._state(SourceState.RELISTING, "relisting")
+                    self._relisting()
                     self._list()
                     need_list = False
-                    self._listed_once = True
-                    backoff.reset()
-                    self._state(SourceState.LIVE, ok=True)
+                    self._listed(backoff)
                 self._watch()
                 backoff.reset()
-            except Gone:
-                need_list = True
-                # Relisting right away is what Kubernetes expects; the jittered pause only
-                # keeps a server that compacts constantly from being hammered.
-                self._sleep(min(backoff.next(), 1.0))
-            except ApiError as e:
-                if e.status == 410 or e.too_large_resource_version:
-                    # 410: our version was compacted away. Too large: the server has not reached
-                    # it (it restarted and its versions started over): what we hold may include
-                    # objects it no longer has, so only a fresh list is the truth.
-                    need_list = True
-                    self._sleep(min(backoff.next(), 1.0) if e.status != 410 else 0.0)
-                    continue
-                if e.status in (401, 403):
-                    need_list = True
-                    state = SourceState.FORBIDDEN
-                    msg = (f"not allowed to list {self.spec.plural}"
-                           + (f" ({e.message})" if e.message else ""))
-                    self._state(state, msg)
-                    self._sleep(self.config.forbidden_retry)
-                elif e.status == 404:
-                    need_list = True
-                    self._state(SourceState.UNAVAILABLE, f"the server does not serve {self.spec.path}")
-                    self._sleep(self.config.forbidden_retry)
-                else:
-                    delay = backoff.next()
-                    if e.retry_after is not None:
-                        delay = max(delay, e.retry_after)
-                    self._state(SourceState.ERROR if need_list else SourceState.RELISTING,
-                                f"{e.status} {e.reason or 'error'}, retrying in {delay:.0f}s")
-                    self._sleep(delay)
-            except (urllib3.exceptions.HTTPError, OSError, ValueError) as e:
-                if self._stop.is_set():
+            except Exception as e:
+                step = self._recover(e, need_list, backoff)
+                if step is None:
                     break
-                delay = backoff.next()
-                current = self.store.source(src)
-                if not need_list and current is not None and current.state is SourceState.STALE:
-                    pass  # the probe already said why; keep its word until the stream is back
-                else:
-                    self._state(SourceState.ERROR if need_list else SourceState.RELISTING,
-                                f"connection problem ({type(e).__name__}), retrying in {delay:.0f}s")
-                _log.debug("%s: %s", src, e)
+                need_list, delay = step
                 self._sleep(delay)
-            except Exception:  # a bug here must not kill the thread: report and retry from a list
-                _log.exception("informer %s failed", src)
-                need_list = True
-                self._state(SourceState.ERROR, "internal error, see log; retrying")
-                self._sleep(backoff.next())
         self._state(SourceState.STOPPED, "")
+
+    def _relisting(self) -> None:
+        if self._listed_once:
+            self._state(SourceState.RELISTING, "relisting")
+
+    def _listed(self, backoff: Backoff) -> None:
+        self._listed_once = True
+        backoff.reset()
+        self._state(SourceState.LIVE, ok=True)
+
+    def _recover(self, e: Exception, need_list: bool, backoff: Backoff) -> tuple[bool, float] | None:
+        """What a failed list or watch means: (list again?, seconds to wait first); None: stopped.
+        Shared by this thread's loop and the shared watch loop (sources/loop_informer.py)."""
+        src = self.spec.source
+        if isinstance(e, Gone):
+            # Relisting right away is what Kubernetes expects; the jittered pause only
+            # keeps a server that compacts constantly from being hammered.
+            return True, min(backoff.next(), 1.0)
+        if isinstance(e, ApiError):
+            if e.status == 410 or e.too_large_resource_version:
+                # 410: our version was compacted away. Too large: the server has not reached
+                # it (it restarted and its versions started over): what we hold may include
+                # objects it no longer has, so only a fresh list is the truth.
+                return True, (min(backoff.next(), 1.0) if e.status != 410 else 0.0)
+            if e.status in (401, 403):
+                msg = (f"not allowed to list {self.spec.plural}"
+                       + (f" ({e.message})" if e.message else ""))
+                self._state(SourceState.FORBIDDEN, msg)
+                return True, self.config.forbidden_retry
+            if e.status == 404:
+                self._state(SourceState.UNAVAILABLE, f"the server does not serve {self.spec.path}")
+                return True, self.config.forbidden_retry
+            delay = backoff.next()
+            if e.retry_after is not None:
+                delay = max(delay, e.retry_after)
+            self._state(SourceState.ERROR if need_list else SourceState.RELISTING,
+                        f"{e.status} {e.reason or 'error'}, retrying in {delay:.0f}s")
+            return need_list, delay
+        if isinstance(e, (urllib3.exceptions.HTTPError, OSError, ValueError)):
+            if self._stop.is_set():
+                return None
+            delay = backoff.next()
+            current = self.store.source(src)
+            if not need_list and current is not None and current.state is SourceState.STALE:
+                pass  # the probe already said why; keep its word until the stream is back
+            else:
+                self._state(SourceState.ERROR if need_list else SourceState.RELISTING,
+                            f"connection problem ({type(e).__name__}), retrying in {delay:.0f}s")
+            _log.debug("%s: %s", src, e)
+            return need_list, delay
+        # A bug here must not kill the informer: report and retry from a list.
+        _log.error("informer %s failed", src, exc_info=e)
+        self._state(SourceState.ERROR, "internal error, see log; retrying")
+        return True, backoff.next()
 
     def _sleep(self, seconds: float) -> None:
         self._stop.wait(seconds)
@@ -249,9 +257,8 @@ class Informer:
         token: str | None = None
         rv = ""
         while True:
-            query = {**self._query(), "limit": self.config.page_size, "continue": token}
             try:
-                page = request(self.api, self.spec.path, query,
+                page = request(self.api, self.spec.path, self._page_query(token),
                                timeout=(self.config.connect_timeout, self.config.request_timeout))
             except ApiError as e:
                 if e.status == 410 and token:
@@ -259,25 +266,36 @@ class Informer:
                     entries, token, rv = [], None, ""
                     continue
                 raise
-            if not isinstance(page, dict):
-                raise ValueError("list answer is not a JSON object")
-            meta = page.get("metadata") if isinstance(page.get("metadata"), dict) else {}
-            rv = rv or str(meta.get("resourceVersion") or "")
-            for item in page.get("items") or ():
-                entry = self._entry(item)
-                if entry is not None:
-                    entries.append(entry)
-            if self.spec.trim is not None:
-                entries = self.spec.trim(entries)
-            token = meta.get("continue") or None
+            entries, token, rv = self._take_page(page, entries, rv)
             if not token or self._stop.is_set():
                 break
+        self._list_done(entries, rv)
+
+    def _page_query(self, token: str | None) -> dict[str, Any]:
+        return {**self._query(), "limit": self.config.page_size, "continue": token}
+
+    def _take_page(self, page: Any, entries: list[Entry], rv: str) -> tuple[list[Entry], str | None, str]:
+        """One list page into `entries`: (entries, the next page's continue token, the list's version)."""
+        if not isinstance(page, dict):
+            raise ValueError("list answer is not a JSON object")
+        meta = page.get("metadata") if isinstance(page.get("metadata"), dict) else {}
+        rv = rv or str(meta.get("resourceVersion") or "")
+        for item in page.get("items") or ():
+            entry = self._entry(item)
+            if entry is not None:
+                entries.append(entry)
+        if self.spec.trim is not None:
+            entries = self.spec.trim(entries)
+        return entries, meta.get("continue") or None, rv
+
+    def _list_done(self, entries: list[Entry], rv: str) -> None:
         self.resource_version = rv
         self.lists += 1
         self.sink(StoreEvent.replace(self.spec.kind, self.spec.source, entries))
 
     # ----------------------------------------------------------------- watch
-    def _watch(self) -> None:
+    def _watch_query(self) -> tuple[dict[str, Any], float]:
+        """The watch's query and how long one read may wait."""
         cfg = self.config
         # Spread reconnects of many informers (and many consoles) over time.
         timeout = int(cfg.watch_timeout * (0.8 + 0.2 * random.random())) or 1
@@ -285,24 +303,34 @@ class Informer:
                  "allowWatchBookmarks": "true", "timeoutSeconds": timeout}
         # Each read waits at most the silence bound: a stream with nothing to say still sends
         # bookmarks, so a longer silence means it is dead.
-        read_timeout = min(timeout + 30, cfg.silence_bound)
-        stream = Stream(self.api, self.spec.path, query, timeout=(cfg.connect_timeout, read_timeout))
+        return query, min(timeout + 30, cfg.silence_bound)
+
+    def _opened(self, stream: Any) -> bool:
+        """A watch answered: it is the one `suspect` and `stop` close. False: stopped meanwhile."""
         with self._lock:
             self._stream = stream
             self._watching = not self._stop.is_set()
             if self._watching:
                 self._state(SourceState.LIVE)
+            return self._watching
+
+    def _closed(self) -> None:
+        with self._lock:
+            self._stream = None
+            self._watching = False
+
+    def _watch(self) -> None:
+        query, read_timeout = self._watch_query()
+        stream = Stream(self.api, self.spec.path, query, timeout=(self.config.connect_timeout, read_timeout))
         try:
-            if self._stop.is_set():
+            if not self._opened(stream):
                 return
             for ev in stream:
                 if self._stop.is_set():
                     return
                 self._handle(ev)
         finally:
-            with self._lock:
-                self._stream = None
-                self._watching = False
+            self._closed()
             stream.close()
 
     def _handle(self, ev: Any) -> None:

@@ -35,12 +35,15 @@ from kueuetop.kueue.event import WITHOUT_KUEUE_PENDING
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.parse_cache import ParseCache
 from kueuetop.kueue.workload import PODSET_LABEL
+from kueuetop.sources.aio_http import Endpoint
 from kueuetop.sources.connection import AUTOSCALING_GROUP, KUEUE_GROUP, VISIBILITY_GROUP, Connection
 from kueuetop.sources.event_retention import MAX_EVENTS, EventRetention
 from kueuetop.sources.informer import Backoff, Informer, InformerConfig, ResourceSpec
 from kueuetop.sources.kube_http import ApiError, request
 from kueuetop.sources.liveness import LivenessProbe
+from kueuetop.sources.loop_informer import LoopInformer, LoopLivenessProbe
 from kueuetop.sources.recorder import WireKeeper
+from kueuetop.sources.watch_loop import WatchLoop
 from kueuetop.store import QueuePosition, SourceState, Store, StoreEvent
 from kueuetop.store import events as K
 from kueuetop.store.events import Op
@@ -319,8 +322,11 @@ class KubeSources:
                  include_events: bool = False, unmanaged_gpu_pods: bool = False,
                  events_selector: str = WITHOUT_KUEUE_PENDING, visibility_interval: float = 3.0,
                  coalesce_window: float = 0.02, max_events: int = MAX_EVENTS,
-                 specs: Iterable[ResourceSpec] | None = None, wire_keeper: WireKeeper | None = None) -> None:
-        """`wire_keeper`: keep each parsed object's wire dict for a recorder (sources/recorder.py)."""
+                 specs: Iterable[ResourceSpec] | None = None, wire_keeper: WireKeeper | None = None,
+                 watch_loop: WatchLoop | None = None) -> None:
+        """`wire_keeper`: keep each parsed object's wire dict for a recorder (sources/recorder.py).
+        `watch_loop`: list and watch on that shared loop (several clusters, one thread) rather
+        than on a thread per resource; a cluster reached through a proxy keeps its threads."""
         self.conn = conn
         self.store = store
         self.applier = Applier(store, window=coalesce_window)
@@ -338,11 +344,24 @@ class KubeSources:
         if wire_keeper is not None:
             parse = wire_keeper.wrap(parse)
         specs = [dataclasses.replace(s, parse=parse) if s.parse is parse_object else s for s in specs]
-        self.informers = [Informer(conn.api, s, store, self.event_retention.put if s.kind == K.EVENTS
-                                   else self.applier.put, config) for s in specs]
+        endpoint = Endpoint.for_client(conn.api) if watch_loop is not None else None
+        self.on_loop = endpoint is not None
+        self.informers: list[Informer] = []
+        for s in specs:
+            sink = self.event_retention.put if s.kind == K.EVENTS else self.applier.put
+            if watch_loop is not None and endpoint is not None:
+                self.informers.append(LoopInformer(conn.api, s, store, sink, config, loop=watch_loop,
+                                                   endpoint=endpoint))
+            else:
+                self.informers.append(Informer(conn.api, s, store, sink, config))
         cfg = config or InformerConfig()
-        self.liveness = LivenessProbe(conn.api, self.informers, interval=cfg.probe_interval,
-                                      timeout=cfg.probe_timeout)
+        if watch_loop is not None and endpoint is not None:
+            self.liveness: LivenessProbe = LoopLivenessProbe(
+                conn.api, list(self.informers), interval=cfg.probe_interval, timeout=cfg.probe_timeout,
+                loop=watch_loop, endpoint=endpoint)
+        else:
+            self.liveness = LivenessProbe(conn.api, self.informers, interval=cfg.probe_interval,
+                                          timeout=cfg.probe_timeout)
         self.visibility: VisibilityPoller | None = None
         if conn.kueue.visibility_version and visibility_interval > 0:
             self.visibility = VisibilityPoller(conn.api, conn.kueue.visibility_version, store,

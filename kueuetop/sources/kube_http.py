@@ -49,7 +49,13 @@ def _retry_after(headers: Any) -> float | None:
 
 def _error(resp: Any) -> ApiError:
     data = resp.read() if hasattr(resp, "read") else b""
-    reason, message, causes = str(getattr(resp, "reason", "") or ""), "", ()
+    return api_error(int(resp.status), str(getattr(resp, "reason", "") or ""), data, resp.headers)
+
+
+def api_error(status: int, reason: str, data: bytes, headers: Any) -> ApiError:
+    """The ApiError a non-2xx answer stands for: its Status body's reason, message and causes."""
+    message: str = ""
+    causes: tuple[str, ...] = ()
     try:
         body = json.loads(data)
         if isinstance(body, dict):
@@ -58,7 +64,7 @@ def _error(resp: Any) -> ApiError:
             causes = status_causes(body)
     except (ValueError, TypeError):
         message = data[:200].decode("utf-8", "replace") if isinstance(data, bytes) else ""
-    return ApiError(int(resp.status), reason, message, _retry_after(resp.headers), causes)
+    return ApiError(status, reason, message, _retry_after(headers), causes)
 
 
 def _send(api: ApiClient, path: str, query: dict[str, Any] | None,

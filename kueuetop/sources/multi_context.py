@@ -6,6 +6,7 @@ it could not be read, goes to `views.clusters`."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -16,8 +17,10 @@ from kubernetes import client as k8s
 
 from kueuetop.sources.connection import ConnectionProblem
 from kueuetop.sources.session import LiveSession, SyncTimeout, open_session
+from kueuetop.sources.watch_loop import WatchLoop
 
 KUEUE = "kueue.x-k8s.io"
+WATCH_THREADS_ENV = "KUEUETOP_WATCH_THREADS"
 
 
 @dataclass
@@ -45,11 +48,12 @@ def _list(api: k8s.ApiClient, version: str, plural: str, timeout: float, label: 
     return [i for i in items if isinstance(i, dict)]
 
 
-def read_context(kubeconfig: str | None, context: str, timeout: float) -> ContextRead:
+def read_context(kubeconfig: str | None, context: str, timeout: float,
+                 watch_loop: WatchLoop | None = None) -> ContextRead:
     """One context: a synced session, its MultiKueueClusters and the Workloads MultiKueue placed
-    (all of a manager's, a worker's copies), or the error."""
+    (all of a manager's, a worker's copies), or the error. `watch_loop`: where its informers run."""
     try:
-        session = open_session(kubeconfig, context, timeout=timeout)
+        session = open_session(kubeconfig, context, timeout=timeout, watch_loop=watch_loop)
     except ConnectionProblem as exc:
         return ContextRead(context, error=exc.describe())
     except SyncTimeout as exc:
@@ -103,13 +107,17 @@ def _poll_gpus(read: ContextRead) -> None:
 
 class ContextPool:
     """Live sessions for several contexts, kept open between refreshes: one informer set per
-    cluster keeps its store current; each refresh re-reads the MultiKueue objects and retries
+    cluster keeps its store current, every cluster's lists and watches on one shared loop
+    (sources/watch_loop.py, one thread) unless `shared_loop` is False; each refresh re-reads the MultiKueue objects and retries
     the contexts that could not be opened. A cluster that stops answering keeps its last data
     (with its age) and gets the error; it never holds up the others."""
 
     def __init__(self, kubeconfig: str | None, contexts: Sequence[str], timeout: float = 10.0,
-                 gpus: bool = False) -> None:
+                 gpus: bool = False, shared_loop: bool | None = None) -> None:
         self.kubeconfig = kubeconfig
+        if shared_loop is None:  # KUEUETOP_WATCH_THREADS=1: a thread per watch, as the one-cluster console
+            shared_loop = os.environ.get(WATCH_THREADS_ENV, "") != "1"
+        self.watch_loop = WatchLoop() if shared_loop else None
         self.contexts = list(contexts)
         self.timeout = timeout
         self.gpus = gpus  # poll each cluster's GPU telemetry on every refresh (the console's heatmap)
@@ -122,7 +130,7 @@ class ContextPool:
             with self._lock:
                 cur = self._reads.get(ctx)
             if cur is None or cur.session is None:
-                fresh = read_context(self.kubeconfig, ctx, self.timeout)
+                fresh = read_context(self.kubeconfig, ctx, self.timeout, self.watch_loop)
             else:
                 fresh = ContextRead(ctx, session=cur.session, multikueue_clusters=cur.multikueue_clusters,
                                     workloads=cur.workloads, read_at=cur.read_at)
@@ -177,3 +185,5 @@ class ContextPool:
         for r in reads:
             if r.session is not None:
                 r.session.close()
+        if self.watch_loop is not None:
+            self.watch_loop.stop()

@@ -25,6 +25,7 @@ from kueuetop.sources.informer import InformerConfig
 from kueuetop.sources.kube import KubeSources
 from kueuetop.sources.kube_http import ApiError
 from kueuetop.sources.scrape_budget import DEFAULT_BUDGET
+from kueuetop.sources.watch_loop import WatchLoop
 from kueuetop.store import Store, StoreEvent
 from kueuetop.store import events as K
 
@@ -88,17 +89,20 @@ def connect_checked(kubeconfig: str | None, context: str | None, timeout: float 
 
 def open_session(kubeconfig: str | None = None, context: str | None = None, *, timeout: float = 30.0,
                  config: InformerConfig | None = None,
-                 alongside: Callable[[LiveSession], object] | None = None) -> LiveSession:
+                 alongside: Callable[[LiveSession], object] | None = None,
+                 watch_loop: WatchLoop | None = None) -> LiveSession:
     """Connect, start the sources and wait for the initial sync (at most `timeout` seconds).
 
     `alongside(session)` runs in a thread while the lists arrive (the GPU poll of `snapshot`:
     a thousand exporter scrapes need not wait for 20,000 workloads to be parsed); it is joined
-    before the session is returned."""
+    before the session is returned. `watch_loop`: the lists and watches run there (a
+    ContextPool's clusters share one)."""
     deadline = time.monotonic() + timeout
     conn = connect_checked(kubeconfig, context, timeout=min(10.0, timeout))
     store = Store()
     try:
-        sources = KubeSources(conn, store, config=config or HEADLESS_INFORMERS).start()
+        sources = KubeSources(conn, store, config=config or HEADLESS_INFORMERS,
+                              watch_loop=watch_loop).start()
     except BaseException:
         conn.close()
         raise
