@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from kueuetop.kueue.core import Pod
@@ -52,6 +52,33 @@ _SNAPSHOT_FIELDS = {
 }
 _NAMESPACED_SNAPSHOT = {K.LOCAL_QUEUES, K.WORKLOADS}
 _SNAPSHOT_KINDS = frozenset({*_SNAPSHOT_FIELDS, K.NAMESPACES})
+
+
+@dataclass(frozen=True, slots=True)
+class StoreState:
+    """A store's objects, indexes, queue positions, GPUs and sources at one moment, detached
+    from it (`Store.freeze`): a replay keeps these as checkpoints and swaps one back in
+    (`Store.thaw`) instead of applying its objects again. Histories are not part of it."""
+
+    objects: dict[str, dict[Key, Entry]]
+    owner: dict[str, dict[Key, str]]
+    ix: Indexes
+    positions: dict[Key, QueuePosition]
+    positions_by_cq: MultiIndex
+    gpus: dict[GpuKey, GpuSample]
+    gpu_source: dict[GpuKey, str]
+    gpus_by_node: MultiIndex
+    gpus_by_pod: MultiIndex
+    gone_nodes: dict[str, None]
+    sources: dict[str, SourceStatus]
+    synced: frozenset[str]
+
+    def copy(self) -> StoreState:
+        """Copies of the mappings (the entries, parsed objects and statuses are immutable: shared)."""
+        return StoreState({k: dict(v) for k, v in self.objects.items()}, {k: dict(v) for k, v in self.owner.items()},
+                          self.ix.copy(), dict(self.positions), self.positions_by_cq.copy(), dict(self.gpus),
+                          dict(self.gpu_source), self.gpus_by_node.copy(), self.gpus_by_pod.copy(),
+                          dict(self.gone_nodes), dict(self.sources), self.synced)
 
 
 class Store:
@@ -305,6 +332,31 @@ class Store:
         self._gpu_source.pop(gkey, None)
         self._gpus_by_node.remove(gkey)
         self._gpus_by_pod.remove(gkey)
+
+    # ----------------------------------------------------------------- whole states
+    def freeze(self) -> StoreState:
+        """This store's state, copied: later writes here do not change it."""
+        with self._lock:
+            return StoreState(self._objects, self._owner, self._ix, self._positions, self._positions_by_cq,
+                              self._gpus, self._gpu_source, self._gpus_by_node, self._gpus_by_pod,
+                              self._gone_nodes, self._sources, frozenset(self._synced)).copy()
+
+    def thaw(self, state: StoreState) -> None:
+        """Make this store hold a copy of `state` (`state` stays as it was, to be thawed again).
+        No subscriber is told: only for a store nobody watches yet (a replay's own store)."""
+        st = state.copy()
+        with self._lock:
+            if self._subscribers:
+                raise RuntimeError("thaw() replaces the state under subscribers' feet")
+            self._objects, self._owner, self._ix = st.objects, st.owner, st.ix
+            self._positions, self._positions_by_cq = st.positions, st.positions_by_cq
+            self._gpus, self._gpu_source = st.gpus, st.gpu_source
+            self._gpus_by_node, self._gpus_by_pod = st.gpus_by_node, st.gpus_by_pod
+            self._gone_nodes, self._sources, self._synced = st.gone_nodes, st.sources, set(st.synced)
+            for kind in st.objects:
+                self._wrote(kind)
+            self._version += 1
+            self._snapshot_version += 1
 
     # ----------------------------------------------------------------- forecast
     def set_forecast(self, forecast: Any, moved: set[Key]) -> Changes:
