@@ -31,7 +31,7 @@ from kueuetop.sources.recording_format import (
     read_payload,
     scan,
 )
-from kueuetop.store import Entry, QueuePosition, SourceState, SourceStatus, Store, StoreEvent
+from kueuetop.store import Changes, Entry, QueuePosition, SourceState, SourceStatus, Store, StoreEvent
 from kueuetop.store import events as K
 from kueuetop.store.events import Op
 from kueuetop.store.state import StoreState
@@ -392,39 +392,9 @@ def _status(raw: Any) -> SourceStatus | None:
                         num(raw.get("since")), num(raw.get("staleAfter")), int(raw.get("skipped") or 0))
 
 
-OBJECT_KINDS = (K.NAMESPACES, K.PRIORITY_CLASSES, K.RESOURCE_FLAVORS, K.COHORTS, K.ADMISSION_CHECKS,
-                K.PROVISIONING_CONFIGS, K.CLUSTER_QUEUES, K.LOCAL_QUEUES, K.WORKLOADS, K.PROVISIONING_REQUESTS,
-                K.NODES, K.PODS, K.EVENTS)
-
-
-def sync_store(target: Store, source: Store, gpu_source: str = "gpu/scrape") -> None:
+def sync_store(target: Store, source: Store) -> Changes:
     """Make `target` (the console's store, whose views subscribe to it) hold what `source` (a
-    replay's store at some moment) holds: one batch of relists per source, then GPUs and source
-    states. Unchanged objects (same uid and resourceVersion) are left alone by the store, so a
-    small step is a small change for the views."""
-    events: list[StoreEvent] = []
-    for kind in OBJECT_KINDS:
-        have, want = target.owners(kind), source.owners(kind)
-        entries = source.entries(kind)
-        by_source: dict[str, list[Entry]] = {s: [] for s in set(have.values()) | set(want.values())}
-        for key, src in want.items():
-            if key in entries:
-                by_source[src].append(entries[key])
-        events.extend(StoreEvent.replace(kind, src, es) for src, es in sorted(by_source.items()))
-    cqs = {k[1] for k in target.keys(K.CLUSTER_QUEUES)} | {k[1] for k in source.keys(K.CLUSTER_QUEUES)}
-    for cq in sorted(cqs):
-        want_pos = source.positions(cq)
-        if want_pos != target.positions(cq):
-            events.append(StoreEvent(Op.POSITIONS, K.POSITIONS, "visibility", key=("", cq),
-                                     positions=tuple(sorted(want_pos.items()))))
-    if events:
-        target.apply_batch(events)
-    have_gpus, want_gpus = target.gpus(), source.gpus()
-    changed = {s.node for key, s in want_gpus.items() if have_gpus.get(key) != s}
-    changed |= {node for (node, gpu) in have_gpus if (node, gpu) not in want_gpus and
-                any(k[0] == node for k in want_gpus)}
-    if changed:
-        samples = [s for s in want_gpus.values() if s.node in changed]
-        target.put_gpu_samples(samples, max((s.at for s in samples), default=0.0), gpu_source)
-    for st in source.sources().values():
-        target.put_source_status(st)
+    replay's store at some moment) holds: a copy of its whole state swapped in, and one
+    notification of what differs (entries the two share are the same objects, so a small step
+    is a small change for the views, and a jump re-indexes nothing)."""
+    return target.adopt(source.freeze())

@@ -358,6 +358,59 @@ class Store:
             self._version += 1
             self._snapshot_version += 1
 
+    def adopt(self, state: StoreState) -> Changes:
+        """Hold `state` from now on (taken as it is: the caller hands over a fresh `freeze()`),
+        telling subscribers what differs from what this store held, as a batch would: entries,
+        indexes, positions, GPUs and sources are swapped in, not applied one by one. For the
+        replay console, whose store shows one replayed moment after another (sources/replay.py);
+        its histories get a point at the new moment, as writes would add."""
+        with self._lock:
+            changed: dict[str, set[Any]] = {}
+            for kind in set(self._objects) | set(state.objects):
+                mine, theirs = self._objects.get(kind, {}), state.objects.get(kind, {})
+                keys = {k for k, e in theirs.items() if mine.get(k) is not e}
+                keys.update(k for k in mine if k not in theirs)
+                if keys:
+                    changed[kind] = keys
+            # A LocalQueue pointed elsewhere moves its workloads to another ClusterQueue unchanged.
+            old_cq, new_cq = self._ix.wl_by_cq, state.ix.wl_by_cq
+            moved = {k for k in state.objects.get(K.WORKLOADS, {}) if old_cq.values_of(k) != new_cq.values_of(k)}
+            if moved:
+                changed.setdefault(K.WORKLOADS, set()).update(moved)
+            cqs = {p.cluster_queue for p in self._positions.values()} | \
+                  {p.cluster_queue for p in state.positions.values()}
+            pos = {cq for cq in cqs if self._positions_by_cq.get(cq) != state.positions_by_cq.get(cq) or
+                   any(self._positions.get(k) != state.positions.get(k) for k in state.positions_by_cq.get(cq))}
+            if pos:
+                changed[K.POSITIONS] = pos
+            gpus = {k for k, g in state.gpus.items() if self._gpus.get(k) != g} | \
+                   {k for k in self._gpus if k not in state.gpus}
+            if gpus:
+                changed[K.GPUS] = gpus
+            srcs = {n for n, st in state.sources.items() if self._sources.get(n) != st} | \
+                   {n for n in self._sources if n not in state.sources}
+            if srcs:
+                changed[K.SOURCES] = srcs
+            self._objects, self._owner, self._ix = state.objects, state.owner, state.ix
+            self._positions, self._positions_by_cq = state.positions, state.positions_by_cq
+            self._gpus, self._gpu_source = state.gpus, state.gpu_source
+            self._gpus_by_node, self._gpus_by_pod = state.gpus_by_node, state.gpus_by_pod
+            self._gone_nodes, self._sources, self._synced = state.gone_nodes, state.sources, set(state.synced)
+            now = self._clock()
+            for kind in changed:
+                self._wrote(kind)
+            if changed:
+                self._version += 1
+                self._snapshot_version += 1
+                self._record_history(now, changed)
+            if gpus:
+                for key in gpus:
+                    g = state.gpus.get(key)
+                    if g is not None:
+                        self.gpu_history.append(key, g.at or now, g.util)
+                self._record_gpu_fleet(now)
+        return self._notify(changed)
+
     # ----------------------------------------------------------------- forecast
     def set_forecast(self, forecast: Any, moved: set[Key]) -> Changes:
         """Keep the latest forecast (computed off the store by the console's worker); `moved`:

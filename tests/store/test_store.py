@@ -306,3 +306,34 @@ def test_a_frozen_state_thaws_into_a_fresh_store_as_it_was_however_the_first_one
         fresh.apply(StoreEvent.delete("workloads", "workloads", ("team-a", "w1")))
         fresh.apply(StoreEvent.replace("pods", "pods/kueue", []))
         assert fresh.queue_counts("cq").pending == 2 and fresh.pods_on_node("n1") == set()
+
+
+def test_adopting_a_state_tells_subscribers_exactly_what_differs() -> None:
+    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+          "metadata": {"name": "lq", "namespace": "team-a", "uid": "lq", "resourceVersion": "1"},
+          "spec": {"clusterQueue": "cq"}}
+    lq2 = {**lq, "metadata": {**lq["metadata"], "resourceVersion": "2"}, "spec": {"clusterQueue": "cq2"}}
+    source = Store(clock=lambda: 1000.0)
+    source.apply_batch([StoreEvent.upsert("localqueues", "localqueues", entry(lq)),
+                        *(StoreEvent.upsert("workloads", "workloads", entry(wl(f"w{i}", owner_uid=f"j{i}")))
+                          for i in range(3)),
+                        StoreEvent.replace("pods", "pods/kueue", [entry(pod("p0", "Job", "j0"))])])
+    console = Store(clock=lambda: 1000.0)
+    got: list[Changes] = []
+    console.subscribe(got.append)
+    console.adopt(source.freeze())
+    assert _view(console) == _view(source) and got[-1].get("workloads") == set(source.keys("workloads"))
+    # The source moves on (one workload changed, one deleted, its LQ pointed elsewhere, a GPU):
+    # the console hears of those only, and answers as the source does.
+    source.apply_batch([StoreEvent.upsert("workloads", "workloads", entry(wl("w1", owner_uid="j1", rv="2"))),
+                        StoreEvent.delete("workloads", "workloads", ("team-a", "w2"))])
+    source.put_gpu_samples([GpuSample("n1", "0", util=90.0, namespace="team-a", pod="p0")], at=100.0, source="prom")
+    console.adopt(source.freeze())
+    assert _view(console) == _view(source)
+    assert got[-1].get("workloads") == {("team-a", "w1"), ("team-a", "w2")} and "pods" not in got[-1]
+    assert got[-1].get("gpus") == {("n1", "0")}
+    source.apply(StoreEvent.upsert("localqueues", "localqueues", entry(lq2)))
+    console.adopt(source.freeze())
+    assert console.workloads_in_cluster_queue("cq2") == {("team-a", "w0"), ("team-a", "w1")}
+    assert got[-1].get("workloads") == {("team-a", "w0"), ("team-a", "w1")}
+    assert console.gpus_of_workload(("team-a", "w0"))[0].util == 90.0
