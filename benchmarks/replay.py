@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import random
@@ -45,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 from kueuetop.sources.recording_format import DATA, HEADER, KEYFRAME, scan  # noqa: E402
 from kueuetop.sources.replay import Recording, Replay, sync_store  # noqa: E402
 from kueuetop.store import Store  # noqa: E402
+from kueuetop.tui.heap import FULL_THRESHOLD_OFF  # noqa: E402
 from kueuetop.tui.replay_history import CHECKPOINT_OBJECTS  # noqa: E402
 
 
@@ -162,12 +164,18 @@ def seeks(path: Path, count: int, seed: int = 7, checkpoint_objects: int = CHECK
         r.close()
     # The console's way: one pass forward when the recording opens (in the background), keeping
     # checkpoints in memory; then every jump starts from the nearest one.
+    # The console's collector regime (tui/heap.py): no full collections started by Python while
+    # it runs (they happen when nobody types), and the checkpoints frozen out of them once built.
+    saved = gc.get_threshold()
+    gc.set_threshold(saved[0], saved[1], FULL_THRESHOLD_OFF)
     r = Recording.open(str(path))
     rss0 = _rss_mb()
     t0 = time.perf_counter()
     replay = Replay(r, checkpoint_objects=checkpoint_objects)
     replay.seek_forward(end)
     index_s = time.perf_counter() - t0
+    gc.collect()
+    gc.freeze()
     rss1 = _rss_mb()
     # The worst moments for a jump: just before a checkpoint (the most records to apply after
     # the previous one), besides random ones; in random order (back and forth).
@@ -195,6 +203,7 @@ def seeks(path: Path, count: int, seed: int = 7, checkpoint_objects: int = CHECK
         forward.append(time.perf_counter() - t0)
     workloads = replay.store.count("workloads")
     r.close()
+    gc.set_threshold(*saved)
     return {"moments": len(targets),
             "coldSeconds": {**_stats(cold), "count": len(cold),
                             "note": "a fresh reader each time: the nearest keyframe in the file (or the start), "
@@ -203,7 +212,8 @@ def seeks(path: Path, count: int, seed: int = 7, checkpoint_objects: int = CHECK
                       "rssMBBefore": round(rss0), "rssMBAfter": round(rss1),
                       "checkpointsMB": round(rss1 - rss0),
                       "note": "one pass forward keeping whole store states in memory, as the replay console does "
-                              "in the background when it opens a recording (RSS includes the replayed store)"},
+                              "in the background when it opens a recording (RSS includes the replayed store); "
+                              "the console's collector regime: no full collections by Python, a freeze after"},
             "warmSeconds": {**_stats(warm), "note": "Replay.seek: random moments and moments just before a checkpoint"},
             "syncSeconds": {**_stats(sync), "note": "sync_store of the replayed state into the console's store "
                                                      "(the views' redraw after it is not counted)"},
