@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 from kueuetop.kueue.gpu import GpuSample
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.parse_cache import ParseCache
+from kueuetop.sources.gc_quiet import full_collections_off
 from kueuetop.sources.informer import object_key
 from kueuetop.sources.recording_format import (
     DATA,
@@ -176,6 +177,15 @@ class Replay:
         plans.append((self._bytes_between((0, 0), end), 0, None))
         _, how, arg = min(plans, key=lambda p: p[0])
         self.started_from = _STARTS[how]
+        with full_collections_off():
+            self._start(how, arg)
+            self._apply_until(t)
+        self.at = t
+        self._clock.t = t
+        return self.store
+
+    def _start(self, how: int, arg: Any) -> None:
+        frames = self.recording.frames
         if how == 0:
             self._reset()
         elif how == 2:
@@ -187,15 +197,12 @@ class Replay:
             self._reset()
             self._load_keyframe(self.recording.payload(frames[arg]))
             self._next = (arg + 1, 0)
-        self._apply_until(t)
-        self.at = t
-        self._clock.t = t
-        return self.store
 
     def seek_forward(self, t: float) -> Store:
         """Apply the records up to `t` to the same store (no keyframe jump, which would start a new
         store): for one pass from start to end whose subscribers must see every change."""
-        self._apply_until(t)
+        with full_collections_off():
+            self._apply_until(t)
         self.at = max(self.at, t)
         self._clock.t = max(self._clock.t, t)
         return self.store
