@@ -283,7 +283,7 @@ class Replay:
         cps = self.checkpoints
         if cps and cps[-1].next >= next_:  # a pass over a stretch that has them already
             return
-        state = self.store.freeze()
+        state = self.store.freeze().compacted()
         cps.append(Checkpoint(t, next_, state, sum(map(len, state.objects.values()))))
 
     # ------------------------------------------------------------------ applying records

@@ -97,7 +97,20 @@ class MultiIndex:
         """An independent copy (keys and values are immutable; only the sets are copied)."""
         out = MultiIndex()
         out._by_key = dict(self._by_key)
-        out._by_value = {v: set(ks) if type(ks) is set else ks for v, ks in self._by_value.items()}
+        if self._by_value is None:  # compacted: filed again from the keys' values
+            for key, values in out._by_key.items():
+                for v in values:
+                    out._add(v, key)
+        else:
+            out._by_value = {v: set(ks) if type(ks) is set else ks for v, ks in self._by_value.items()}
+        return out
+
+    def compacted(self) -> MultiIndex:
+        """This index without its value → keys side (most of its memory), for keeping: only
+        `copy()` may be called on the result, which files the keys again. Shares `self`'s keys."""
+        out = MultiIndex()
+        out._by_key = self._by_key
+        out._by_value = None  # type: ignore[assignment]
         return out
 
     def values(self) -> list[Hashable]:
@@ -135,6 +148,13 @@ class Indexes:
                 out._counts = {cq: list(c) for cq, c in value.items()}
             else:
                 setattr(out, name, dict(value))
+        return out
+
+    def compacted(self) -> Indexes:
+        """These indexes with each MultiIndex compacted (see `MultiIndex.compacted`); shares the rest."""
+        out = Indexes.__new__(Indexes)
+        for name, value in vars(self).items():
+            setattr(out, name, value.compacted() if isinstance(value, MultiIndex) else value)
         return out
 
     # ----------------------------------------------------------------- workloads

@@ -73,6 +73,14 @@ class StoreState:
     sources: dict[str, SourceStatus]
     synced: frozenset[str]
 
+    def compacted(self) -> StoreState:
+        """The same state in less memory, for keeping (a replay's checkpoints): the indexes' value
+        → keys sides are dropped and filed again by `copy()` (what `Store.thaw` makes). Shares
+        this state's mappings: call it on a fresh `Store.freeze()`."""
+        return StoreState(self.objects, self.owner, self.ix.compacted(), self.positions,
+                          self.positions_by_cq.compacted(), self.gpus, self.gpu_source, self.gpus_by_node.compacted(),
+                          self.gpus_by_pod.compacted(), self.gone_nodes, self.sources, self.synced)
+
     def copy(self) -> StoreState:
         """Copies of the mappings (the entries, parsed objects and statuses are immutable: shared)."""
         return StoreState({k: dict(v) for k, v in self.objects.items()}, {k: dict(v) for k, v in self.owner.items()},
