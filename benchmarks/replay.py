@@ -156,7 +156,9 @@ def seeks(path: Path, count: int, seed: int = 7, checkpoint_objects: int = CHECK
     rnd = random.Random(seed)
     moments = sorted([end, *(start + (end - start) * rnd.random() for _ in range(count - 1))])
     cold = []
-    for t in moments[: count if cold_count is None else cold_count]:
+    n_cold = count if cold_count is None else min(cold_count, count)
+    spread = sorted({round(i * (len(moments) - 1) / max(1, n_cold - 1)) for i in range(n_cold)})
+    for t in (moments[i] for i in spread):  # spread over the recording, the end (furthest from a keyframe) included
         t0 = time.perf_counter()
         r = Recording.open(str(path))
         Replay(r).seek(t)
