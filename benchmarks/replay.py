@@ -10,10 +10,16 @@ and measures from outside:
 - file: bytes written, per simulated hour and per wall hour, and split by frame type (header,
   data, keyframes), data further split by record type (objects, GPU samples, source states)
   in proportion to their uncompressed JSON;
-- seek: open the finished recording cold and rebuild the store at `--seeks` moments spread
-  over it (each from a fresh reader: the worst case, a keyframe load and the records after it),
-  p50 / max seconds; budget: any moment of a one-hour `large` recording within 1 s. Also a
-  seek forward from the previous moment (what stepping in the console costs).
+- seek, cold: open the finished recording and rebuild the store at `--cold` moments spread over
+  it, its end included (each from a fresh reader: the keyframe before it or the start, whichever
+  has less to read, then the records after it), min / p50 / max seconds;
+- seek, warm: the console's way — one pass forward (as its background reader does), keeping a
+  whole store state every `--checkpoint-objects` objects parsed (time and RSS it costs), then
+  jumps in random order to random moments and to moments just before a checkpoint (the most
+  records to apply after one): the replay's seek, the swap of its state into a console store
+  (`sync_store`) and both; min / p50 / max seconds. Budget: any jump on a one-hour `large`
+  recording within 1 s. The views' redraw after a jump is not in these figures (benchmarks/tui.py
+  measures redraws). Warm figures run under the console's collector regime (tui/heap.py).
 
 Prints one JSON document. Usage (repository root, project virtualenv):
 
