@@ -161,15 +161,6 @@ def seeks(path: Path, count: int, seed: int = 7, checkpoint_objects: int = CHECK
     rec.close()
     rnd = random.Random(seed)
     moments = sorted([end, *(start + (end - start) * rnd.random() for _ in range(count - 1))])
-    cold = []
-    n_cold = count if cold_count is None else min(cold_count, count)
-    spread = sorted({round(i * (len(moments) - 1) / max(1, n_cold - 1)) for i in range(n_cold)})
-    for t in (moments[i] for i in spread):  # spread over the recording, the end (furthest from a keyframe) included
-        t0 = time.perf_counter()
-        r = Recording.open(str(path))
-        Replay(r).seek(t)
-        cold.append(time.perf_counter() - t0)
-        r.close()
     # The console's way: one pass forward when the recording opens (in the background), keeping
     # checkpoints in memory; then every jump starts from the nearest one.
     # The console's collector regime (tui/heap.py): no full collections started by Python while
@@ -212,11 +203,25 @@ def seeks(path: Path, count: int, seed: int = 7, checkpoint_objects: int = CHECK
     workloads = replay.store.count("workloads")
     r.close()
     gc.set_threshold(*saved)
+    n_checkpoints = len(cps)
+    del replay, console, src, cps
+    gc.unfreeze()
+    gc.collect()
+    # Cold last, so the memory figures above are the pass's own.
+    cold = []
+    n_cold = count if cold_count is None else min(cold_count, count)
+    spread = sorted({round(i * (len(moments) - 1) / max(1, n_cold - 1)) for i in range(n_cold)})
+    for t in (moments[i] for i in spread):  # spread over the recording, the end (furthest from a keyframe) included
+        t0 = time.perf_counter()
+        r = Recording.open(str(path))
+        Replay(r).seek(t)
+        cold.append(time.perf_counter() - t0)
+        r.close()
     return {"moments": len(targets),
             "coldSeconds": {**_stats(cold), "count": len(cold),
                             "note": "a fresh reader each time: the nearest keyframe in the file (or the start), "
                                     "then the records after it"},
-            "index": {"seconds": round(index_s, 1), "checkpoints": len(cps), "checkpointObjects": checkpoint_objects,
+            "index": {"seconds": round(index_s, 1), "checkpoints": n_checkpoints, "checkpointObjects": checkpoint_objects,
                       "rssMBBefore": round(rss0), "rssMBAfter": round(rss1),
                       "checkpointsMB": round(rss1 - rss0),
                       "note": "one pass forward keeping whole store states in memory, as the replay console does "
