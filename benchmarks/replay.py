@@ -10,10 +10,16 @@ and measures from outside:
 - file: bytes written, per simulated hour and per wall hour, and split by frame type (header,
   data, keyframes), data further split by record type (objects, GPU samples, source states)
   in proportion to their uncompressed JSON;
-- seek: open the finished recording cold and rebuild the store at `--seeks` moments spread
-  over it (each from a fresh reader: the worst case, a keyframe load and the records after it),
-  p50 / max seconds; budget: any moment of a one-hour `large` recording within 1 s. Also a
-  seek forward from the previous moment (what stepping in the console costs).
+- seek, cold: open the finished recording and rebuild the store at `--cold` moments spread over
+  it, its end included (each from a fresh reader: the keyframe before it or the start, whichever
+  has less to read, then the records after it), min / p50 / max seconds;
+- seek, warm: the console's way — one pass forward (as its background reader does), keeping a
+  whole store state every `--checkpoint-objects` objects parsed (time and RSS it costs), then
+  jumps in random order to random moments and to moments just before a checkpoint (the most
+  records to apply after one): the replay's seek, the swap of its state into a console store
+  (`sync_store`) and both; min / p50 / max seconds. Budget: any jump on a one-hour `large`
+  recording within 1 s. The views' redraw after a jump is not in these figures (benchmarks/tui.py
+  measures redraws). Warm figures run under the console's collector regime (tui/heap.py).
 
 Prints one JSON document. Usage (repository root, project virtualenv):
 
@@ -26,10 +32,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import random
-import resource
 import signal
 import statistics
 import subprocess
@@ -44,7 +50,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kueuetop.sources.recording_format import DATA, HEADER, KEYFRAME, scan  # noqa: E402
-from kueuetop.sources.replay import Recording, Replay  # noqa: E402
+from kueuetop.sources.replay import Recording, Replay, sync_store  # noqa: E402
+from kueuetop.store import Store  # noqa: E402
+from kueuetop.tui.heap import FULL_THRESHOLD_OFF  # noqa: E402
+from kueuetop.tui.replay_history import CHECKPOINT_OBJECTS  # noqa: E402
 
 
 def _proc_mem(pid: int) -> dict[str, float]:
@@ -135,34 +144,55 @@ def file_figures(path: Path, sim_seconds: float, wall_seconds: float) -> dict[st
     }
 
 
-def seeks(path: Path, count: int, seed: int = 7, checkpoint_bytes: int = 192 * 1024, cold_count: int | None = None,
-          ) -> dict[str, Any]:
+def _stats(xs: list[float]) -> dict[str, float | None]:
+    if not xs:
+        return {"min": None, "p50": None, "max": None}
+    return {"min": round(min(xs), 3), "p50": round(statistics.median(xs), 3), "max": round(max(xs), 3)}
+
+
+def _rss_mb() -> float:
+    return _proc_mem(os.getpid()).get("VmRSS", 0.0)
+
+
+def seeks(path: Path, count: int, seed: int = 7, checkpoint_objects: int = CHECKPOINT_OBJECTS,
+          cold_count: int | None = None) -> dict[str, Any]:
     rec = Recording.open(str(path))
     start, end = rec.start, rec.end_time
     rec.close()
     rnd = random.Random(seed)
     moments = sorted([end, *(start + (end - start) * rnd.random() for _ in range(count - 1))])
-    cold = []
-    for t in moments[: count if cold_count is None else cold_count]:
-        t0 = time.perf_counter()
-        r = Recording.open(str(path))
-        Replay(r).seek(t)
-        cold.append(time.perf_counter() - t0)
-        r.close()
     # The console's way: one pass forward when the recording opens (in the background), keeping
     # checkpoints in memory; then every jump starts from the nearest one.
+    # The console's collector regime (tui/heap.py): no full collections started by Python while
+    # it runs (they happen when nobody types), and the checkpoints frozen out of them once built.
+    saved = gc.get_threshold()
+    gc.set_threshold(saved[0], saved[1], FULL_THRESHOLD_OFF)
     r = Recording.open(str(path))
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss0 = _rss_mb()
     t0 = time.perf_counter()
-    replay = Replay(r, checkpoint_bytes=checkpoint_bytes)
+    replay = Replay(r, checkpoint_objects=checkpoint_objects)
     replay.seek_forward(end)
     index_s = time.perf_counter() - t0
-    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    warm = []
-    for t in rnd.sample(moments, len(moments)):  # in random order: back and forth
+    gc.collect()
+    gc.freeze()
+    rss1 = _rss_mb()
+    # The worst moments for a jump: just before a checkpoint (the most records to apply after
+    # the previous one), besides random ones; in random order (back and forth).
+    cps = replay.checkpoints
+    worst = [cps[i].t - 1e-6 for i in rnd.sample(range(1, len(cps)), min(count, len(cps) - 1))] if len(cps) > 1 else []
+    targets = rnd.sample(moments, len(moments)) + worst
+    rnd.shuffle(targets)
+    console = Store()  # what the console's store goes through: the replayed state synced into it
+    warm, sync, jump = [], [], []
+    for t in targets:
         t0 = time.perf_counter()
-        replay.seek(t)
-        warm.append(time.perf_counter() - t0)
+        src = replay.seek(t)
+        t1 = time.perf_counter()
+        sync_store(console, src)
+        t2 = time.perf_counter()
+        warm.append(t1 - t0)
+        sync.append(t2 - t1)
+        jump.append(t2 - t0)
     replay.seek(start + (end - start) / 2)
     forward = []
     step = (end - start) / 200
@@ -172,17 +202,38 @@ def seeks(path: Path, count: int, seed: int = 7, checkpoint_bytes: int = 192 * 1
         forward.append(time.perf_counter() - t0)
     workloads = replay.store.count("workloads")
     r.close()
-    return {"moments": len(moments),
-            "coldSeconds": {"p50": round(statistics.median(cold), 3) if cold else None,
-                            "max": round(max(cold), 3) if cold else None, "count": len(cold),
-                            "note": "a fresh reader each time: the nearest keyframe in the file, then records"},
-            "index": {"seconds": round(index_s, 1), "checkpoints": len(replay.checkpoints),
-                      "checkpointBytes": checkpoint_bytes, "maxRssMBBefore": round(rss0), "maxRssMBAfter": round(rss1),
-                      "note": "one pass forward keeping checkpoints in memory, as the replay console does "
-                              "in the background when it opens a recording"},
-            "warmSeconds": {"p50": round(statistics.median(warm), 3), "max": round(max(warm), 3)},
-            "stepForwardSeconds": {"p50": round(statistics.median(forward), 4), "max": round(max(forward), 4)},
-            "workloadsAtMiddle": workloads, "budgetSeconds": 1.0, "warmWithinBudget": max(warm) <= 1.0}
+    gc.set_threshold(*saved)
+    n_checkpoints = len(cps)
+    del replay, console, src, cps
+    gc.unfreeze()
+    gc.collect()
+    # Cold last, so the memory figures above are the pass's own.
+    cold = []
+    n_cold = count if cold_count is None else min(cold_count, count)
+    spread = sorted({round(i * (len(moments) - 1) / max(1, n_cold - 1)) for i in range(n_cold)})
+    for t in (moments[i] for i in spread):  # spread over the recording, the end (furthest from a keyframe) included
+        t0 = time.perf_counter()
+        r = Recording.open(str(path))
+        Replay(r).seek(t)
+        cold.append(time.perf_counter() - t0)
+        r.close()
+    return {"moments": len(targets),
+            "coldSeconds": {**_stats(cold), "count": len(cold),
+                            "note": "a fresh reader each time: the nearest keyframe in the file (or the start), "
+                                    "then the records after it"},
+            "index": {"seconds": round(index_s, 1), "checkpoints": n_checkpoints, "checkpointObjects": checkpoint_objects,
+                      "rssMBBefore": round(rss0), "rssMBAfter": round(rss1),
+                      "checkpointsMB": round(rss1 - rss0),
+                      "note": "one pass forward keeping whole store states in memory, as the replay console does "
+                              "in the background when it opens a recording (RSS includes the replayed store); "
+                              "the console's collector regime: no full collections by Python, a freeze after"},
+            "warmSeconds": {**_stats(warm), "note": "Replay.seek: random moments and moments just before a checkpoint"},
+            "syncSeconds": {**_stats(sync), "note": "sync_store of the replayed state into the console's store "
+                                                     "(the views' redraw after it is not counted)"},
+            "jumpSeconds": {**_stats(jump), "note": "seek + sync"},
+            "stepForwardSeconds": _stats(forward),
+            "workloadsAtMiddle": workloads, "budgetSeconds": 1.0, "warmWithinBudget": max(warm) <= 1.0,
+            "jumpWithinBudget": max(jump) <= 1.0}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeks", type=int, default=10)
     p.add_argument("--keep", help="keep the recording at this path")
     p.add_argument("--from", dest="existing", help="measure the file and seeks of this recording (no recording)")
-    p.add_argument("--checkpoint-bytes", type=int, default=192 * 1024)
+    p.add_argument("--checkpoint-objects", type=int, default=CHECKPOINT_OBJECTS)
     p.add_argument("--cold", type=int, help="cold seeks to time (default: --seeks)")
     args = p.parse_args(argv)
     if args.existing:
@@ -203,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         rec.close()
         out = {"benchmark": "replay", "recording": str(path),
                "file": file_figures(path, args.sim_minutes * 60, wall),
-               "seek": seeks(path, args.seeks, checkpoint_bytes=args.checkpoint_bytes,
+               "seek": seeks(path, args.seeks, checkpoint_objects=args.checkpoint_objects,
                              cold_count=args.cold)}
         print(json.dumps(out, indent=2))
         return 0
@@ -211,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         path, rec = record(args.scenario, args.speed, args.sim_minutes * 60, Path(d))
         out = {"benchmark": "replay", "record": rec,
                "file": file_figures(path, args.sim_minutes * 60, rec["wallSeconds"]),
-               "seek": seeks(path, args.seeks, checkpoint_bytes=args.checkpoint_bytes,
+               "seek": seeks(path, args.seeks, checkpoint_objects=args.checkpoint_objects,
                              cold_count=args.cold)}
         if args.keep:
             os.replace(path, args.keep)

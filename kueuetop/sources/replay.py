@@ -11,6 +11,7 @@ Nothing here talks to a cluster: a replay never writes anywhere.
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any, BinaryIO
 from kueuetop.kueue.gpu import GpuSample
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.parse_cache import ParseCache
+from kueuetop.sources.gc_quiet import full_collections_off
 from kueuetop.sources.informer import object_key
 from kueuetop.sources.recording_format import (
     DATA,
@@ -30,11 +32,17 @@ from kueuetop.sources.recording_format import (
     read_payload,
     scan,
 )
-from kueuetop.store import Entry, QueuePosition, SourceState, SourceStatus, Store, StoreEvent
+from kueuetop.store import Changes, Entry, QueuePosition, SourceState, SourceStatus, Store, StoreEvent
 from kueuetop.store import events as K
 from kueuetop.store.events import Op
+from kueuetop.store.state import StoreState
 
 WIRE_KINDS = frozenset({K.EVENTS})  # kinds the live path keeps unparsed (sources/kube.py)
+# A checkpoint's swap copies its mappings: about as long per object held as applying half a byte
+# of data frames (large: 46k objects in 0.05 s; 192 KB of data frames in 0.5 s).
+RESTORE_COST_PER_OBJECT = 0.5
+DECODED_FRAMES = 2  # data frames kept decoded
+_STARTS = ("start", "here", "checkpoint", "keyframe")
 
 
 @dataclass
@@ -107,15 +115,13 @@ class Recording:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A replayed store's state kept in memory (parsed entries shared with the store, not copied)."""
+    """A replayed store's whole state kept in memory (its mappings copied, the parsed entries
+    shared with the store): seeking from it swaps the state in, nothing is parsed or indexed."""
 
     t: float  # the last record applied
     next: tuple[int, int]  # (frame, record) to apply next
-    objects: tuple[tuple[str, str, bool, tuple[Entry, ...]], ...]  # (kind, source, synced, entries)
-    positions: tuple[tuple[str, tuple[tuple[tuple[str, str], QueuePosition], ...]], ...]
-    gpu_source: str
-    gpus: tuple[GpuSample, ...]
-    sources: tuple[SourceStatus, ...]
+    state: StoreState
+    objects: int  # how many it holds (the cost of swapping it in)
 
 
 class _Clock:
@@ -129,10 +135,10 @@ class _Clock:
 class Replay:
     """A store as the recorded one was at `self.at` (after `seek`)."""
 
-    def __init__(self, recording: Recording, *, checkpoint_bytes: int = 0) -> None:
-        """`checkpoint_bytes`: while moving forward, keep the store's state in memory after every
-        this many bytes of data frames (0: none), so later seeks back start from the nearest one
-        instead of a keyframe in the file (no decoding or parsing: the entries are shared)."""
+    def __init__(self, recording: Recording, *, checkpoint_objects: int = 0) -> None:
+        """`checkpoint_objects`: while moving forward, keep the store's whole state in memory
+        after every this many objects parsed (0: none), so later seeks start from the nearest
+        one (swapped in: no decoding, parsing or indexing) instead of a keyframe in the file."""
         self.recording = recording
         self.gpu_fields = [str(f) for f in recording.header.get("gpuFields") or ()]
         self._clock = _Clock(recording.start)
@@ -140,33 +146,63 @@ class Replay:
         self.at = float("-inf")
         self._next = (0, 0)  # (frame index, record index) of the next record to apply
         self._parse_cache = ParseCache()
-        self.checkpoint_bytes = checkpoint_bytes
-        self.checkpoints: list[Checkpoint] = []
+        self.checkpoint_objects = checkpoint_objects
+        self.checkpoints: list[Checkpoint] = []  # in file order (of `next`)
         self._since_checkpoint = 0
+        self._decoded: dict[int, list[Any]] = {}  # the last data frames decoded (a seek often rereads one)
+        self._data_before: list[int] = [0]  # data bytes in frames before frame i (seek planning)
+        self._frame_records: dict[int, int] = {}  # records in each data frame decoded so far (seek planning)
+        self.started_from = ""  # where the last seek started: "start", "here", "checkpoint" or "keyframe"
 
     # ------------------------------------------------------------------ seeking
     def seek(self, t: float) -> Store:
-        """The store at moment `t` (every record with time <= t applied); returns `self.store`."""
+        """The store at moment `t` (every record with time <= t applied); returns `self.store`.
+
+        Starts from whichever is cheapest: where the store is (moving forward), the latest
+        checkpoint at or before `t`, the last keyframe at or before `t`, or the file's start;
+        the cost of each is the data bytes left to apply plus, for a keyframe, its own bytes
+        (its objects are parsed too) and, for a checkpoint, the copy of its mappings."""
         frames = self.recording.frames
+        end = self._frame_at(t)
+        plans: list[tuple[float, int, Any]] = []  # (cost, how, what): the first of the cheapest wins
+        if t >= self.at:
+            plans.append((self._bytes_between(self._next, end), 1, None))
+        i = bisect.bisect_right(self.checkpoints, t, key=lambda c: c.t) - 1
+        if i >= 0:
+            cp = self.checkpoints[i]
+            plans.append((RESTORE_COST_PER_OBJECT * cp.objects + self._bytes_between(cp.next, end), 2, cp))
         kf = max((i for i, fr in enumerate(frames) if fr.type == KEYFRAME and fr.t0 <= t), default=None)
-        cp = max((c for c in self.checkpoints if c.t <= t), key=lambda c: c.next, default=None)
-        base = max((kf + 1, 0) if kf is not None else (0, 0), cp.next if cp is not None else (0, 0))
-        if t < self.at or base > self._next:  # back in time, or a shortcut ahead of where we are
-            self._reset()
-            if cp is not None and cp.next >= base:
-                self._restore(cp)
-            elif kf is not None:
-                self._load_keyframe(self.recording.payload(frames[kf]))
-                self._next = (kf + 1, 0)
-        self._apply_until(t)
+        if kf is not None:
+            plans.append((frames[kf].length + self._bytes_between((kf + 1, 0), end), 3, kf))
+        plans.append((self._bytes_between((0, 0), end), 0, None))
+        _, how, arg = min(plans, key=lambda p: p[0])
+        self.started_from = _STARTS[how]
+        with full_collections_off():
+            self._start(how, arg)
+            self._apply_until(t)
         self.at = t
         self._clock.t = t
         return self.store
 
+    def _start(self, how: int, arg: Any) -> None:
+        frames = self.recording.frames
+        if how == 0:
+            self._reset()
+        elif how == 2:
+            self._reset()
+            self._clock.t = arg.t
+            self.store.thaw(arg.state)
+            self._next = arg.next
+        elif how == 3:
+            self._reset()
+            self._load_keyframe(self.recording.payload(frames[arg]))
+            self._next = (arg + 1, 0)
+
     def seek_forward(self, t: float) -> Store:
         """Apply the records up to `t` to the same store (no keyframe jump, which would start a new
         store): for one pass from start to end whose subscribers must see every change."""
-        self._apply_until(t)
+        with full_collections_off():
+            self._apply_until(t)
         self.at = max(self.at, t)
         self._clock.t = max(self._clock.t, t)
         return self.store
@@ -182,6 +218,40 @@ class Replay:
         self._next = (0, 0)
         self.at = float("-inf")
 
+    def _frame_at(self, t: float) -> tuple[int, int]:
+        """The first data frame starting after `t` (where a seek to `t` stops at the latest)."""
+        frames = self.recording.frames
+        i = len(frames)
+        while i > 0 and (frames[i - 1].type != DATA or frames[i - 1].t0 > t):
+            i -= 1
+        return (i, 0)
+
+    def _bytes_between(self, a: tuple[int, int], b: tuple[int, int]) -> float:
+        """Data bytes from position `a` to `b` (a frame part-applied counts by its records)."""
+        return max(0.0, self._data_at(b) - self._data_at(a))
+
+    def _data_at(self, pos: tuple[int, int]) -> float:
+        frames, before = self.recording.frames, self._data_before
+        while len(before) <= len(frames):
+            fr = frames[len(before) - 1]
+            before.append(before[-1] + (fr.length if fr.type == DATA else 0))
+        fi, ri = pos
+        n = self._frame_records.get(fi)
+        return before[fi] + (frames[fi].length * ri / n if ri and n else 0.0)
+
+    def _records(self, fi: int) -> list[Any]:
+        recs = self._decoded.get(fi)
+        if recs is None:
+            recs = self.recording.payload(self.recording.frames[fi])
+            if not isinstance(recs, list):
+                raise RecordingError(f"{self.recording.name} is corrupt at byte {self.recording.frames[fi].offset} "
+                                     "(a data frame that is not a list)")
+            self._frame_records[fi] = len(recs)
+            if len(self._decoded) >= DECODED_FRAMES:
+                del self._decoded[next(iter(self._decoded))]
+            self._decoded[fi] = recs
+        return recs
+
     def _apply_until(self, t: float) -> None:
         frames = self.recording.frames
         fi, ri = self._next
@@ -192,32 +262,40 @@ class Replay:
                 continue
             if fr.t0 > t:
                 break
-            recs = self.recording.payload(fr)
+            recs = self._records(fi)
             while ri < len(recs):
                 rec = recs[ri]
                 rt = float(rec.get("t", 0.0))
                 if rt > t:
                     self._next = (fi, ri)
                     return
-                self._apply(rec)
+                parsed = self._apply(rec)
                 ri += 1
+                if self.checkpoint_objects:
+                    self._since_checkpoint += parsed
+                    if self._since_checkpoint >= self.checkpoint_objects:
+                        self._since_checkpoint = 0
+                        self._checkpoint((fi, ri), rt)
             fi, ri = fi + 1, 0
-            if self.checkpoint_bytes:
-                self._since_checkpoint += fr.length
-                if self._since_checkpoint >= self.checkpoint_bytes and \
-                        all(c.next < (fi, 0) for c in self.checkpoints):
-                    self._since_checkpoint = 0
-                    self.checkpoints.append(self._capture((fi, 0), fr.t1))
         self._next = (fi, ri)
 
+    def _checkpoint(self, next_: tuple[int, int], t: float) -> None:
+        cps = self.checkpoints
+        if cps and cps[-1].next >= next_:  # a pass over a stretch that has them already
+            return
+        state = self.store.freeze().compacted()
+        cps.append(Checkpoint(t, next_, state, sum(map(len, state.objects.values()))))
+
     # ------------------------------------------------------------------ applying records
-    def _apply(self, rec: dict[str, Any]) -> None:
+    def _apply(self, rec: dict[str, Any]) -> int:
+        """Apply one record; returns how many objects it parsed (the work a checkpoint saves)."""
         self._clock.t = float(rec.get("t", self._clock.t))
         op = rec.get("op")
         if op == "batch":
             events = [ev for e in rec.get("events") or () if (ev := self._event(e)) is not None]
             if events:
                 self.store.apply_batch(events)
+            return sum(len(ev.entries) if ev.op is Op.REPLACE else 1 for ev in events)
         elif op == "gpus":
             self.store.put_gpu_samples(self._samples(rec.get("samples") or ()), float(rec.get("at") or 0.0),
                                        str(rec.get("source") or ""))
@@ -225,6 +303,7 @@ class Replay:
             st = _status(rec.get("status"))
             if st is not None:
                 self.store.put_source_status(st)
+        return 0
 
     def _entry(self, kind: str, raw: Any, wire: bool) -> Entry | None:
         if not isinstance(raw, dict):
@@ -271,41 +350,6 @@ class Replay:
             except TypeError:
                 continue
         return out
-
-    # ------------------------------------------------------------------ checkpoints
-    def _capture(self, next_: tuple[int, int], t: float) -> Checkpoint:
-        st = self.store
-        statuses = st.sources()
-        groups: list[tuple[str, str, bool, tuple[Entry, ...]]] = []
-        for kind in OBJECT_KINDS:
-            entries, owners = st.entries(kind), st.owners(kind)
-            by_source: dict[str, list[Entry]] = {}
-            for key, src in owners.items():
-                if key in entries:
-                    by_source.setdefault(src, []).append(entries[key])
-            groups.extend((kind, src, st.has_synced(src), tuple(es)) for src, es in sorted(by_source.items()))
-        positions = tuple((k[1], tuple(sorted(st.positions(k[1]).items()))) for k in st.keys(K.CLUSTER_QUEUES))
-        gpu_source = next((n for n in sorted(statuses) if n.startswith("gpu/")), "gpu/scrape")
-        return Checkpoint(t, next_, tuple(groups), tuple((cq, p) for cq, p in positions if p),
-                          gpu_source, tuple(st.gpus().values()), tuple(statuses.values()))
-
-    def _restore(self, cp: Checkpoint) -> None:
-        self._clock.t = cp.t
-        events: list[StoreEvent] = []
-        for kind, source, synced, entries in cp.objects:
-            if synced:
-                events.append(StoreEvent.replace(kind, source, entries))
-            else:
-                events.extend(StoreEvent.upsert(kind, source, e) for e in entries)
-        events.extend(StoreEvent(Op.POSITIONS, K.POSITIONS, "visibility", key=("", cq), positions=p)
-                      for cq, p in cp.positions)
-        if events:
-            self.store.apply_batch(events)
-        if cp.gpus:
-            self.store.put_gpu_samples(list(cp.gpus), cp.t, cp.gpu_source)
-        for st in cp.sources:
-            self.store.put_source_status(st)
-        self._next = cp.next
 
     def _load_keyframe(self, kf: dict[str, Any]) -> None:
         self._clock.t = float(kf.get("t", self._clock.t))
@@ -355,39 +399,9 @@ def _status(raw: Any) -> SourceStatus | None:
                         num(raw.get("since")), num(raw.get("staleAfter")), int(raw.get("skipped") or 0))
 
 
-OBJECT_KINDS = (K.NAMESPACES, K.PRIORITY_CLASSES, K.RESOURCE_FLAVORS, K.COHORTS, K.ADMISSION_CHECKS,
-                K.PROVISIONING_CONFIGS, K.CLUSTER_QUEUES, K.LOCAL_QUEUES, K.WORKLOADS, K.PROVISIONING_REQUESTS,
-                K.NODES, K.PODS, K.EVENTS)
-
-
-def sync_store(target: Store, source: Store, gpu_source: str = "gpu/scrape") -> None:
+def sync_store(target: Store, source: Store) -> Changes:
     """Make `target` (the console's store, whose views subscribe to it) hold what `source` (a
-    replay's store at some moment) holds: one batch of relists per source, then GPUs and source
-    states. Unchanged objects (same uid and resourceVersion) are left alone by the store, so a
-    small step is a small change for the views."""
-    events: list[StoreEvent] = []
-    for kind in OBJECT_KINDS:
-        have, want = target.owners(kind), source.owners(kind)
-        entries = source.entries(kind)
-        by_source: dict[str, list[Entry]] = {s: [] for s in set(have.values()) | set(want.values())}
-        for key, src in want.items():
-            if key in entries:
-                by_source[src].append(entries[key])
-        events.extend(StoreEvent.replace(kind, src, es) for src, es in sorted(by_source.items()))
-    cqs = {k[1] for k in target.keys(K.CLUSTER_QUEUES)} | {k[1] for k in source.keys(K.CLUSTER_QUEUES)}
-    for cq in sorted(cqs):
-        want_pos = source.positions(cq)
-        if want_pos != target.positions(cq):
-            events.append(StoreEvent(Op.POSITIONS, K.POSITIONS, "visibility", key=("", cq),
-                                     positions=tuple(sorted(want_pos.items()))))
-    if events:
-        target.apply_batch(events)
-    have_gpus, want_gpus = target.gpus(), source.gpus()
-    changed = {s.node for key, s in want_gpus.items() if have_gpus.get(key) != s}
-    changed |= {node for (node, gpu) in have_gpus if (node, gpu) not in want_gpus and
-                any(k[0] == node for k in want_gpus)}
-    if changed:
-        samples = [s for s in want_gpus.values() if s.node in changed]
-        target.put_gpu_samples(samples, max((s.at for s in samples), default=0.0), gpu_source)
-    for st in source.sources().values():
-        target.put_source_status(st)
+    replay's store at some moment) holds: a copy of its whole state swapped in, and one
+    notification of what differs (entries the two share are the same objects, so a small step
+    is a small change for the views, and a jump re-indexes nothing)."""
+    return target.adopt(source.freeze())

@@ -93,6 +93,26 @@ class MultiIndex:
     def values_of(self, key: Key) -> tuple[Hashable, ...]:
         return self._by_key.get(key, ())
 
+    def copy(self) -> MultiIndex:
+        """An independent copy (keys and values are immutable; only the sets are copied)."""
+        out = MultiIndex()
+        out._by_key = dict(self._by_key)
+        if self._by_value is None:  # compacted: filed again from the keys' values
+            for key, values in out._by_key.items():
+                for v in values:
+                    out._add(v, key)
+        else:
+            out._by_value = {v: set(ks) if type(ks) is set else ks for v, ks in self._by_value.items()}
+        return out
+
+    def compacted(self) -> MultiIndex:
+        """This index without its value → keys side (most of its memory), for keeping: only
+        `copy()` may be called on the result, which files the keys again. Shares `self`'s keys."""
+        out = MultiIndex()
+        out._by_key = self._by_key
+        out._by_value = None  # type: ignore[assignment]
+        return out
+
     def values(self) -> list[Hashable]:
         return list(self._by_value)
 
@@ -117,6 +137,25 @@ class Indexes:
         # counts are read per ClusterQueue in loops (queue history, the visibility poller).
         self._counts: dict[str, list[int]] = {}
         self._counted: dict[Key, tuple[str, int]] = {}  # workload → (its ClusterQueue, slot in counts)
+
+    def copy(self) -> Indexes:
+        """An independent copy: the indexed objects and derived states are immutable, shared."""
+        out = Indexes.__new__(Indexes)
+        for name, value in vars(self).items():
+            if isinstance(value, MultiIndex):
+                setattr(out, name, value.copy())
+            elif name == "_counts":
+                out._counts = {cq: list(c) for cq, c in value.items()}
+            else:
+                setattr(out, name, dict(value))
+        return out
+
+    def compacted(self) -> Indexes:
+        """These indexes with each MultiIndex compacted (see `MultiIndex.compacted`); shares the rest."""
+        out = Indexes.__new__(Indexes)
+        for name, value in vars(self).items():
+            setattr(out, name, value.compacted() if isinstance(value, MultiIndex) else value)
+        return out
 
     # ----------------------------------------------------------------- workloads
     def put_workload(self, key: Key, wl: Workload | None, now: float) -> None:

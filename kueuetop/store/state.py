@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from kueuetop.kueue.core import Pod
@@ -52,6 +52,41 @@ _SNAPSHOT_FIELDS = {
 }
 _NAMESPACED_SNAPSHOT = {K.LOCAL_QUEUES, K.WORKLOADS}
 _SNAPSHOT_KINDS = frozenset({*_SNAPSHOT_FIELDS, K.NAMESPACES})
+
+
+@dataclass(frozen=True, slots=True)
+class StoreState:
+    """A store's objects, indexes, queue positions, GPUs and sources at one moment, detached
+    from it (`Store.freeze`): a replay keeps these as checkpoints and swaps one back in
+    (`Store.thaw`) instead of applying its objects again. Histories are not part of it."""
+
+    objects: dict[str, dict[Key, Entry]]
+    owner: dict[str, dict[Key, str]]
+    ix: Indexes
+    positions: dict[Key, QueuePosition]
+    positions_by_cq: MultiIndex
+    gpus: dict[GpuKey, GpuSample]
+    gpu_source: dict[GpuKey, str]
+    gpus_by_node: MultiIndex
+    gpus_by_pod: MultiIndex
+    gone_nodes: dict[str, None]
+    sources: dict[str, SourceStatus]
+    synced: frozenset[str]
+
+    def compacted(self) -> StoreState:
+        """The same state in less memory, for keeping (a replay's checkpoints): the indexes' value
+        → keys sides are dropped and filed again by `copy()` (what `Store.thaw` makes). Shares
+        this state's mappings: call it on a fresh `Store.freeze()`."""
+        return StoreState(self.objects, self.owner, self.ix.compacted(), self.positions,
+                          self.positions_by_cq.compacted(), self.gpus, self.gpu_source, self.gpus_by_node.compacted(),
+                          self.gpus_by_pod.compacted(), self.gone_nodes, self.sources, self.synced)
+
+    def copy(self) -> StoreState:
+        """Copies of the mappings (the entries, parsed objects and statuses are immutable: shared)."""
+        return StoreState({k: dict(v) for k, v in self.objects.items()}, {k: dict(v) for k, v in self.owner.items()},
+                          self.ix.copy(), dict(self.positions), self.positions_by_cq.copy(), dict(self.gpus),
+                          dict(self.gpu_source), self.gpus_by_node.copy(), self.gpus_by_pod.copy(),
+                          dict(self.gone_nodes), dict(self.sources), self.synced)
 
 
 class Store:
@@ -305,6 +340,84 @@ class Store:
         self._gpu_source.pop(gkey, None)
         self._gpus_by_node.remove(gkey)
         self._gpus_by_pod.remove(gkey)
+
+    # ----------------------------------------------------------------- whole states
+    def freeze(self) -> StoreState:
+        """This store's state, copied: later writes here do not change it."""
+        with self._lock:
+            return StoreState(self._objects, self._owner, self._ix, self._positions, self._positions_by_cq,
+                              self._gpus, self._gpu_source, self._gpus_by_node, self._gpus_by_pod,
+                              self._gone_nodes, self._sources, frozenset(self._synced)).copy()
+
+    def thaw(self, state: StoreState) -> None:
+        """Make this store hold a copy of `state` (`state` stays as it was, to be thawed again).
+        No subscriber is told: only for a store nobody watches yet (a replay's own store)."""
+        st = state.copy()
+        with self._lock:
+            if self._subscribers:
+                raise RuntimeError("thaw() replaces the state under subscribers' feet")
+            self._objects, self._owner, self._ix = st.objects, st.owner, st.ix
+            self._positions, self._positions_by_cq = st.positions, st.positions_by_cq
+            self._gpus, self._gpu_source = st.gpus, st.gpu_source
+            self._gpus_by_node, self._gpus_by_pod = st.gpus_by_node, st.gpus_by_pod
+            self._gone_nodes, self._sources, self._synced = st.gone_nodes, st.sources, set(st.synced)
+            for kind in st.objects:
+                self._wrote(kind)
+            self._version += 1
+            self._snapshot_version += 1
+
+    def adopt(self, state: StoreState) -> Changes:
+        """Hold `state` from now on (taken as it is: the caller hands over a fresh `freeze()`),
+        telling subscribers what differs from what this store held, as a batch would: entries,
+        indexes, positions, GPUs and sources are swapped in, not applied one by one. For the
+        replay console, whose store shows one replayed moment after another (sources/replay.py);
+        its histories get a point at the new moment, as writes would add."""
+        with self._lock:
+            changed: dict[str, set[Any]] = {}
+            for kind in set(self._objects) | set(state.objects):
+                mine, theirs = self._objects.get(kind, {}), state.objects.get(kind, {})
+                keys = {k for k, e in theirs.items() if mine.get(k) is not e}
+                keys.update(k for k in mine if k not in theirs)
+                if keys:
+                    changed[kind] = keys
+            # A LocalQueue pointed elsewhere moves its workloads to another ClusterQueue unchanged.
+            old_cq, new_cq = self._ix.wl_by_cq, state.ix.wl_by_cq
+            moved = {k for k in state.objects.get(K.WORKLOADS, {}) if old_cq.values_of(k) != new_cq.values_of(k)}
+            if moved:
+                changed.setdefault(K.WORKLOADS, set()).update(moved)
+            cqs = {p.cluster_queue for p in self._positions.values()} | \
+                  {p.cluster_queue for p in state.positions.values()}
+            pos = {cq for cq in cqs if self._positions_by_cq.get(cq) != state.positions_by_cq.get(cq) or
+                   any(self._positions.get(k) != state.positions.get(k) for k in state.positions_by_cq.get(cq))}
+            if pos:
+                changed[K.POSITIONS] = pos
+            gpus = {k for k, g in state.gpus.items() if self._gpus.get(k) != g} | \
+                   {k for k in self._gpus if k not in state.gpus}
+            if gpus:
+                changed[K.GPUS] = gpus
+            srcs = {n for n, st in state.sources.items() if self._sources.get(n) != st} | \
+                   {n for n in self._sources if n not in state.sources}
+            if srcs:
+                changed[K.SOURCES] = srcs
+            self._objects, self._owner, self._ix = state.objects, state.owner, state.ix
+            self._positions, self._positions_by_cq = state.positions, state.positions_by_cq
+            self._gpus, self._gpu_source = state.gpus, state.gpu_source
+            self._gpus_by_node, self._gpus_by_pod = state.gpus_by_node, state.gpus_by_pod
+            self._gone_nodes, self._sources, self._synced = state.gone_nodes, state.sources, set(state.synced)
+            now = self._clock()
+            for kind in changed:
+                self._wrote(kind)
+            if changed:
+                self._version += 1
+                self._snapshot_version += 1
+                self._record_history(now, changed)
+            if gpus:
+                for key in gpus:
+                    g = state.gpus.get(key)
+                    if g is not None:
+                        self.gpu_history.append(key, g.at or now, g.util)
+                self._record_gpu_fleet(now)
+        return self._notify(changed)
 
     # ----------------------------------------------------------------- forecast
     def set_forecast(self, forecast: Any, moved: set[Key]) -> Changes:

@@ -12,6 +12,7 @@ typed as `03:12`, `-2h`, `+10m` or an ISO time, `n` the next change of the selec
 
 from __future__ import annotations
 
+import gc
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -32,7 +33,6 @@ from kueuetop.tui.views.workloads import WorkloadsView
 from kueuetop.views.replay_time import MomentError, parse_moment
 from kueuetop.views.timeline import clock_text, timeline_line
 
-GPU_SOURCES = ("gpu/scrape", "gpu/prometheus")
 STEPS = 200  # a step is this fraction of the recording (at least a second)
 PLAY_EVERY = 0.25  # seconds between steps while playing
 
@@ -121,6 +121,8 @@ class ReplayApp(KueuetopApp):
     def _history_done(self, history: ReplayHistory) -> None:
         self.history = history
         self.replay.checkpoints = history.checkpoints  # same file, same frames: jumps start there
+        # They stay for the session: out of the collector's walks (as the store's objects, tui/heap.py).
+        gc.freeze()
         self.history_ready = True
         self.draw_timeline()
 
@@ -130,8 +132,7 @@ class ReplayApp(KueuetopApp):
         source = self.replay.seek(t)
         self.at = t
         self._replay_clock.t = t
-        gpu = next((s for s in GPU_SOURCES if source.source(s) is not None), GPU_SOURCES[0])
-        sync_store(self.ctx.store, source, gpu)
+        sync_store(self.ctx.store, source)
 
     def seek(self, t: float) -> None:
         start, end = self.recording.start, self.recording.end_time

@@ -31,16 +31,16 @@ class ReplayHistory:
         return times[i] if i < len(times) else None
 
 
-CHECKPOINT_BYTES = 192 * 1024  # of compressed data frames between two in-memory checkpoints (~0.5 s of parsing)
+CHECKPOINT_OBJECTS = 6000  # objects parsed between two in-memory checkpoints (~0.5 s of applying)
 
 
 def scan_history(recording: Recording, slices: int = 240, cancelled: Callable[[], bool] = lambda: False,
-                 checkpoint_bytes: int = CHECKPOINT_BYTES) -> ReplayHistory:
+                 checkpoint_objects: int = CHECKPOINT_OBJECTS) -> ReplayHistory:
     """Replay the whole recording once, forward (a fresh reader: the console's stays put); the
     checkpoints it leaves let the console jump anywhere without reading from a keyframe."""
     rec = Recording.open(recording.path)
     try:
-        replay = Replay(rec, checkpoint_bytes=checkpoint_bytes)
+        replay = Replay(rec, checkpoint_objects=checkpoint_objects)
         out = ReplayHistory()
         store = replay.store
         triage = TriageModel(store)

@@ -20,9 +20,9 @@ from tests.builders import T0, workload
 from tests.recordings import Live, Wrap, history, pod
 
 
-@pytest.mark.parametrize(("keyframe_every", "checkpoint_bytes"), [(300.0, 0), (5.0, 0), (300.0, 1)])
+@pytest.mark.parametrize(("keyframe_every", "checkpoint_objects"), [(300.0, 0), (5.0, 0), (300.0, 1), (5.0, 2)])
 def test_replay_rebuilds_the_recorded_store_at_each_moment(tmp_path: Path, keyframe_every: float,
-                                                          checkpoint_bytes: int) -> None:
+                                                          checkpoint_objects: int) -> None:
     path = tmp_path / "r.ktrec"
     live = Live(path, keyframe_every)
     seen = history(live)
@@ -33,13 +33,22 @@ def test_replay_rebuilds_the_recorded_store_at_each_moment(tmp_path: Path, keyfr
     assert rec.torn == ""
     if keyframe_every < 10:
         assert sum(f.type == KEYFRAME for f in rec.frames) >= 3
-    replay = Replay(rec, checkpoint_bytes=checkpoint_bytes)
-    for t in (13, 33, 0, 22, 33, 21, 13):  # forward, back, forward again, back (from checkpoints)
+    replay = Replay(rec, checkpoint_objects=checkpoint_objects)
+    if checkpoint_objects:
+        replay.seek_forward(rec.end_time)  # the console's pass that leaves the checkpoints
+        assert len(replay.checkpoints) >= 3
+    starts = set()
+    for t in (13, 33, 0, 22, 33, 21, 13, 14, 40, 2):  # forward, back, forward again, back
         got = replay.seek(T0 + t)
+        starts.add(replay.started_from)
         if t in seen:
             assert Live.state(Wrap(got)) == seen[t], t
-    if checkpoint_bytes:
-        assert replay.checkpoints  # (the seek back to 33 s after 0 s restores it)
+    if checkpoint_objects:  # back in time from a checkpoint; the stored states stay as they were
+        assert "checkpoint" in starts
+        for cp in replay.checkpoints:
+            assert Live.state(Wrap(replay.seek(cp.t))) == Live.state(Wrap(Replay(rec).seek(cp.t))), cp.t
+    if keyframe_every < 10 and not checkpoint_objects:
+        assert "keyframe" in starts
     # Before the first write, the store is empty.
     assert Replay(rec).seek(T0 - 1).count(K.CLUSTER_QUEUES) == 0
     rec.close()

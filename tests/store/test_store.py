@@ -267,3 +267,74 @@ def test_snapshots_share_the_mappings_of_unchanged_kinds() -> None:
     assert fourth.cluster_queues is third.cluster_queues
     store.apply(StoreEvent.replace("localqueues", "localqueues", []))
     assert store.snapshot().local_queues == {} and fourth.local_queues
+
+
+def _view(store: Store) -> dict[str, Any]:
+    """What the store answers about its objects, indexes, GPUs and sources."""
+    return {"workloads": store.objects("workloads"), "pods": store.objects("pods"),
+            "in_cq": store.workloads_in_cluster_queue("cq"), "counts": store.queue_counts("cq"),
+            "states": {k: store.workload_state(k) for k in store.keys("workloads")},
+            "pods_of": {k: store.pods_of_workload(k) for k in store.keys("workloads")},
+            "on_n1": store.pods_on_node("n1"), "gpus": store.gpus(), "sources": store.sources(),
+            "synced": store.has_synced("pods/kueue"), "owners": store.owners("pods")}
+
+
+def test_a_frozen_state_thaws_into_a_fresh_store_as_it_was_however_the_first_one_moves_on() -> None:
+    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+          "metadata": {"name": "lq", "namespace": "team-a", "uid": "lq", "resourceVersion": "1"},
+          "spec": {"clusterQueue": "cq"}}
+    store = Store(clock=lambda: 1000.0)
+    store.apply_batch([StoreEvent.upsert("localqueues", "localqueues", entry(lq)),
+                       *(StoreEvent.upsert("workloads", "workloads", entry(wl(f"w{i}", owner_uid=f"j{i}")))
+                         for i in range(3)),
+                       StoreEvent.replace("pods", "pods/kueue", [entry(pod("p0", "Job", "j0")),
+                                                                 entry(pod("p1", "Job", "j1", node="n2"))])])
+    store.put_gpu_samples([GpuSample("n1", "0", util=90.0, namespace="team-a", pod="p0")], at=100.0, source="prom")
+    before = _view(store)
+    assert before["in_cq"] and before["counts"].pending == 3 and before["pods_of"][("team-a", "w0")]
+    frozen = store.freeze()
+    # The first store moves on: deletes, moves and new objects must not reach the frozen state.
+    store.apply_batch([StoreEvent.delete("workloads", "workloads", ("team-a", "w0")),
+                       StoreEvent.upsert("workloads", "workloads", entry(wl("w1", owner_uid="j1", rv="2", lq="other"))),
+                       StoreEvent.replace("pods", "pods/kueue", [entry(pod("p9", "Job", "j9"))])])
+    store.put_gpu_samples([GpuSample("n1", "0", util=10.0)], at=105.0, source="prom")
+    assert _view(store) != before
+    kept = frozen.compacted()  # as a replay keeps it: indexes filed again when thawed
+    for state in (frozen, frozen, kept, kept):  # thawed twice: writing to a thawed store changes no state
+        fresh = Store(clock=lambda: 1000.0)
+        fresh.thaw(state)
+        assert _view(fresh) == before
+        fresh.apply(StoreEvent.delete("workloads", "workloads", ("team-a", "w1")))
+        fresh.apply(StoreEvent.replace("pods", "pods/kueue", []))
+        assert fresh.queue_counts("cq").pending == 2 and fresh.pods_on_node("n1") == set()
+
+
+def test_adopting_a_state_tells_subscribers_exactly_what_differs() -> None:
+    lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+          "metadata": {"name": "lq", "namespace": "team-a", "uid": "lq", "resourceVersion": "1"},
+          "spec": {"clusterQueue": "cq"}}
+    lq2 = {**lq, "metadata": {**lq["metadata"], "resourceVersion": "2"}, "spec": {"clusterQueue": "cq2"}}
+    source = Store(clock=lambda: 1000.0)
+    source.apply_batch([StoreEvent.upsert("localqueues", "localqueues", entry(lq)),
+                        *(StoreEvent.upsert("workloads", "workloads", entry(wl(f"w{i}", owner_uid=f"j{i}")))
+                          for i in range(3)),
+                        StoreEvent.replace("pods", "pods/kueue", [entry(pod("p0", "Job", "j0"))])])
+    console = Store(clock=lambda: 1000.0)
+    got: list[Changes] = []
+    console.subscribe(got.append)
+    console.adopt(source.freeze())
+    assert _view(console) == _view(source) and got[-1].get("workloads") == set(source.keys("workloads"))
+    # The source moves on (one workload changed, one deleted, its LQ pointed elsewhere, a GPU):
+    # the console hears of those only, and answers as the source does.
+    source.apply_batch([StoreEvent.upsert("workloads", "workloads", entry(wl("w1", owner_uid="j1", rv="2"))),
+                        StoreEvent.delete("workloads", "workloads", ("team-a", "w2"))])
+    source.put_gpu_samples([GpuSample("n1", "0", util=90.0, namespace="team-a", pod="p0")], at=100.0, source="prom")
+    console.adopt(source.freeze())
+    assert _view(console) == _view(source)
+    assert got[-1].get("workloads") == {("team-a", "w1"), ("team-a", "w2")} and "pods" not in got[-1]
+    assert got[-1].get("gpus") == {("n1", "0")}
+    source.apply(StoreEvent.upsert("localqueues", "localqueues", entry(lq2)))
+    console.adopt(source.freeze())
+    assert console.workloads_in_cluster_queue("cq2") == {("team-a", "w0"), ("team-a", "w1")}
+    assert got[-1].get("workloads") == {("team-a", "w0"), ("team-a", "w1")}
+    assert console.gpus_of_workload(("team-a", "w0"))[0].util == 90.0

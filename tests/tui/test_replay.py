@@ -12,13 +12,13 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from kueuetop.sources.replay import Recording
+from kueuetop.sources.replay import Recording, Replay
 from kueuetop.tui.keymap import load_keymap
 from kueuetop.tui.replay_app import ReplayApp, Timeline
 from kueuetop.tui.themes import load_themes
 from kueuetop.views.replay_time import utc
 from tests.builders import T0
-from tests.recordings import record_history
+from tests.recordings import Live, Wrap, record_history
 from tests.tui.screen_text import screen_text
 
 from .test_app import NO_USER, column, until
@@ -76,6 +76,10 @@ def test_replay_console_shows_the_moment_and_marks_the_timeline(tmp_path: Path) 
         assert app.at == T0 + 23
         await pilot.press("left_square_bracket")
         assert await until(pilot, lambda: app.at == T0 + 22)
+        # The console's store (swapped in from checkpoints and steps) is the replay's at that moment.
+        fresh = Recording.open(str(path))
+        assert Live.state(Wrap(app.ctx.store)) == Live.state(Wrap(Replay(fresh).seek(app.at)))
+        fresh.close()
         # Jump to a typed time: the end (-0s), where w2 is gone.
         await pilot.press("t")
         await pilot.press(*keys("-0s"), "enter")
