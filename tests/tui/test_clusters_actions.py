@@ -101,10 +101,17 @@ def test_workloads_of_every_cluster_filter_sort_and_hold_at_the_manager(served: 
             await pilot.press("C")
             await _until(pilot, lambda: _cells(app, "allwl")[0][0] == first)
             # Hold on the worker's copy: it goes to the manager's Workload, where Kueue expects it.
-            i, copy = _copy_row(app)
-            app.query_one("#allwl", DataTable).move_cursor(row=i)
-            await pilot.pause()
-            assert "acting on the manager's Workload (context manager)" in _text(app, "explain")
+            # A refresh may reorder the rows between finding the copy and the explain line
+            # following the cursor: the cursor is put on the copy again until the line shows it.
+            def on_copy() -> bool:
+                i, _ = _copy_row(app)
+                table = app.query_one("#allwl", DataTable)
+                if table.cursor_row != i:
+                    table.move_cursor(row=i)
+                return "acting on the manager's Workload (context manager)" in _text(app, "explain")
+
+            await _until(pilot, on_copy, 20)
+            _, copy = _copy_row(app)
             await pilot.press("h")
             await _until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 20)
             body = " ".join(str(s.render()) for s in app.screen.query(Static))
