@@ -199,7 +199,10 @@ def test_ctrl_c_mid_action_journals_it_interrupted(proxy: FaultProxy, proxied: P
     # let the held request time out first (an "outcome unknown" line instead of "interrupted").
     proc = subprocess.Popen([sys.executable, "-m", "kueuetop", "preempt", f"{NS}/low", "--yes", "--no-preview",
                              "--request-timeout", "60s", "--kubeconfig", str(proxied)], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # Ctrl-C as a terminal delivers it: a test runner's worker may ignore SIGINT,
+                            # and an ignored SIGINT is inherited (Python then installs no handler).
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert wait_until(stuck.is_set, 60), "the preempt never reached its wait step"
         proc.send_signal(signal.SIGINT)  # still held: the quick read-back can't get through either
