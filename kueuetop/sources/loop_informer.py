@@ -29,7 +29,22 @@ class _LoopStream:
         self._loop.call(self._resp.abort)
 
 
-class LoopInformer(Informer):
+class _OnLoop:
+    """Stop and join for a reader whose work is one job on the shared loop (`_job`)."""
+
+    _job: Job | None
+
+    def stop(self) -> None:
+        super().stop()  # type: ignore[misc]
+        if self._job is not None:
+            self._job.cancel()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._job is not None:
+            self._job.wait(timeout)
+
+
+class LoopInformer(_OnLoop, Informer):
     def __init__(self, api: Any, spec: ResourceSpec, store: Store, sink: Sink,
                  config: InformerConfig | None = None, *, loop: WatchLoop, endpoint: Endpoint) -> None:
         super().__init__(api, spec, store, sink, config)
@@ -41,15 +56,6 @@ class LoopInformer(Informer):
         self.store.set_source_state(self.spec.source, SourceState.CONNECTING)
         self._job = self.loop.spawn(self._arun)
         return self
-
-    def stop(self) -> None:
-        super().stop()
-        if self._job is not None:
-            self._job.cancel()
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._job is not None:
-            self._job.wait(timeout)
 
     @property
     def alive(self) -> bool:
@@ -131,7 +137,7 @@ class LoopInformer(Informer):
             resp.abort()
 
 
-class LoopLivenessProbe(LivenessProbe):
+class LoopLivenessProbe(_OnLoop, LivenessProbe):
     """`/version` every `interval` seconds, as a coroutine on the watch loop."""
 
     def __init__(self, api: Any, targets: list[Probed], *, interval: float, timeout: float,
@@ -146,14 +152,6 @@ class LoopLivenessProbe(LivenessProbe):
             self._job = self.loop.spawn(self._arun)
         return self
 
-    def stop(self) -> None:
-        super().stop()
-        if self._job is not None:
-            self._job.cancel()
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._job is not None:
-            self._job.wait(timeout)
 
     async def _arun(self) -> None:
         while not self._stop.is_set():
