@@ -13,6 +13,8 @@ benchmarks use:
     GET /_bench/churn?rate=R      → start (or change, 0 stops) R Workload status writes per second
     GET /_bench/mark?name=N       → create a pending Workload named N (a copy of an existing one's
                                     spec) and answer the wall-clock time of the write
+    GET /_bench/counts            → {"counts": {kind: n}}: the objects the server holds of each
+                                    kind a console mirrors (what its memory should follow)
 
 `serve(..., live=True)` serves the scenario *live* instead (`kueuetop sim serve`'s simulation
 running, pods, dcgm-exporters and all), with the same counting, for the end-to-end benchmark.
@@ -44,6 +46,8 @@ KUEUE = "kueue.x-k8s.io"
 VERSION = "v1beta2"
 READY_TIMEOUT = 60.0
 BENCH_PATH = "/_bench/"
+# The kinds whose numbers a console's memory follows (the rest are a few hundred objects).
+COUNTED = ((KUEUE, "workloads"), ("", "pods"), ("", "events"), ("", "nodes"))
 
 
 @dataclass
@@ -350,6 +354,9 @@ def _instrument(server: Any, store: Any, ready: Any = None) -> None:
             churn.set_rate(float(query.get("rate", ["0"])[0]))
         elif url.path == BENCH_PATH + "mark":
             extra["written_at"] = _mark(store, query["name"][0])
+        elif url.path == BENCH_PATH + "counts":
+            extra["counts"] = {plural: store.count(group, plural) for group, plural in COUNTED
+                               if store.serves(group, plural)}
         h.send_reply(Reply(200, {**counter.snapshot(), "churn": {"rate": churn.rate, "writes": churn.writes},
                                  **extra}))
 

@@ -18,11 +18,16 @@ Prints one JSON document:
   console / kubectl; budget ≤ 0.5. Timed on the scenario with every workload present (served
   paused: a live scale scenario's workloads arrive over its first hour); the same right after a
   live start is `first_screen_live_start`.
+- memory_every_workload_present: the last first-screen console, left open 30 s more on that
+  paused cluster: its RSS with every object of the scenario in the store, and the server's counts.
 - steady: over `--minutes` (default 10) of the open console on the Overview: its RSS (VmRSS of
   the process, sampled every 10 s: after 60 s, max, slope MB/min over the second half) and CPU
   (user + system ticks of the process / wall time, % of one core), and the bytes the server wrote
   to everyone (only the console is connected) per category (watch, list_get, pod_proxy,
-  visibility, probe) scaled to a minute.
+  visibility, probe) scaled to a minute. With each RSS sample, the objects the server holds
+  (Workloads, Pods, Events, Nodes): a live scale scenario is still filling up in that window, so
+  `rss_mb_per_1000_workloads` (least squares over the samples) tells growth that follows the
+  cluster's data from growth that does not.
 - seeds_loops: what the seeds' way of watching costs the same server per minute: the three
   `watch kubectl get …` terminals (`clusterqueues -o wide`, `jobs -A`, `nodes`; `watch`'s default
   2 s), the same three with `-o json`, and a dcgm scrape loop fetching every exporter through
@@ -78,6 +83,7 @@ KEY_P99_BUDGET_MS = 1000 / 60
 CHANGE_P99_BUDGET_MS = 100.0
 API_PERCENT_BUDGET = 2.0
 RSS_GOAL_MB = {"large": 300.0, "xl": 1200.0}
+SETTLE_S = 30.0  # after the first screen on the paused cluster, before its memory is read
 CPU_GOAL_PERCENT = {"large": 10.0, "xl": 25.0}
 SEED_WATCHES = (("clusterqueues", "-o", "wide"), ("jobs", "-A"), ("nodes",))
 WATCH_PER_MINUTE = 30  # `watch` runs its command every 2 s by default
@@ -231,7 +237,16 @@ def mark(server: Server, name: str) -> float:
 
 
 # ===================================================================== the measurements
-def first_screens(server: Server, work: Path, cols: int, rows: int, runs: int) -> list[float]:
+def counts(server: Server) -> dict[str, int]:
+    """The objects the server holds per kind the console mirrors."""
+    return dict(get_json(f"{server.url}{BENCH}counts").get("counts", {}))
+
+
+def first_screens(server: Server, work: Path, cols: int, rows: int, runs: int,
+                  settled: dict[str, Any] | None = None) -> list[float]:
+    """Seconds to `kube:live`, per run. With `settled`, the last run's console is left open for
+    SETTLE_S more and its RSS then is filed there with the server's object counts: the memory
+    the console needs for every object of the scenario at once."""
     out = []
     for i in range(runs):
         console = Console(server.kubeconfig, cols, rows, work / f"home-first-{i}")
@@ -240,9 +255,23 @@ def first_screens(server: Server, work: Path, cols: int, rows: int, runs: int) -
             if t is None:
                 raise RuntimeError("the console never said kube:live")
             out.append(t - console.started)
+            if settled is not None and i == runs - 1:
+                time.sleep(SETTLE_S)
+                settled.update({"seconds_after_live": SETTLE_S, "rss_mb": round(console.rss_mb(), 1),
+                                "objects": counts(server)})
         finally:
             console.quit()
     return out
+
+
+def rss_per_workloads(samples: list[tuple[float, float, dict[str, int]]]) -> float | None:
+    """Least-squares MB of RSS per 1,000 Workloads the server holds, over `samples`."""
+    pts = [(c.get("workloads", 0) / 1000, rss) for _t, rss, c in samples if c]
+    if len(pts) < 2:
+        return None
+    mx, my = statistics.mean(p[0] for p in pts), statistics.mean(p[1] for p in pts)
+    den = sum((x - mx) ** 2 for x, _ in pts)
+    return round(sum((x - mx) * (y - my) for x, y in pts) / den, 2) if den else None
 
 
 def kubectl_lists(server: Server, work: Path, runs: int) -> list[float]:
@@ -287,16 +316,16 @@ def seeds_loops(server: Server, work: Path) -> dict[str, Any]:
 
 def steady(server: Server, console: Console, minutes: float) -> dict[str, Any]:
     """RSS and CPU of the console, bytes at the server, over `minutes` on the Overview."""
-    samples: list[tuple[float, float]] = []
+    samples: list[tuple[float, float, dict[str, int]]] = []
     t0, cpu0, bytes0 = time.time(), console.cpu_seconds(), counted(server)
     res0 = counted_by_resource(server)
     end = t0 + minutes * 60
     while time.time() < end and console.proc.poll() is None:
-        samples.append((time.time() - t0, console.rss_mb()))
+        samples.append((time.time() - t0, console.rss_mb(), counts(server)))
         time.sleep(min(10.0, max(0.0, end - time.time())))
     t1, cpu1, bytes1 = time.time(), console.cpu_seconds(), counted(server)
     by_res = delta(counted_by_resource(server), res0)
-    samples.append((t1 - t0, console.rss_mb()))
+    samples.append((t1 - t0, console.rss_mb(), counts(server)))
     by_cat = delta(bytes1, bytes0)
     half = [s for s in samples if s[0] >= (t1 - t0) / 2]
     slope = 0.0
@@ -308,6 +337,13 @@ def steady(server: Server, console: Console, minutes: float) -> dict[str, Any]:
     return {"seconds": round(t1 - t0, 1),
             "rss_mb": {"first": round(samples[0][1], 1), "max": round(max(s[1] for s in samples), 1),
                        "end": round(samples[-1][1], 1), "slope_mb_per_min": round(slope, 2)},
+            # What the cluster held meanwhile: a live scale scenario's workloads still arrive, and
+            # the memory a console needs follows them (the RSS per 1,000 Workloads over the run).
+            "objects": {"first": samples[0][2], "end": samples[-1][2],
+                        "workloads_per_minute": round((samples[-1][2].get("workloads", 0)
+                                                       - samples[0][2].get("workloads", 0)) * 60 / (t1 - t0), 1)},
+            "rss_mb_per_1000_workloads": rss_per_workloads(samples),
+            "samples": [{"s": round(t, 1), "rss_mb": round(r, 1), **c} for t, r, c in samples],
             "cpu_percent": round((cpu1 - cpu0) / (t1 - t0) * 100, 1),
             "api_bytes_by_category_per_minute": {k: round(v * 60 / (t1 - t0)) for k, v in by_cat.items()},
             "api_bytes_by_resource_per_minute": {k: round(v * 60 / (t1 - t0))
@@ -394,11 +430,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # with all of them created (paused), from outside the console's process all the same.
         with serve(args.scenario, work, paused=True) as server:
             kube = kubectl_lists(server, work, args.runs)
-            firsts = first_screens(server, work, args.cols, args.rows, args.runs)
+            full: dict[str, Any] = {}
+            firsts = first_screens(server, work, args.cols, args.rows, args.runs, settled=full)
             result["first_screen"] = {"cluster": "every workload present (served paused)",
                                       "console_s": stats(firsts), "kubectl_list_s": stats(kube),
                                       "ratio_median": round(statistics.median(firsts) / statistics.median(kube), 2),
                                       "budget": FIRST_SCREEN_BUDGET}
+            result["memory_every_workload_present"] = {**full, "rss_goal_mb": RSS_GOAL_MB.get(args.scenario)}
         with serve(args.scenario, work, live=True) as server:
             result["sim_serve_startup_s"] = round(server.startup_s, 1)
             kube = kubectl_lists(server, work, args.runs)
