@@ -9,10 +9,12 @@ the queues are longest), or `--at`. Then, per scenario:
    snapshot of the store with every workload's true runtime (the perf label, else the
    `kueuetop.io/runtime` annotation: `kueuetop.sim.observed.exact_runtimes`), and the simulator runs
    on to idle. Every workload pending at T is compared with its first Admitted transition after T
-   (the event recorder). Where pods wait for nodes (autoscaled pools, provisioning) the workload
-   holds quota longer than its runtime, which the forecast does not model: the same snapshot is
-   forecast again with the runtimes the simulator actually observed (last admission → finish), and
-   the difference between the two is that wait's share of the error (`podStartError`).
+   (the event recorder). Where pods wait for nodes (autoscaled pools, per-job pools that node
+   auto-provisioning makes, provisioning) the workload holds quota longer than its runtime: a
+   forecast without pools does not model that, one with them (`specRuntimesWithPools`: every
+   pool as the autoscaler knows it, scaled-to-zero ones included, `sim.observed.node_pools_of`)
+   does. The same snapshot is also forecast with the runtimes the simulator actually observed
+   (last admission → finish); the difference is that wait's share of the error (`podStartError`).
 2. **Estimated mode** (one run, what a user gets): arrivals continue; at each T the runtimes are
    `estimate_runtimes` from a RunHistory fed, as the console's is, with every Workload seen to
    finish before T; the two naive baselines of `admission/eta_baselines.py` read the admissions a

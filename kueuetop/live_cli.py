@@ -212,7 +212,7 @@ class ForecastLook:
 
     snapshot: ClusterSnapshot
     pools: dict[str, PoolCapacity]
-    placements: dict[Key, tuple[tuple[str, int, int], ...]]
+    placements: dict[Key, tuple[tuple[str, int, int, float | None], ...]]
     pools_known: bool  # True: each pool's growth limit and delay are known (a scenario's NodePools)
     history: RunHistory
     now: float

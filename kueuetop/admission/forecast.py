@@ -116,9 +116,14 @@ class _World:
             if self.pods is not None:
                 # Without placements its pods are taken as bound where nobody knows: they free no GPUs.
                 pods = self._gpu_pods(self.wls[key]) if placements is not None else []
-                if self.pods.seed(key, pods, placements.get(key, ()) if placements is not None else (),
-                                  runtimes.get(key)):
+                placed = placements.get(key, ()) if placements is not None else ()
+                if self.pods.seed(key, pods, placed, runtimes.get(key)):
                     continue  # pods still wait for nodes: its run has not begun, it ends after they start
+                # Its pods run: the runtime counts from when they started, which is later than
+                # the admission when they waited for nodes (a pool scaled up for them).
+                started = PodPlacer.started_at(placed)
+                if started is not None:
+                    since = max(since, started)
             self._schedule_end(key, since)
 
     # -- snapshots -----------------------------------------------------------------------------

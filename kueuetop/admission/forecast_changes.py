@@ -225,7 +225,7 @@ def _nodes(pools: Mapping[str, PoolCapacity], ch: NodesChange) -> PoolCapacity:
 def run_forecast(snapshot: ClusterSnapshot, pools: Mapping[str, PoolCapacity] | None,
                  runtimes: Mapping[WorkloadKey, RuntimeEstimate], now: float,
                  cache: EngineCache | None = None,
-                 placements: Mapping[WorkloadKey, tuple[tuple[str, int, int], ...]] | None = None,
+                 placements: Mapping[WorkloadKey, tuple[tuple[str, int, int, float | None], ...]] | None = None,
                  pause: Callable[[], bool | None] | None = None) -> Forecast:
     """The forecast of `snapshot` with `pools` as its node capacity (None: pods run the instant
     their workload is admitted) and `placements`, the GPUs running workloads hold on them.

@@ -29,7 +29,9 @@ from kueuetop.kueue.node_pool import node_pool
 from kueuetop.kueue.workload import Workload
 
 WorkloadKey = tuple[str, str]
-GpuPlacement = tuple[str, int, int]  # (pool, node index, GPUs)
+# (pool, node index, GPUs, the pod's status.startTime or None): a running pod's GPUs, and when
+# it started (its runtime counts from then, not from the workload's admission).
+GpuPlacement = tuple[str, int, int, float | None]
 GpuPod = tuple[tuple[str, ...], int]  # (the pools it may run on, GPUs it asks)
 _TERMINATED = ("Succeeded", "Failed")
 
@@ -78,8 +80,9 @@ def pools_from_cluster(nodes: Iterable[Node], pods: Iterable[Pod],
 
 def placements_from_cluster(nodes: Iterable[Node], pods: Iterable[Pod],
                             workload_of: Callable[[Pod], WorkloadKey | None]) -> dict[WorkloadKey, tuple[GpuPlacement, ...]]:
-    """The GPUs each workload's running pods hold: (pool, node index, GPUs), node indexes as in
-    `pools_from_cluster`. `workload_of`: the store's pod → Workload join (`workload_of_pod`)."""
+    """The GPUs each workload's running pods hold: (pool, node index, GPUs, start time), node
+    indexes as in `pools_from_cluster`. `workload_of`: the store's pod → Workload join
+    (`workload_of_pod`)."""
     index = {n.name: (pool, i) for pool, members in _pool_nodes(nodes).items() for i, n in enumerate(members)}
     out: dict[WorkloadKey, list[GpuPlacement]] = {}
     for p in pods:
@@ -89,14 +92,16 @@ def placements_from_cluster(nodes: Iterable[Node], pods: Iterable[Pod],
             continue
         key = workload_of(p)
         if key is not None:
-            out.setdefault(key, []).append((where[0], where[1], gpus))
+            out.setdefault(key, []).append((where[0], where[1], gpus, p.start_time))
     return {k: tuple(v) for k, v in out.items()}
 
 
 def gpu_pods(wl: Workload, flavors: Mapping[str, ResourceFlavor], pools: Mapping[str, PoolCapacity]) -> list[GpuPod]:
     """The GPU pods of an admitted workload: per pod set, the admitted count of pods, each on the
     pools whose node labels include every nodeLabels entry of its `nvidia.com/gpu` flavor (Kueue
-    adds those to the pods' nodeSelector). Pods no pool is known for are left out: they run at once."""
+    adds those to the pods' nodeSelector) and satisfy the pod template's own nodeSelector and
+    required node affinity (kube-scheduler's NodeAffinity filter: a compact-placement Job selects
+    its own placement group's pool). Pods no pool is known for are left out: they run at once."""
     assigned = {a.name: a for a in wl.admission.pod_set_assignments} if wl.admission is not None else {}
     out: list[GpuPod] = []
     for ps in wl.pod_sets:
@@ -105,9 +110,11 @@ def gpu_pods(wl: Workload, flavors: Mapping[str, ResourceFlavor], pools: Mapping
         if gpus <= 0 or a is None:
             continue
         flavor = flavors.get(a.flavors.get(GPU_RESOURCE, ""))
-        want = flavor.node_labels if flavor is not None else {}
+        want = {**ps.shape.node_selector, **(flavor.node_labels if flavor is not None else {})}
+        terms = ps.shape.required_affinity
         names = tuple(n for n in sorted(pools)
-                      if all(pools[n].node_labels.get(k) == v for k, v in want.items()))
+                      if all(pools[n].node_labels.get(k) == v for k, v in want.items())
+                      and (not terms or any(t.matches(pools[n].node_labels) for t in terms)))
         if names:
             out.extend([(names, gpus)] * (a.count if a.count is not None else ps.count))
     return out
@@ -157,11 +164,12 @@ class PodPlacer:
     def holds(self, key: WorkloadKey) -> bool:
         return key in self.held or key in self.waiting
 
-    def seed(self, key: WorkloadKey, pods: list[GpuPod], placed: Iterable[GpuPlacement], runtime: float | None) -> bool:
+    def seed(self, key: WorkloadKey, pods: list[GpuPod], placed: Iterable[tuple], runtime: float | None) -> bool:
         """A workload holding quota at the snapshot: its GPUs where they are (already counted as
-        used; they are held until the workload ends, their pods' start times are not in the
-        snapshot); its pods not yet bound wait like a new admission's. Whether some wait."""
-        held = [(pool, i, g) for pool, i, g in placed if pool in self.nodes and 0 <= i < len(self.nodes[pool])]
+        used; they are held until the workload ends, which the caller counts from the pods'
+        start, `started_at`); its pods not yet bound wait like a new admission's. Whether some
+        wait. `placed`: GpuPlacements (a start time may be left out)."""
+        held = [(pool, i, g) for pool, i, g, *_ in placed if pool in self.nodes and 0 <= i < len(self.nodes[pool])]
         self.held[key] = held
         left = list(pods)
         for _, _, g in held:
@@ -178,6 +186,12 @@ class PodPlacer:
         self.runtime[key] = runtime
         self.dirty = True
         return True
+
+    @staticmethod
+    def started_at(placed: Iterable[tuple]) -> float | None:
+        """When the last of a workload's placed pods started (its run began then), or None when
+        no start time is known."""
+        return max((p[3] for p in placed if len(p) > 3 and p[3] is not None), default=None)
 
     def admit(self, key: WorkloadKey, pods: list[GpuPod], runtime: float | None) -> None:
         """An admission: the job's pods are created and queue for nodes (placed by `step`)."""

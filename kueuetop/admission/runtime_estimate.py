@@ -7,7 +7,9 @@ and says where it comes from. In order:
 1. **History** of finished runs (`store/run_history.py`, handed in as `RunSamples`): the runs of
    the same shape from the same LocalQueue; when fewer than `min_samples` of those, the recent
    runs of the same ClusterQueue (any shape); when neither has that many, the most specific tier
-   that has any run. From the n runtimes: expected = median; optimistic/pessimistic = p10/p90
+   that has any run; when neither has any (a new queue, or one whose first jobs still run), the
+   recent runs of the whole cluster, any queue — what this cluster's jobs take, rather than a
+   default that knows nothing of it. From the n runtimes: expected = median; optimistic/pessimistic = p10/p90
    (linear interpolation) pushed out from the median by k = 1 + 1/√n, and at least 0.5/√n × the
    median away from it (p10/p90 of a few runs understate the spread: one run gives ±50 %).
 2. **Upper bounds**, which cap the pessimistic end (and the expected value) and, when no run is
@@ -72,6 +74,7 @@ class EstimateRules:
     bound_low: float = 0.25  # a bound alone: optimistic = bound × this
     min_samples: int = 3  # runs a history tier needs before the next, wider one is not consulted
     cluster_queue_runs: int = 200  # the most recent runs of a ClusterQueue that count
+    cluster_runs: int = 200  # the most recent runs of the cluster that count (the last tier)
 
 
 class RunSamples(Protocol):
@@ -83,6 +86,8 @@ class RunSamples(Protocol):
                  cluster_queue: str | None = None) -> Sequence[float]: ...
 
     def of_cluster_queue(self, cluster_queue: str, limit: int | None = ...) -> Sequence[float]: ...
+
+    def of_cluster(self, limit: int | None = ...) -> Sequence[float]: ...
 
 
 def owner_job(wl: Workload) -> tuple[str, str] | None:
@@ -200,7 +205,15 @@ def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples |
     for t in tiers:
         if len(t.samples) >= rules.min_samples:
             return t
-    return next((t for t in tiers if t.samples), None)
+    found = next((t for t in tiers if t.samples), None)
+    if found is None:
+        cluster = cq_tiers.get("") if cq_tiers is not None else None  # "": no ClusterQueue is named so
+        if cluster is None:
+            cluster = _Tier(_clean(history.of_cluster(rules.cluster_runs)), "in this cluster (any queue; none in this one yet)")
+            if cq_tiers is not None:
+                cq_tiers[""] = cluster
+        found = cluster if cluster.samples else None
+    return found
 
 
 def _runs(n: int) -> str:

@@ -31,8 +31,9 @@ from typing import Any
 from kueuetop.admission.forecast_result import PoolCapacity, RuntimeEstimate
 from kueuetop.admission.pod_placement import placements_from_cluster, pools_from_cluster
 from kueuetop.kueue.config import KueueConfig
-from kueuetop.kueue.core import parse_node, parse_pod
+from kueuetop.kueue.core import GPU_RESOURCE, parse_node, parse_pod
 from kueuetop.kueue.errors import KueueParseError
+from kueuetop.kueue.node_pool import POOL_LABELS
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.pod_workload import owner_uids, workload_of_pod
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
@@ -40,6 +41,7 @@ from kueuetop.kueue.workload import Workload
 from kueuetop.sim.jobs.perf_runner import running_seconds, runs_workload
 from kueuetop.sim.kube.kubelet import pod_runtime
 from kueuetop.sim.recorder import ADMITTED, FINISHED, QUOTA_RESERVED, SimEvent
+from kueuetop.sim.scenarios.nodes import pool_labels, pool_zones
 from kueuetop.sim.storage.objectstore import ObjectStore
 
 KUEUE = "kueue.x-k8s.io"
@@ -131,11 +133,15 @@ def node_pools_of(store: ObjectStore, pool_controller: Any) -> tuple[dict[str, P
     pools_in_sim = getattr(pool_controller, "pools", {}) or {}
     limits = {name: (p.max_size if p.max_size is not None else UNBOUNDED, p.delay) for name, p in pools_in_sim.items()}
     pools = pools_from_cluster(nodes, pods, limits)
-    for name, pool in pools.items():
-        sim_pool = pools_in_sim.get(name)
-        if sim_pool is not None:
-            coming = tuple(s.ready_at for s in sim_pool.upcoming if not s.done for _ in range(s.count))
-            pools[name] = dataclasses.replace(pool, coming=coming)
+    for name, sim_pool in pools_in_sim.items():
+        if name not in pools:
+            empty = _empty_pool(sim_pool, limits[name])
+            if empty is None or empty.name in pools:
+                continue
+            pools[empty.name] = empty
+            name = empty.name
+        coming = tuple(s.ready_at for s in sim_pool.upcoming if not s.done for _ in range(s.count))
+        pools[name] = dataclasses.replace(pools[name], coming=coming)
     by_owner: dict[str, list[WorkloadKey]] = {}
     for o in store.list(KUEUE, "workloads", copy=False)[0]:
         wl = _parsed(o)
@@ -144,6 +150,27 @@ def node_pools_of(store: ObjectStore, pool_controller: Any) -> tuple[dict[str, P
                 by_owner.setdefault(uid, []).append(wl.key)
     placements = placements_from_cluster(nodes, pods, lambda p: workload_of_pod(p, lambda uid: by_owner.get(uid, ())))
     return pools, placements
+
+
+def _empty_pool(pool: Any, limit: tuple[int, float]) -> PoolCapacity | None:
+    """An autoscaled pool with no Ready node (scaled to zero, or one node auto-provisioning makes
+    per job) as the autoscaler's node group knows it: the labels its every node gets (the
+    template's, zone-specific ones left out of a multi-zone pool), GPUs per node and its limits.
+    Pools left to ProvisioningRequests are not scaled by the autoscaler, so they are left out, as
+    are pools whose nodes carry no GPU."""
+    if not pool.autoscaling or pool.queued or pool.template is None:
+        return None
+    zones = pool_zones(pool.doc)
+    shared = pool_labels(pool.doc, zones[0])
+    for z in zones[1:]:
+        other = pool_labels(pool.doc, z)
+        shared = {k: v for k, v in shared.items() if other.get(k) == v}
+    gpus = int(pool.template[2].get(GPU_RESOURCE, 0))
+    if gpus <= 0:
+        return None
+    max_nodes, delay = limit
+    name = next((shared[k] for k in POOL_LABELS if shared.get(k)), pool.name)  # as its Nodes will name it
+    return PoolCapacity(name, shared, gpus, (), max_nodes, delay)
 
 
 def _parsed(obj: dict) -> Any:

@@ -206,6 +206,16 @@ class RunHistory:
             found = found[-limit:]
         return [r.runtime for r in found]
 
+    def of_cluster(self, limit: int | None = PER_KEY) -> list[float]:
+        """Runtimes of the most recently finished runs in the whole cluster, any queue or shape
+        (oldest first)."""
+        with self._lock:
+            found = [r for rs in self._by_key.values() for r in rs]
+        found.sort(key=lambda r: r.finished_at)
+        if limit is not None:
+            found = found[-limit:]
+        return [r.runtime for r in found]
+
     def records(self) -> list[RunRecord]:
         with self._lock:
             out = [r for rs in self._by_key.values() for r in rs]

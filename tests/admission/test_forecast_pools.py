@@ -4,6 +4,8 @@ Also the builders of the pools and placements from Nodes and Pods."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from kueuetop.admission.forecast import forecast
 from kueuetop.admission.forecast_result import PoolCapacity, RuntimeEstimate
 from kueuetop.admission.pod_placement import placements_from_cluster, pools_from_cluster
@@ -119,18 +121,19 @@ def _node(name: str, pool_name: str, gpus: int, ready: bool = True, zone: str = 
                        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
-def _pod(name: str, node: str, gpus: int, phase: str = "Running", job: str = "") -> Pod:
+def _pod(name: str, node: str, gpus: int, phase: str = "Running", job: str = "", started: str = "") -> Pod:
     return parse_pod({"apiVersion": "v1", "kind": "Pod",
                       "metadata": {"name": name, "namespace": NS, "labels": {"job": job}},
                       "spec": {"nodeName": node, "containers": [{"name": "m", "resources": {"requests": {GPU: str(gpus)}}}]},
-                      "status": {"phase": phase}})
+                      "status": {"phase": phase, **({"startTime": started} if started else {})}})
 
 
 def test_pools_and_placements_are_built_from_nodes_and_their_pods() -> None:
     nodes = [parse_node(n) for n in (
         _node("g-b", "gpu", 8, zone="z2"), _node("g-a", "gpu", 8), _node("g-c", "gpu", 8, ready=False),
         _node("g-d", "gpu", 8, unschedulable=True), _node("o-a", "other", 4))]
-    pods = [_pod("p1", "g-a", 4, job="j1"), _pod("p2", "g-a", 2, job="j2"), _pod("p3", "g-b", 8, job="j1"),
+    pods = [_pod("p1", "g-a", 4, job="j1"), _pod("p2", "g-a", 2, job="j2"),
+            _pod("p3", "g-b", 8, job="j1", started="2026-01-01T00:03:00Z"),
             _pod("done", "g-b", 8, phase="Succeeded", job="j3"), _pod("cpu", "o-a", 0, job="j2")]
     pools = pools_from_cluster(nodes, pods, {"gpu": (5, 90.0)})
     gpu, other = pools["gpu"], pools["other"]
@@ -142,4 +145,44 @@ def test_pools_and_placements_are_built_from_nodes_and_their_pods() -> None:
         return (NS, "wl-" + p.meta.labels["job"])
 
     placements = placements_from_cluster(nodes, pods, workload_of)
-    assert placements == {(NS, "wl-j1"): (("gpu", 0, 4), ("gpu", 1, 8)), (NS, "wl-j2"): (("gpu", 0, 2),)}
+    start = datetime(2026, 1, 1, 0, 3, tzinfo=UTC).timestamp()
+    assert placements == {(NS, "wl-j1"): (("gpu", 0, 4, None), ("gpu", 1, 8, start)), (NS, "wl-j2"): (("gpu", 0, 2, None),)}
+
+
+def per_job_pools() -> dict[str, PoolCapacity]:
+    """Two compact pools of one flavor, as node auto-provisioning makes them per job: pg-1 scaled
+    to zero (a new node takes 180 s), pg-2 with a free node that only pg-2's job may use."""
+    labels = {POOL_LABEL: "gpu"}  # the flavor's nodeLabels select both
+    return {"pg-1": PoolCapacity("pg-1", {**labels, "placement-group": "pg-1"}, 8, (), 2, 180.0),
+            "pg-2": PoolCapacity("pg-2", {**labels, "placement-group": "pg-2"}, 8, (8,), 2, 180.0)}
+
+
+def test_a_job_waits_for_its_own_placement_groups_pool_not_a_free_node_of_another() -> None:
+    # j1 selects pg-1, which has no node: its pod waits for a scale-up from zero, although pg-2 has
+    # a free node its flavor's labels would allow. j2 selects pg-2 and runs at once.
+    snap = snapshot(*base(quota=16),
+                    workload(NS, "j1", "lq", {GPU: "8"}, created=T0 + 1, node_selector={"placement-group": "pg-1"}),
+                    workload(NS, "j2", "lq", {GPU: "8"}, created=T0 + 2, node_selector={"placement-group": "pg-2"}))
+    now = T0 + 10
+    f = forecast(snap, {(NS, "j1"): exact(300), (NS, "j2"): exact(300)}, now, pools=per_job_pools(), placements={})
+    j1, j2 = f.workloads[(NS, "j1")], f.workloads[(NS, "j2")]
+    assert (j1.start, j1.pods_start) == (now, now + 180)
+    assert (j2.start, j2.pods_start) == (now, now)
+    # A required node affinity selects the same way.
+    term = [{"key": "placement-group", "operator": "In", "values": ["pg-1"]}]
+    snap = snapshot(*base(quota=16), workload(NS, "j3", "lq", {GPU: "8"}, created=T0 + 1, affinity_terms=[term]))
+    f = forecast(snap, {(NS, "j3"): exact(300)}, now, pools=per_job_pools(), placements={})
+    assert f.workloads[(NS, "j3")].pods_start == now + 180
+
+
+def test_a_running_jobs_runtime_counts_from_its_pods_start_not_its_admission() -> None:
+    # r was admitted at T0 but its pods waited for a node until T0 + 180; it runs 600 s from then,
+    # so a (waiting for r's quota) starts at T0 + 780, not T0 + 600.
+    snap = snapshot(*base(quota=8), running("r", 8, T0), workload(NS, "a", "lq", {GPU: "8"}, created=T0 + 1))
+    runtimes = {(NS, "r"): exact(600), (NS, "a"): exact(60)}
+    now = T0 + 200
+    f = forecast(snap, runtimes, now, pools=pool((0,), max_nodes=1), placements={(NS, "r"): (("gpu", 0, 8, T0 + 180),)})
+    assert f.workloads[(NS, "a")].start == T0 + 780
+    # With no start time known, from the admission as before.
+    f = forecast(snap, runtimes, now, pools=pool((0,), max_nodes=1), placements={(NS, "r"): (("gpu", 0, 8),)})
+    assert f.workloads[(NS, "a")].start == T0 + 600

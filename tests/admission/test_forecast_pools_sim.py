@@ -145,13 +145,12 @@ def test_admissions_and_pods_starts_on_an_autoscaled_pool_are_the_simulators(tmp
     pools["gpu-np"] = dataclasses.replace(pools["gpu-np"], coming=coming)
     placements = placements_from_cluster(nodes, pods, lambda p: join.workload_of_pod((p.namespace, p.name)))
 
+    # The Jobs' own runtimes: a running one's counts from its pods' start, which the placements
+    # carry (the pods' status.startTime), as a pending one's does in the forecast.
     runtimes = {}
     for d in wl_docs:
         key = (d["metadata"]["namespace"], d["metadata"]["name"])
         run = runtime[d["metadata"]["ownerReferences"][0]["name"]]
-        admitted, started = _true_since(d, "Admitted"), _true_since(d, "PodsReady")
-        if admitted is not None and started is not None:
-            run += started - admitted  # a running one's runtime counts from its admission
         runtimes[key] = RuntimeEstimate(run, run, run, "exact")
     pending = [k for k, w in snap.workloads.items() if not w.has_quota_reservation and not w.is_finished]
     f = forecast(snap, runtimes, now, ranges=False, pools=pools, placements=placements)

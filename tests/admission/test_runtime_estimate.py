@@ -94,9 +94,22 @@ def test_few_runs_of_the_shape_are_still_better_than_nothing() -> None:
     assert e.expected == 110
 
 
-def test_runs_of_another_cluster_queue_do_not_count() -> None:
-    h = history_with([100.0] * 5, cq="cq-other", lq="lq-other")
-    assert est(wl_dict(), h).basis == "default 1h: nothing known"
+def test_runs_of_another_cluster_queue_count_only_when_this_queue_has_none() -> None:
+    # A queue whose first jobs still run: the cluster's recent runs say what jobs here take,
+    # rather than the default, which knows nothing of this cluster.
+    h = history_with([100.0, 200.0, 300.0, 400.0, 500.0], cq="cq-other", lq="lq-other")
+    e = est(wl_dict(), h)
+    assert e.basis == "5 finished runs in this cluster (any queue; none in this one yet)"
+    assert e.expected == 300
+    # One run of its own (too few for the rule of three) still beats the rest of the cluster.
+    history_with([1000.0], history=h)
+    e = est(wl_dict(), h)
+    assert e.basis == "1 finished run of this shape in team-a/lq-a" and e.expected == 1000
+    # And estimate_runtimes (one read per snapshot) says the same.
+    snap = snapshot(cluster_queue("cq-a", group(["nvidia.com/gpu"], fq("a100", **{"nvidia.com/gpu": 8}))),
+                    local_queue("team-a", "lq-a", "cq-a"), wl_dict("p"))
+    assert estimate_runtimes(snap, history_with([100.0, 200.0, 300.0], cq="cq-other", lq="lq-other"), NOW)[
+        ("team-a", "p")].basis == "3 finished runs in this cluster (any queue; none in this one yet)"
 
 
 def test_spread_widens_when_runs_are_few() -> None:
