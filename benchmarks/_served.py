@@ -224,6 +224,9 @@ class _Counter:
         self.bytes: dict[str, int] = defaultdict(int)
         self.requests: dict[str, int] = defaultdict(int)
         self.by_resource: dict[str, int] = defaultdict(int)  # "watch pods", "list_get workloads", …
+        # Requests per "category resource"; "list_start …" counts lists begun (no continue token):
+        # a client relisting shows there, whatever its page size.
+        self.requests_by_resource: dict[str, int] = defaultdict(int)
 
     def add(self, category: str, n: int, resource: str = "") -> None:
         with self.lock:
@@ -231,14 +234,19 @@ class _Counter:
             if resource:
                 self.by_resource[f"{category} {resource}"] += n
 
-    def request(self, category: str) -> None:
+    def request(self, category: str, path: str = "") -> None:
         with self.lock:
             self.requests[category] += 1
+            if path:
+                resource = _resource(path)
+                self.requests_by_resource[f"{category} {resource}"] += 1
+                if category == "list_get" and "continue=" not in path and "limit=" in path:
+                    self.requests_by_resource[f"list_start {resource}"] += 1
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
             return {"bytes": dict(self.bytes), "requests": dict(self.requests),
-                    "by_resource": dict(self.by_resource)}
+                    "by_resource": dict(self.by_resource), "requests_by_resource": dict(self.requests_by_resource)}
 
 
 class _CountingWriter:
@@ -343,7 +351,7 @@ def _instrument(server: Any, store: Any, ready: Any = None) -> None:
 
     def handle(h: Any, method: str) -> None:
         category = _category(h.path)
-        counter.request(category)
+        counter.request(category, h.path)
         if category != "bench":
             original_handle(h, method)
             return

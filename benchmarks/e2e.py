@@ -228,6 +228,10 @@ def counted_by_resource(server: Server) -> dict[str, int]:
     return {k: v for k, v in sent(server).get("by_resource", {}).items() if not k.startswith("bench")}
 
 
+def requests_by_resource(server: Server) -> dict[str, int]:
+    return {k: v for k, v in sent(server).get("requests_by_resource", {}).items() if not k.startswith("bench")}
+
+
 def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
 
@@ -318,13 +322,14 @@ def steady(server: Server, console: Console, minutes: float) -> dict[str, Any]:
     """RSS and CPU of the console, bytes at the server, over `minutes` on the Overview."""
     samples: list[tuple[float, float, dict[str, int]]] = []
     t0, cpu0, bytes0 = time.time(), console.cpu_seconds(), counted(server)
-    res0 = counted_by_resource(server)
+    res0, req0 = counted_by_resource(server), requests_by_resource(server)
     end = t0 + minutes * 60
     while time.time() < end and console.proc.poll() is None:
         samples.append((time.time() - t0, console.rss_mb(), counts(server)))
         time.sleep(min(10.0, max(0.0, end - time.time())))
     t1, cpu1, bytes1 = time.time(), console.cpu_seconds(), counted(server)
     by_res = delta(counted_by_resource(server), res0)
+    by_req = delta(requests_by_resource(server), req0)
     samples.append((t1 - t0, console.rss_mb(), counts(server)))
     by_cat = delta(bytes1, bytes0)
     half = [s for s in samples if s[0] >= (t1 - t0) / 2]
@@ -348,6 +353,9 @@ def steady(server: Server, console: Console, minutes: float) -> dict[str, Any]:
             "api_bytes_by_category_per_minute": {k: round(v * 60 / (t1 - t0)) for k, v in by_cat.items()},
             "api_bytes_by_resource_per_minute": {k: round(v * 60 / (t1 - t0))
                                                  for k, v in sorted(by_res.items(), key=lambda kv: -kv[1]) if v},
+            # Requests over the window per resource; "list_start" are lists begun (a relist shows
+            # there: an informer whose watch fell too far behind lists the whole resource again).
+            "api_requests_by_resource": dict(sorted(by_req.items(), key=lambda kv: -kv[1])),
             "api_bytes_per_minute": round(sum(by_cat.values()) * 60 / (t1 - t0))}
 
 
