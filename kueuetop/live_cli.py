@@ -219,6 +219,8 @@ class ForecastLook:
     source: dict[str, Any]
     position_of: Callable[[Key], tuple[int, int] | None] | None = None
     warnings: list[str] = field(default_factory=list)
+    pools_note: str = ""  # where the pools' limits come from, when not a scenario's NodePools
+    pools_why: str = ""  # why they are not known (a live cluster whose autoscaler status is unreadable)
 
 
 def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequence[Change], target: Key | None) -> int:
@@ -252,12 +254,13 @@ def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequen
     # One set of runtimes for both forecasts: a what-if moves admissions, not how long jobs run.
     runtimes = estimate_runtimes(snap, look.history, look.now)
     cache = EngineCache()
-    # Pods wait for nodes only where the pools are known: a scenario's NodePools, or pools taken
-    # at their current size because a `nodes` change asks about them. A live cluster does not say
-    # how far its autoscaler may grow a pool, so otherwise pods run when their workload is admitted.
+    # Pods wait for nodes only where the pools are known: a scenario's NodePools, a live cluster's
+    # cluster-autoscaler status, or pools taken at their current size because a `nodes` change
+    # asks about them. Otherwise pods run when their workload is admitted.
     model = look.pools_known or any(isinstance(c, NodesChange) for c in changes)
-    source = {**look.source, "pods": ("placed on the node pools" + ("" if look.pools_known else " at their current size"))
-              if model else "run when admitted (node pools not modelled)"}
+    source = {**look.source, "pods": ("placed on the node pools" + (look.pools_note if look.pools_known
+                                                                     else " at their current size"))
+              if model else "run when admitted (node pools not modelled" + (f": {look.pools_why}" if look.pools_why else "") + ")"}
     result = run_forecast(snap, look.pools if model else None, runtimes, look.now, cache, look.placements)
     before = None
     if changed is not None:
@@ -285,10 +288,11 @@ def forecast_live_look(args: argparse.Namespace, history_path: Path) -> tuple[Fo
 
 
 def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook | None, int]:
+    from kueuetop.sources.autoscaler_status import read_autoscaler_status
     from kueuetop.store import events as K
     from kueuetop.store.events import Changes
     from kueuetop.store.run_history import cluster_scope, load_run_history, record_changes, save_run_history
-    from kueuetop.views.forecast_report import pools_from_store
+    from kueuetop.views.forecast_report import NODE_DELAY_ASSUMED, pools_from_store
     from kueuetop.views.snapshot import observed_now
     from kueuetop.views.workload_rows import store_position
 
@@ -303,8 +307,11 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
         # the initial list; the store has synced already, so they are fed here at once).
         record_changes(store, history, Changes({K.WORKLOADS: frozenset(store.keys(K.WORKLOADS))}))
         snap = store.snapshot()
-        pools, placements = pools_from_store(store)  # growth unknown: each pool at its current size
         now = observed_now(snap, time.time())
+        # How far each pool may grow: cluster-autoscaler's status, when it can be read; else
+        # growth is unknown and each pool stays at its current size.
+        groups, why = read_autoscaler_status(session.conn.api)
+        pools, placements = pools_from_store(store, groups, now)
     except KeyboardInterrupt:
         return None, _fail("interrupted")
     finally:
@@ -315,7 +322,9 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
         if saved:
             warnings.append(saved)
     source = {"kind": "cluster", "server": info.server, "context": info.context}
-    return ForecastLook(snap, pools, placements, False, history, now, source, store_position(store), warnings), EXIT_OK
+    note = f" (cluster-autoscaler's limits; a new node taken to be Ready {NODE_DELAY_ASSUMED:.0f}s after a scale-up)"
+    return ForecastLook(snap, pools, placements, groups is not None, history, now, source, store_position(store), warnings,
+                        pools_note=note, pools_why=why), EXIT_OK
 
 
 def cmd_clusters(args: argparse.Namespace) -> int:

@@ -39,6 +39,7 @@ seconds from the forecast's `at` (`…InSeconds`, ≥ 0).
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -47,6 +48,7 @@ from typing import Any
 from kueuetop.admission.forecast import CHECKS_ASSUMED
 from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadForecast
 from kueuetop.admission.pod_placement import GpuPlacement, placements_from_cluster, pools_from_cluster
+from kueuetop.kueue.autoscaler_status import NodeGroupStatus, pool_limits
 from kueuetop.kueue.core import Node, Pod
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.store import Store
@@ -128,13 +130,26 @@ def workload_rows(snap: ClusterSnapshot, fc: Forecast, keys: Iterable[Key],
 
 
 # ---------------------------------------------------------------------------------------- pools
-def pools_from_store(store: Store) -> tuple[dict[str, PoolCapacity], dict[Key, tuple[GpuPlacement, ...]]]:
-    """The node pools of the store's cluster, each at its current size (a live cluster does not
-    say how far its autoscaler may grow a pool), and the GPUs running workloads hold on them.
-    `kueuetop forecast` and the console's what-if panel both start from these."""
+# A new node's time from a scale-up to Ready, which cluster-autoscaler's status does not say.
+NODE_DELAY_ASSUMED = 120.0
+
+
+def pools_from_store(store: Store, groups: Iterable[NodeGroupStatus] | None = None, now: float | None = None,
+                     delay: float = NODE_DELAY_ASSUMED) -> tuple[dict[str, PoolCapacity], dict[Key, tuple[GpuPlacement, ...]]]:
+    """The node pools of the store's cluster and the GPUs running workloads hold on them.
+    `kueuetop forecast` and the console's what-if panel both start from these.
+
+    Without `groups` each pool is at its current size (Nodes do not say how far an autoscaler may
+    grow it). With cluster-autoscaler's node groups (`sources.autoscaler_status`), a pool they
+    cover may grow to their summed maxSize, a new node Ready `delay` after it is asked for; the
+    nodes already asked for and not yet joined are taken to be Ready `delay` after `now`."""
     nodes = [n for n in store.objects(K.NODES).values() if isinstance(n, Node)]
     pods = [p for p in store.objects(K.PODS).values() if isinstance(p, Pod)]
-    pools = pools_from_cluster(nodes, pods, {})
+    limits = pool_limits(groups, nodes) if groups is not None else {}
+    pools = pools_from_cluster(nodes, pods, {name: (lim.max_nodes, delay) for name, lim in limits.items()})
+    for name, lim in limits.items():
+        if name in pools and lim.coming and now is not None:
+            pools[name] = dataclasses.replace(pools[name], coming=(now + delay,) * lim.coming)
     placements = placements_from_cluster(nodes, pods, lambda p: store.workload_of_pod((p.namespace, p.name)))
     return pools, placements
 

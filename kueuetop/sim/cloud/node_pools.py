@@ -36,12 +36,13 @@ from kueuetop.kueue.durations import DurationError, parse_duration
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse_cache import ParseCache
 from kueuetop.sim.apiserver.patch import merge_patch
+from kueuetop.sim.cloud.autoscaler_status import AutoscalerStatus
 from kueuetop.sim.cloud.gpu_exporters import ExporterPods
 from kueuetop.sim.kube.events import CLUSTER_AUTOSCALER, EventWriter, NullEvents, find_condition
 from kueuetop.sim.kube.scheduler import PODS, Placement, Scheduler
 from kueuetop.sim.scenarios.nodes import expand_node_pool
 from kueuetop.sim.scenarios.scenario import KUEUETOP_API_VERSION, ScenarioStep, capacity_limit_at
-from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent
+from kueuetop.sim.storage.objectstore import ObjectStore, StoreError, WatchEvent, rfc3339
 
 _log = logging.getLogger(__name__)
 
@@ -129,6 +130,7 @@ class NodePoolController:
         self._parse_cache = ParseCache()  # quantities and conditions of the pods and nodes it reads
         self.store = store
         self.exporters = ExporterPods(store) if exporters else None
+        self.status = AutoscalerStatus(store)
         self.scheduler = scheduler
         self.events = events or NullEvents()
         self.scale_down_delay = scale_down_delay
@@ -211,6 +213,9 @@ class NodePoolController:
         worked = self._scale_down(now) or worked
         if self.exporters is not None:
             worked = self.exporters.reconcile(now) or worked
+        # What the autoscaler tells of its groups (sizes, limits, scale-ups in flight); a console
+        # reads its pools' limits there. Not counted as work: nothing else reacts to it.
+        self.status.sync(self.pools.values(), rfc3339(now))
         return worked
 
     def next_wakeup(self, now: float) -> float | None:

@@ -1,0 +1,138 @@
+"""`kueuetop forecast` on a live cluster reads how far its node pools may grow from
+cluster-autoscaler's status ConfigMap (`kube-system/cluster-autoscaler-status`), which the
+simulated autoscaler writes as cluster-autoscaler ≥ 1.30 does; the real `kubernetes` client over
+loopback. Without it, pods are taken to run when admitted, and the forecast's source line says why."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kueuetop.cli import main
+from kueuetop.sim.scenarios.loader import load_scenario
+from kueuetop.sim.serve import ServedCluster, start_served
+from tests.waiting import wait_until
+
+# One autoscaled pool of 4-GPU nodes: 1 node, up to 2, a new node 10 minutes after a scale-up.
+# a-run fills node 1 (for 2 h at most: its max-exec-time label); b-run has quota but its pod waits
+# for node 2 (asked for, not there yet); c-wait waits for quota until b-run's run ends, which is
+# 1 h (the default, no history) after its pod starts.
+SCENARIO = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: kueuetop.io/v1
+kind: NodePool
+metadata: {name: l4-np}
+spec:
+  machineType: g2-standard-48
+  gpu: {model: "NVIDIA L4", count: 4, memoryMiB: 23034}
+  zones: [us-central1-a]
+  size: 1
+  maxSize: 2
+  autoscaling: true
+  provisioningDelay: 10m
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: l4}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq-a}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: l4
+      resources: [{name: nvidia.com/gpu, nominalQuota: "8"}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, namespace: team-a}
+spec: {clusterQueue: cq-a}
+""" + "".join(f"""---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: team-a
+  labels: {{kueue.x-k8s.io/queue-name: lq{limit}}}
+  annotations: {{kueuetop.io/at: "{at}", kueuetop.io/runtime: "10h"}}
+spec:
+  suspend: true
+  template:
+    spec:
+      tolerations: [{{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}]
+      containers: [{{name: c, image: busybox, resources: {{requests: {{nvidia.com/gpu: "4"}}}}}}]
+      restartPolicy: Never
+""" for name, at, limit in (("a-run", "0s", ", kueue.x-k8s.io/max-exec-time-seconds: '7200'"), ("b-run", "1s", ""),
+                            ("c-wait", "2s", "")))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
+    d = tmp_path_factory.mktemp("forecast-ca")
+    (d / "s.yaml").write_text(SCENARIO)
+    s = start_served(load_scenario(str(d / "s.yaml")), speed=1, kubeconfig=str(d / "kubeconfig"))
+
+    def settled() -> bool:
+        with s.parts.cluster.lock:
+            wls = s.parts.kueue.snapshot().workloads
+            status = s.parts.cluster.store.try_get("", "configmaps", "kube-system", "cluster-autoscaler-status")
+        held = {k[1].rsplit("-", 1)[0].removeprefix("job-") for k, w in wls.items() if w.has_quota_reservation}
+        return len(wls) == 3 and held == {"a-run", "b-run"} and status is not None \
+            and "cloudProviderTarget: 2" in status["data"]["status"]
+
+    try:
+        assert wait_until(settled, 30, 0.1), "the scenario did not reach its steady state"
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture(autouse=True)
+def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # no history: 1 h defaults
+    monkeypatch.delenv("KUEUETOP_STATE_DIR", raising=False)
+
+
+def _doc(served: ServedCluster, capsys: pytest.CaptureFixture[str]) -> tuple[dict, str]:
+    code = main(["forecast", "--kubeconfig", str(served.kubeconfig), "--timeout", "20s", "-o", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out), err
+
+
+def test_the_autoscalers_limits_place_the_pods_and_say_so(served: ServedCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    doc, err = _doc(served, capsys)
+    assert "cluster-autoscaler's limits" in doc["source"]["pods"] and "120s" in doc["source"]["pods"]
+    assert "autoscaler limits" not in err
+    (c,) = [w for w in doc["workloads"] if w["name"].startswith("job-c-wait")]
+    # b-run's pod starts when the node asked for is Ready (taken as 120 s from now), and its 1 h
+    # runs from then: c-wait gets its quota about 3,720 s from now, not 3,600 s from b-run's admission.
+    assert 3700 <= c["eta"]["startInSeconds"] <= 3720
+
+
+def test_without_the_status_pods_run_at_admission_and_the_forecast_says_why(
+        served: ServedCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    store = served.parts.cluster.store
+    with served.parts.cluster.lock:
+        saved = store.get("", "configmaps", "kube-system", "cluster-autoscaler-status")
+        store.delete("", "configmaps", "kube-system", "cluster-autoscaler-status")
+    try:
+        doc, err = _doc(served, capsys)
+    finally:  # put it back as it was for the other tests (the simulated autoscaler writes it on changes only)
+        with served.parts.cluster.lock:
+            saved["metadata"].pop("resourceVersion", None)
+            store.create("", "configmaps", saved)
+    assert doc["source"]["pods"] == ("run when admitted (node pools not modelled: autoscaler limits: no configmap "
+                                     "kube-system/cluster-autoscaler-status (no cluster-autoscaler writes one))")
+    assert err == ""
+    (c,) = [w for w in doc["workloads"] if w["name"].startswith("job-c-wait")]
+    assert 3500 <= c["eta"]["startInSeconds"] <= 3600
