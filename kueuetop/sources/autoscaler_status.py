@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import urllib3
 import yaml
 
 from kueuetop.kueue.autoscaler_status import (
@@ -24,7 +23,7 @@ from kueuetop.kueue.autoscaler_status import (
     status_format,
 )
 from kueuetop.kueue.errors import KueueParseError
-from kueuetop.sources.kube_http import ApiError, request
+from kueuetop.sources.configmap_read import read_configmap_key
 
 __all__ = ["parse_autoscaler_status", "read_autoscaler_status"]
 _OBJ = f"ConfigMap {STATUS_NAMESPACE}/{STATUS_NAME}"
@@ -49,21 +48,10 @@ def parse_autoscaler_status(text: str) -> list[NodeGroupStatus]:
 
 def read_autoscaler_status(api: Any, timeout: float = 5.0) -> tuple[list[NodeGroupStatus] | None, str]:
     """(the node groups, "") or (None, why not)."""
-    where = f"{STATUS_NAMESPACE}/{STATUS_NAME}"
-    try:
-        cm = request(api, f"/api/v1/namespaces/{STATUS_NAMESPACE}/configmaps/{STATUS_NAME}", timeout=(timeout, timeout))
-    except ApiError as e:
-        if e.status == 403:
-            return None, f"autoscaler limits: forbidden to get configmap {where}"
-        if e.status == 404:
-            return None, f"autoscaler limits: no configmap {where} (no cluster-autoscaler writes one)"
-        return None, f"autoscaler limits: {e}"
-    except (urllib3.exceptions.HTTPError, OSError, ValueError) as e:
-        return None, f"autoscaler limits: {type(e).__name__}: {e}"
-    data = cm.get("data") if isinstance(cm, dict) else None
-    text = data.get(STATUS_KEY) if isinstance(data, dict) else None
-    if not isinstance(text, str):
-        return None, f"autoscaler limits: {where} has no {STATUS_KEY}"
+    text, why = read_configmap_key(api, STATUS_NAMESPACE, STATUS_NAME, STATUS_KEY, "autoscaler limits", timeout,
+                                   absent=" (no cluster-autoscaler writes one)")
+    if text is None:
+        return None, why
     try:
         return parse_autoscaler_status(text), ""
     except KueueParseError as e:
