@@ -9,8 +9,8 @@ and says where it comes from. In order:
    runs of the same ClusterQueue (any shape); when neither has that many, the most specific tier
    that has any run; when neither has any (a new queue, or one whose first jobs still run), the
    recent runs of the whole cluster, any queue — what this cluster's jobs take, rather than a
-   default that knows nothing of it. From the n runtimes: expected = median; optimistic/pessimistic = p10/p90
-   (linear interpolation) pushed out from the median by k = 1 + 1/√n, and at least 0.5/√n × the
+   default that knows nothing of it. From the n runtimes: expected = median;
+   optimistic/pessimistic = p10/p90 (linear interpolation) pushed out from the median by k = 1 + 1/√n, and at least 0.5/√n × the
    median away from it (p10/p90 of a few runs understate the spread: one run gives ±50 %).
 2. **Upper bounds**, which cap the pessimistic end (and the expected value) and, when no run is
    known, are the estimate (expected = pessimistic = bound, optimistic = `bound_low` × bound):
@@ -209,7 +209,8 @@ def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples |
     if found is None:
         cluster = cq_tiers.get("") if cq_tiers is not None else None  # "": no ClusterQueue is named so
         if cluster is None:
-            cluster = _Tier(_clean(history.of_cluster(rules.cluster_runs)), "in this cluster (any queue; none in this one yet)")
+            cluster = _Tier(_clean(history.of_cluster(rules.cluster_runs)),
+                            "in this cluster (any queue; none in this one yet)")
             if cq_tiers is not None:
                 cq_tiers[""] = cluster
         found = cluster if cluster.samples else None

@@ -199,18 +199,16 @@ class RunHistory:
 
     def of_cluster_queue(self, cluster_queue: str, limit: int | None = PER_KEY) -> list[float]:
         """Runtimes of the most recently finished runs in this ClusterQueue, any shape (oldest first)."""
-        with self._lock:
-            found = [r for k, rs in self._by_key.items() if k[0] == cluster_queue for r in rs]
-        found.sort(key=lambda r: r.finished_at)
-        if limit is not None:
-            found = found[-limit:]
-        return [r.runtime for r in found]
+        return self._recent(lambda key: key[0] == cluster_queue, limit)
 
     def of_cluster(self, limit: int | None = PER_KEY) -> list[float]:
         """Runtimes of the most recently finished runs in the whole cluster, any queue or shape
         (oldest first)."""
+        return self._recent(lambda key: True, limit)
+
+    def _recent(self, wanted: Callable[[RunKey], bool], limit: int | None) -> list[float]:
         with self._lock:
-            found = [r for rs in self._by_key.values() for r in rs]
+            found = [r for k, rs in self._by_key.items() if wanted(k) for r in rs]
         found.sort(key=lambda r: r.finished_at)
         if limit is not None:
             found = found[-limit:]
