@@ -12,10 +12,11 @@ watch's chunked stream can be held mid-flight.
 - `partition()` / `heal()`: like hold, and new connections are accepted but not served either, as a
   network partition looks to TCP before any timeout fires. Healed, what was buffered is delivered.
 - `drop_connections()`: reset every open connection (a proxy or load balancer restart).
-- `rule(fn)`: `fn(method, path) -> "pass" | "lose-reply" | "lose-request"`, asked per request:
-  `lose-reply` forwards the request, lets the server answer, then resets the client's connection
-  without a byte of the answer (the write landed, the client cannot know); `lose-request` resets
-  the client's connection without forwarding.
+- `rule(fn)`: `fn(method, path) -> "pass" | "lose-reply" | "lose-request" | "delay:SECONDS"`, asked
+  per request: `lose-reply` forwards the request, lets the server answer, then resets the client's
+  connection without a byte of the answer (the write landed, the client cannot know);
+  `lose-request` resets the client's connection without forwarding; `delay:2.5` forwards that one
+  request 2.5 s late (a busy server answering it late) while other connections flow.
 
 Plain HTTP only (the test clusters it fronts serve plain HTTP).
 """
@@ -204,6 +205,8 @@ class FaultProxy:
                     self.seen.append(Seen(m, p, verdict))
                 if verdict == "lose-request":
                     raise _Closed
+                if verdict.startswith("delay:"):
+                    time.sleep(float(verdict.split(":", 1)[1]))
                 if self._delay:
                     time.sleep(self._delay)
                 self._gate()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -121,6 +122,9 @@ class Informer:
         self.resource_version = ""
         self.skipped = 0  # malformed objects seen
         self.lists = 0  # full lists done (1 + relists): tests and the debug view read it
+        # time.monotonic() of the last thing the open stream delivered (an event or a bookmark):
+        # a stream that delivers while a probe goes unanswered is alive (see `suspect`).
+        self.delivered_at = float("-inf")
         self._stop = threading.Event()
         self._lock = threading.Lock()  # the open stream, between this informer and the probe
         self._watching = False  # a stream is open and has been answered
@@ -152,11 +156,17 @@ class Informer:
             if self._watching:
                 self._state(SourceState.LIVE, ok=True)
 
-    def suspect(self, message: str) -> None:
+    def suspect(self, message: str, since: float | None = None) -> None:
         """The API server stopped answering: say the data may be behind, and drop the open stream
-        so the loop resumes from its resourceVersion once the server answers again."""
+        so the loop resumes from its resourceVersion once the server answers again. `since`
+        (time.monotonic() when the unanswered probe was sent): a stream that has delivered since
+        then is kept, as it is: an API server too busy to answer a probe in time (a big list in
+        flight) that still streams is not stalled, and dropping its streams would only add a
+        resume, or a whole relist once its version has gone, to its load."""
         with self._lock:
             if self._stop.is_set() or not self._listed_once:
+                return
+            if since is not None and self._watching and self.delivered_at >= since:
                 return
             self._state(SourceState.STALE, message)
             stream, self._watching = self._stream, False
@@ -334,6 +344,7 @@ class Informer:
             stream.close()
 
     def _handle(self, ev: Any) -> None:
+        self.delivered_at = time.monotonic()
         if not isinstance(ev, dict):
             return
         typ = ev.get("type")

@@ -7,10 +7,12 @@ the console would show stale data as live. Every `interval` seconds the probe as
 
 - answered: every informer with an open, answered stream is confirmed fresh as of now, so the
   status bar's data age means "known to be current this long ago", even on a quiet cluster;
-- not answered (timeout, refused, reset, 5xx): every informer is told its data may be behind
-  (state STALE, with how long the server has been silent) and drops its stream; each resumes from
-  its resourceVersion once the server answers, or relists if the server says its version is gone
-  (410) or not reached (504, a restarted server).
+- not answered (timeout, refused, reset, 5xx): every informer whose stream has delivered nothing
+  since the probe was sent is told its data may be behind (state STALE, with how long the server
+  has been silent) and drops its stream; each resumes from its resourceVersion once the server
+  answers, or relists if the server says its version is gone (410) or not reached (504, a
+  restarted server). A stream that delivers meanwhile is alive and kept: a busy API server
+  answers a probe late while it streams, and dropping its watches would add to its load.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ _log = logging.getLogger(__name__)
 
 class Probed(Protocol):
     def confirm(self) -> None: ...
-    def suspect(self, message: str) -> None: ...
+    def suspect(self, message: str, since: float | None = None) -> None: ...
 
 
 class LivenessProbe:
@@ -63,14 +65,15 @@ class LivenessProbe:
     def probe_once(self) -> bool:
         """Ask once; tell the informers what was learned. True when the server answered."""
         self.probes += 1
+        asked = time.monotonic()
         try:
             request(self.api, "/version", timeout=(self.timeout, self.timeout))
         except ApiError as e:
             if e.status < 500:  # 401/403/404 on /version: it answered, which is all we ask
                 return self._answered()
-            return self._silent(f"{e.status} {e.reason or 'error'}")
+            return self._silent(f"{e.status} {e.reason or 'error'}", asked)
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as e:
-            return self._silent(type(e).__name__)
+            return self._silent(type(e).__name__, asked)
         return self._answered()
 
     def _answered(self) -> bool:
@@ -80,13 +83,14 @@ class LivenessProbe:
             t.confirm()
         return True
 
-    def _silent(self, why: str) -> bool:
+    def _silent(self, why: str, asked: float | None = None) -> bool:
+        """`asked`: time.monotonic() when the probe was sent (streams that delivered since are kept)."""
         self.failures += 1
         since = "" if self._last_answer is None else f" for {self.clock() - self._last_answer:.0f}s"
         message = f"no answer from the API server{since} ({why}): data may be behind"
         _log.debug("liveness probe: %s", message)
         for t in self.targets:
-            t.suspect(message)
+            t.suspect(message, asked)
         return False
 
     def _run(self) -> None:

@@ -6,6 +6,7 @@ made by sources/aio_http.py instead of a thread blocked in urllib3."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from kueuetop.sources import aio_http
@@ -161,6 +162,7 @@ class LoopLivenessProbe(_OnLoop, LivenessProbe):
     async def aprobe_once(self) -> bool:
         """`probe_once` on the loop."""
         self.probes += 1
+        asked = time.monotonic()
         try:
             resp = await aio_http.get(self.endpoint, "/version", None, connect_timeout=self.timeout,
                                       read_timeout=self.timeout)
@@ -168,7 +170,7 @@ class LoopLivenessProbe(_OnLoop, LivenessProbe):
         except ApiError as e:
             if e.status < 500:  # 401/403/404 on /version: it answered, which is all we ask
                 return self._answered()
-            return self._silent(f"{e.status} {e.reason or 'error'}")
+            return self._silent(f"{e.status} {e.reason or 'error'}", asked)
         except (OSError, ValueError) as e:
-            return self._silent(type(e).__name__)
+            return self._silent(type(e).__name__, asked)
         return self._answered()

@@ -3,7 +3,9 @@ bound, a restarted server's versions trigger a relist, and the store ends equal 
 
 from __future__ import annotations
 
+import dataclasses
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +19,7 @@ from kueuetop.sources.connection import connect
 from kueuetop.store import SourceState
 from kueuetop.tui.statusbar import summarize_sources
 from tests.fault_proxy import FaultProxy
+from tests.waiting import FAST
 
 from .conftest import ADMIN_TOKEN, KUEUE, Live, assert_converges, frozen, wait_until
 
@@ -65,6 +68,68 @@ def test_partition_then_heal_converges_without_a_relist(
     assert_converges(served, live.store)
     # The streams resumed from their resourceVersions: nothing needed a full list again.
     assert {i.spec.source: i.lists for i in live.sources.informers} == lists
+
+
+def test_a_late_probe_keeps_the_streams_that_still_deliver(
+        served: ServedCluster, tmp_path: Path, live_factory: Callable[..., Live]) -> None:
+    """A busy API server answers /version late (a big list in flight) while its watches stream:
+    the Workloads stream, which delivers, is kept (no resume, no relist, never stale); a quiet
+    kind's stream, which says nothing, cannot be told from a stalled one and is resumed."""
+    with FaultProxy(served.url) as proxy:
+        conn = connect(str(write_kubeconfig(tmp_path / "proxied", proxy.url, token=ADMIN_TOKEN)))
+        try:
+            # Watches that end on their own only after a minute: any new one here is a resume.
+            _late_probe(served, proxy, live_factory(conn, config=dataclasses.replace(FAST, watch_timeout=60)))
+        finally:
+            proxy.release()
+            conn.close()
+
+
+def _late_probe(served: ServedCluster, proxy: FaultProxy, live: Live) -> None:
+    assert wait_until(lambda: kube_states(live) == {SourceState.LIVE}, 10)
+    st = served.parts.cluster.store
+    meta = st.list(KUEUE, "workloads", copy=False)[0][0]["metadata"]
+    stop = threading.Event()
+
+    def tick(obj: dict, n: int) -> dict:
+        obj["metadata"] = {**obj["metadata"], "annotations": {**(obj["metadata"].get("annotations") or {}),
+                                                              "tick": str(n)}}
+        return obj
+
+    def write() -> None:  # a change every 0.1 s: the Workloads stream always has something to say
+        n = 0
+        while not stop.wait(0.1):
+            n += 1
+            st.patch(KUEUE, "workloads", meta["namespace"], meta["name"], lambda o, n=n: tick(o, n))
+
+    def workload_watches() -> int:
+        return sum(1 for r in proxy.requests("GET", "/workloads") if "watch=true" in r.path)
+
+    watches = workload_watches()
+    lists = {i.spec.source: i.lists for i in live.sources.informers}
+    seen: set[SourceState] = set()
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    proxy.rule(lambda method, path: "delay:3" if path.startswith("/version") else "pass")
+    try:
+        slow = len(proxy.requests("GET", "/version"))
+        deadline = time.monotonic() + 8
+        quiet_states: set[SourceState] = set()
+        while time.monotonic() < deadline:  # probes every 0.5 s, each given up after 2 s
+            seen.add(live.store.source("workloads").state)
+            quiet_states.add(live.store.source("priorityclasses").state)
+            time.sleep(0.05)
+        assert len(proxy.requests("GET", "/version")) > slow + 2, "the probes went unanswered"
+    finally:
+        proxy.rule(None)
+        stop.set()
+        writer.join(2)
+    assert seen == {SourceState.LIVE}, seen
+    assert workload_watches() == watches
+    assert {i.spec.source: i.lists for i in live.sources.informers} == lists
+    assert SourceState.STALE in quiet_states, quiet_states  # a silent stream was suspected all the same
+    assert wait_until(lambda: kube_states(live) == {SourceState.LIVE}, 15), kube_states(live)
+    assert_converges(served, live.store)
 
 
 def test_a_live_source_reports_its_real_data_age(proxied: tuple[FaultProxy, Live]) -> None:
