@@ -1,7 +1,12 @@
 """One list+watch informer: keeps the store's copy of one resource in step with the server.
 
 Loop: paginated list (limit=500, continue) → REPLACE event → watch from the list's
-resourceVersion with bookmarks → UPSERT/DELETE events. A watch that ends normally is resumed
+resourceVersion with bookmarks → UPSERT/DELETE events. The watch is opened as soon as the list's
+first page names its resourceVersion, and read once the list is in the store: the server keeps the
+changes made meanwhile for that stream. Opened only after the whole list, the watch would start
+from a version the server may already have dropped from its window when the list takes long (a
+90,000-Workload list on a busy cluster takes about a minute), and the answer, 410, means listing
+all again, which takes as long: a relist every minute, for good. A watch that ends normally is resumed
 from the last seen resourceVersion; `410 Gone` (or an ERROR event carrying it) relists, and so
 does `504 Too large resource version` (a restarted server); a stream silent past the silence
 bound is dropped and resumed, and the liveness probe (sources/liveness.py) marks the data stale
@@ -129,6 +134,7 @@ class Informer:
         self._lock = threading.Lock()  # the open stream, between this informer and the probe
         self._watching = False  # a stream is open and has been answered
         self._stream: Any = None  # the open watch: anything with close()
+        self._early: Any = None  # the watch opened during a list, read once the list is stored
         self._thread: threading.Thread | None = None
         self._listed_once = False
 
@@ -142,9 +148,9 @@ class Informer:
 
     def stop(self) -> None:
         self._stop.set()
-        stream = self._stream
-        if stream is not None:
-            stream.close()
+        for stream in (self._stream, self._early):
+            if stream is not None:
+                stream.close()
 
     def join(self, timeout: float | None = None) -> None:
         if self._thread is not None:
@@ -266,20 +272,45 @@ class Informer:
         entries: list[Entry] = []
         token: str | None = None
         rv = ""
-        while True:
-            try:
-                page = request(self.api, self.spec.path, self._page_query(token),
-                               timeout=(self.config.connect_timeout, self.config.request_timeout))
-            except ApiError as e:
-                if e.status == 410 and token:
-                    # The continue token expired mid-list: start over for a consistent view.
-                    entries, token, rv = [], None, ""
-                    continue
-                raise
-            entries, token, rv = self._take_page(page, entries, rv)
-            if not token or self._stop.is_set():
-                break
+        self._drop_early()
+        try:
+            while True:
+                try:
+                    page = request(self.api, self.spec.path, self._page_query(token),
+                                   timeout=(self.config.connect_timeout, self.config.request_timeout))
+                except ApiError as e:
+                    if e.status == 410 and token:
+                        # The continue token expired mid-list: start over for a consistent view.
+                        entries, token, rv = [], None, ""
+                        self._drop_early()
+                        continue
+                    raise
+                entries, token, rv = self._take_page(page, entries, rv)
+                if token and rv and self._early is None:
+                    self._open_early(rv)  # more pages to come: hold the server's changes from rv
+                if not token or self._stop.is_set():
+                    break
+        except BaseException:
+            self._drop_early()
+            raise
         self._list_done(entries, rv)
+
+    def _open_early(self, rv: str) -> None:
+        """Open the watch from the list's version now (see the module docstring). When the server
+        refuses it, the watch is opened after the list as before."""
+        query, read_timeout = self._watch_query(rv)
+        try:
+            self._early = Stream(self.api, self.spec.path, query, timeout=(self.config.connect_timeout, read_timeout))
+        except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as e:
+            _log.debug("%s: watch during the list not opened: %s", self.spec.source, e)
+            self._early = None
+        if self._stop.is_set():
+            self._drop_early()
+
+    def _drop_early(self) -> None:
+        early, self._early = self._early, None
+        if early is not None:
+            early.close()
 
     def _page_query(self, token: str | None) -> dict[str, Any]:
         return {**self._query(), "limit": self.config.page_size, "continue": token}
@@ -304,12 +335,12 @@ class Informer:
         self.sink(StoreEvent.replace(self.spec.kind, self.spec.source, entries))
 
     # ----------------------------------------------------------------- watch
-    def _watch_query(self) -> tuple[dict[str, Any], float]:
-        """The watch's query and how long one read may wait."""
+    def _watch_query(self, rv: str | None = None) -> tuple[dict[str, Any], float]:
+        """The watch's query (from `rv`, else the last seen version) and how long one read may wait."""
         cfg = self.config
         # Spread reconnects of many informers (and many consoles) over time.
         timeout = int(cfg.watch_timeout * (0.8 + 0.2 * random.random())) or 1
-        query = {**self._query(), "watch": "true", "resourceVersion": self.resource_version,
+        query = {**self._query(), "watch": "true", "resourceVersion": rv or self.resource_version,
                  "allowWatchBookmarks": "true", "timeoutSeconds": timeout}
         # Each read waits at most the silence bound: a stream with nothing to say still sends
         # bookmarks, so a longer silence means it is dead.
@@ -330,8 +361,10 @@ class Informer:
             self._watching = False
 
     def _watch(self) -> None:
-        query, read_timeout = self._watch_query()
-        stream = Stream(self.api, self.spec.path, query, timeout=(self.config.connect_timeout, read_timeout))
+        stream, self._early = self._early, None  # opened during the list, from the list's version
+        if stream is None:
+            query, read_timeout = self._watch_query()
+            stream = Stream(self.api, self.spec.path, query, timeout=(self.config.connect_timeout, read_timeout))
         try:
             if not self._opened(stream):
                 return

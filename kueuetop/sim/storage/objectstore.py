@@ -847,6 +847,16 @@ class ObjectStore:
         with self._lock:
             return self._rv if watcher.queue.empty() else None
 
+    def forget_history(self, group: str, plural: str) -> int:
+        """The watch window of one kind moves past every event it kept, as kube-apiserver's watch
+        cache does on a busy cluster (it keeps about 75 s): a watch from an older version gets
+        410, while paginated lists, served from etcd's revisions, go on. Returns the floor."""
+        with self._lock:
+            b = self._bucket(group, plural)
+            b.history.clear()
+            b.floor = self._rv
+            return self._rv
+
     def compact(self) -> int:
         """Drop all retained history, as an etcd compaction would: watches and continue
         tokens from older versions get 410 Gone. Returns the compaction version."""

@@ -108,3 +108,51 @@ def test_old_kueue_sim_serving_only_v1beta1(tmp_path) -> None:
             src.stop()
         conn.close()
         served.stop()
+
+
+def test_a_list_outlasting_the_watch_window_is_not_listed_again(served: ServedCluster, tmp_path,
+                                                                live_factory) -> None:
+    """The server's watch window moves past the list's version while the list is still paging (a
+    long list on a busy cluster): the watch opened at the list's first page still has every change,
+    so the informer lists once. Opened after the last page it would get 410 and list again, and on
+    a cluster where every list outlasts the window, forever."""
+    import dataclasses
+    import threading
+
+    from kueuetop.sim.apiserver import write_kubeconfig
+    from kueuetop.sources.connection import connect
+    from tests.fault_proxy import FaultProxy
+    from tests.waiting import FAST
+
+    from .conftest import ADMIN_TOKEN
+
+    st = served.parts.cluster.store
+    moved = threading.Event()
+
+    def rule(method: str, path: str) -> str:
+        # The second page of a Workloads list: a change lands, then the window forgets it.
+        if "/workloads?" in path and "continue=" in path and not moved.is_set():
+            moved.set()
+            with served.parts.cluster.lock:
+                meta = st.list(KUEUE, "workloads", copy=False)[0][0]["metadata"]
+
+                def touch(o: dict) -> dict:
+                    o["metadata"] = {**o["metadata"], "annotations": {**(o["metadata"].get("annotations") or {}),
+                                                                      "touched": "yes"}}
+                    return o
+                st.patch(KUEUE, "workloads", meta["namespace"], meta["name"], touch)
+                st.forget_history(KUEUE, "workloads")
+        return "pass"
+
+    with FaultProxy(served.url) as proxy:
+        proxy.rule(rule)
+        conn = connect(str(write_kubeconfig(tmp_path / "proxied", proxy.url, token=ADMIN_TOKEN)))
+        try:
+            live = live_factory(conn, config=dataclasses.replace(FAST, page_size=5))
+            assert moved.is_set(), "the list had a second page"
+            wl = next(i for i in live.sources.informers if i.spec.source == "workloads")
+            assert wait_until(lambda: live.store.source("workloads").state is SourceState.LIVE, 10)
+            assert_converges(served, live.store)
+            assert wl.lists == 1
+        finally:
+            conn.close()
