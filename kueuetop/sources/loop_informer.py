@@ -1,7 +1,7 @@
 """The informer and liveness probe of sources/informer.py and sources/liveness.py as coroutines
-on the shared watch loop (sources/watch_loop.py): the same list pages, watch query, event
-handling, relist and backoff policy (`Informer._recover`) and source states, with the requests
-made by sources/aio_http.py instead of a thread blocked in urllib3."""
+on the shared watch loop (sources/watch_loop.py): the same list pages, watch opened at the list's
+first page, watch query, event handling, relist and backoff policy (`Informer._recover`) and
+source states, with the requests made by sources/aio_http.py instead of a thread blocked in urllib3."""
 
 from __future__ import annotations
 
@@ -25,6 +25,10 @@ class _LoopStream:
 
     def __init__(self, loop: WatchLoop, resp: aio_http.Response) -> None:
         self._loop, self._resp = loop, resp
+
+    @property
+    def response(self) -> aio_http.Response:
+        return self._resp
 
     def close(self) -> None:
         self._loop.call(self._resp.abort)
@@ -90,21 +94,40 @@ class LoopInformer(_OnLoop, Informer):
         entries: list[Entry] = []
         token: str | None = None
         rv = ""
-        while True:
-            try:
-                resp = await aio_http.get(self.endpoint, self.spec.path, self._page_query(token),
-                                          connect_timeout=cfg.connect_timeout, read_timeout=cfg.request_timeout)
-                page = await resp.json()
-            except ApiError as e:
-                if e.status == 410 and token:
-                    # The continue token expired mid-list: start over for a consistent view.
-                    entries, token, rv = [], None, ""
-                    continue
-                raise
-            entries, token, rv = await self._take_page_in_slices(page, entries, rv)
-            if not token or self._stop.is_set():
-                break
+        self._drop_early()
+        try:
+            while True:
+                try:
+                    resp = await aio_http.get(self.endpoint, self.spec.path, self._page_query(token),
+                                              connect_timeout=cfg.connect_timeout, read_timeout=cfg.request_timeout)
+                    page = await resp.json()
+                except ApiError as e:
+                    if e.status == 410 and token:
+                        # The continue token expired mid-list: start over for a consistent view.
+                        entries, token, rv = [], None, ""
+                        self._drop_early()
+                        continue
+                    raise
+                entries, token, rv = await self._take_page_in_slices(page, entries, rv)
+                if token and rv and self._early is None:
+                    await self._aopen_early(rv)  # as Informer._list: hold the server's changes from rv
+                if not token or self._stop.is_set():
+                    break
+        except BaseException:
+            self._drop_early()
+            raise
         self._list_done(entries, rv)
+
+    async def _aopen_early(self, rv: str) -> None:
+        query, read_timeout = self._watch_query(rv)
+        try:
+            resp = await aio_http.get(self.endpoint, self.spec.path, query,
+                                      connect_timeout=self.config.connect_timeout, read_timeout=read_timeout)
+        except (ApiError, OSError, ValueError):
+            return  # opened after the list instead
+        self._early = _LoopStream(self.loop, resp)
+        if self._stop.is_set():
+            self._drop_early()
 
     async def _take_page_in_slices(self, page: Any, entries: list[Entry],
                                    rv: str) -> tuple[list[Entry], str | None, str]:
@@ -123,9 +146,13 @@ class LoopInformer(_OnLoop, Informer):
         return entries, token, rv
 
     async def _awatch(self) -> None:
-        query, read_timeout = self._watch_query()
-        resp = await aio_http.get(self.endpoint, self.spec.path, query,
-                                  connect_timeout=self.config.connect_timeout, read_timeout=read_timeout)
+        early, self._early = self._early, None  # opened during the list, from the list's version
+        if early is not None:
+            resp = early.response
+        else:
+            query, read_timeout = self._watch_query()
+            resp = await aio_http.get(self.endpoint, self.spec.path, query,
+                                      connect_timeout=self.config.connect_timeout, read_timeout=read_timeout)
         try:
             if not self._opened(_LoopStream(self.loop, resp)):
                 return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from kubernetes import client
 
 from kueuetop.kueue.workload import Workload
@@ -110,8 +111,9 @@ def test_old_kueue_sim_serving_only_v1beta1(tmp_path) -> None:
         served.stop()
 
 
+@pytest.mark.parametrize("on_loop", [False, True], ids=["thread", "shared-loop"])
 def test_a_list_outlasting_the_watch_window_is_not_listed_again(served: ServedCluster, tmp_path,
-                                                                live_factory) -> None:
+                                                                live_factory, on_loop: bool) -> None:
     """The server's watch window moves past the list's version while the list is still paging (a
     long list on a busy cluster): the watch opened at the list's first page still has every change,
     so the informer lists once. Opened after the last page it would get 410 and list again, and on
@@ -121,6 +123,7 @@ def test_a_list_outlasting_the_watch_window_is_not_listed_again(served: ServedCl
 
     from kueuetop.sim.apiserver import write_kubeconfig
     from kueuetop.sources.connection import connect
+    from kueuetop.sources.watch_loop import WatchLoop
     from tests.fault_proxy import FaultProxy
     from tests.waiting import FAST
 
@@ -144,11 +147,13 @@ def test_a_list_outlasting_the_watch_window_is_not_listed_again(served: ServedCl
                 st.forget_history(KUEUE, "workloads")
         return "pass"
 
+    loop = WatchLoop() if on_loop else None
     with FaultProxy(served.url) as proxy:
         proxy.rule(rule)
         conn = connect(str(write_kubeconfig(tmp_path / "proxied", proxy.url, token=ADMIN_TOKEN)))
         try:
-            live = live_factory(conn, config=dataclasses.replace(FAST, page_size=5))
+            live = live_factory(conn, config=dataclasses.replace(FAST, page_size=5), watch_loop=loop)
+            assert live.sources.on_loop is on_loop
             assert moved.is_set(), "the list had a second page"
             wl = next(i for i in live.sources.informers if i.spec.source == "workloads")
             assert wait_until(lambda: live.store.source("workloads").state is SourceState.LIVE, 10)
@@ -156,3 +161,5 @@ def test_a_list_outlasting_the_watch_window_is_not_listed_again(served: ServedCl
             assert wl.lists == 1
         finally:
             conn.close()
+            if loop is not None:
+                loop.stop()
