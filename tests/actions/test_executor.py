@@ -242,6 +242,9 @@ def test_second_conflict_gives_up(api, low_running_high_waiting: Kueue, monkeypa
 
 def test_wait_times_out_and_cancels(api, served: ServedCluster, low_running_high_waiting: Kueue) -> None:
     served.parts.cluster.stop()  # Kueue stops reacting; the API server still answers
+    # … once the step it may be in has ended: a step still running could release the quota.
+    served.thread.join(timeout=10)
+    assert not served.thread.is_alive()
     ex = Executor(api, poll_interval=0.05, wait_timeout=0.5)
     res = ex.run("preempt", parse_target(f"{NS}/low"))
     assert not res.ok and res.error == "timeout" and res.steps_done == 1 and "quota-released" in res.message
