@@ -83,7 +83,8 @@ _LEGACY_GROUP = re.compile(r"^\s*Name:\s*(\S+)\s*$(.*?)(?=^\s*Name:|\Z)", re.M |
 _LEGACY_NUM = tuple((k, re.compile(rf"\b{k}=(\d+)")) for k in ("registered", "cloudProviderTarget", "minSize", "maxSize"))
 
 
-def _from_legacy(text: str) -> list[NodeGroupStatus]:
+def legacy_node_groups(text: str) -> list[NodeGroupStatus]:
+    """The node groups of the text status written before cluster-autoscaler 1.30."""
     out = []
     # Only the "NodeGroups:" part names groups; the cluster-wide part has no Name: lines.
     part = text.split("NodeGroups:", 1)[1] if "NodeGroups:" in text else ""
@@ -113,11 +114,6 @@ def node_groups(doc: Any) -> list[NodeGroupStatus]:
     if not isinstance(doc, Mapping):
         raise KueueParseError(_OBJ, "data.status", "not a YAML mapping")
     return _from_yaml(doc)
-
-
-def legacy_node_groups(text: str) -> list[NodeGroupStatus]:
-    """The node groups of the text status written before cluster-autoscaler 1.30."""
-    return _from_legacy(text)
 
 
 def _base(group: str) -> str:
