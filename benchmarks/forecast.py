@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kueuetop.admission.eta_baselines import ema_throughput_eta, mean_interval_eta
+from kueuetop.admission.finish_grid import RESOLUTION
 from kueuetop.admission.forecast import forecast
 from kueuetop.admission.forecast_result import Forecast, RuntimeEstimate
 from kueuetop.admission.runtime_estimate import estimate_runtimes
@@ -310,13 +311,13 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
         # The expected run alone gives every start; the three-run call (earliest/latest too)
         # costs about three times as much, so it is timed and scored at one instant (the last,
         # the longest queue) unless asked for at each.
-        fc, wall, cpu = timed(lambda: forecast(snap, runtimes, now, ranges=False))  # noqa: B023 (called at once)
+        fc, wall, cpu = timed(lambda: forecast(snap, runtimes, now, ranges=False, resolution=RESOLUTION))  # noqa: B023 (called at once)
         speed: dict[str, Any] = {"at": at, "pending": len(pending), "runsInHistory": len(history),
                                  "complete": fc.complete,
                                  "withoutRanges": {"wallSeconds": round(wall, 2), "cpuSeconds": round(cpu, 2)}}
         bands: dict[WorkloadKey, tuple[float | None, float | None]] = {}
         if ranges_everywhere or at == max(instants):
-            fr, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True))  # noqa: B023
+            fr, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
             speed["withRanges"] = {"wallSeconds": round(wall3, 2), "cpuSeconds": round(cpu3, 2)}
             bands = {k: (fr.workloads[k].earliest, fr.workloads[k].latest) for k in pending}
         seen = admissions_by_cluster_queue(parts.recorder.events, cluster.clock.start, now)

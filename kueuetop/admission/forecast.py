@@ -23,6 +23,11 @@ flavors it is given; the workloads whose finish or eviction at that instant, in 
 let it in; what it preempts. One the engine never admits once everything running has finished
 gets "never" with explain's verdict; one still waiting at the horizon gets no time.
 
+With estimated runtimes the caller passes a `resolution`: finishes are rounded to a grid
+(`finish_grid`), as the estimates cannot place them to the second, and the forward run has far
+fewer instants to go through. `with_ranges` adds the earliest and latest to a forecast made
+without them, so a caller can show the expected starts first.
+
 Pure: no clock reads, no I/O. `cache`: the EngineCache the caller owns (the console's forecast
 worker keeps one; None builds one per call).
 """
@@ -38,6 +43,7 @@ from kueuetop.admission import status_updates as su
 from kueuetop.admission.decisions import Admit, Decision, Pending, Preempt
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.explain import explain
+from kueuetop.admission.finish_grid import finish_grid
 from kueuetop.admission.forecast_result import (
     Forecast,
     PodSetFlavors,
@@ -81,8 +87,10 @@ class _World:
 
     def __init__(self, snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: float,
                  cache: EngineCache, pools: Mapping[str, PoolCapacity] | None = None,
-                 placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None) -> None:
+                 placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
+                 resolution: Callable[[float, float], float] | None = None) -> None:
         self.base = dataclasses.replace(snapshot, workloads={}, workload_delta=None)
+        self.resolution = resolution  # rounds each finish to the grid (None: exact finishes)
         self.cache = cache
         self.runtimes = runtimes
         self.now = now
@@ -234,7 +242,8 @@ class _World:
         if runtime is None:
             self.endless.add(key)  # no estimate: it holds its quota for the whole forecast
             return
-        end = max(self.now, since + runtime)
+        end = since + runtime if self.resolution is None else self.resolution(since, runtime)
+        end = max(self.now, end)
         self.end_of[key] = end
         heapq.heappush(self.ends, (end, key))
         self.ends_at.setdefault(end, []).append(key)
@@ -344,8 +353,9 @@ def _cohort_root(snapshot: ClusterSnapshot, cq: str) -> str:
 def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: float, pending: set[WorkloadKey],
          cache: EngineCache, horizon: float, max_steps: int, pause: Callable[[], bool | None] | None,
          pools: Mapping[str, PoolCapacity] | None = None,
-         placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None) -> _Run:
-    world = _World(snapshot, runtimes, now, cache, pools, placements)
+         placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
+         resolution: Callable[[float, float], float] | None = None) -> _Run:
+    world = _World(snapshot, runtimes, now, cache, pools, placements, resolution)
     loop = KueueLoop(None, cache)
     out = _Run(loop=loop)
     # A held workload stays held: nothing in a forward run reactivates one, so the run need not
@@ -469,7 +479,8 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
              cache: EngineCache | None = None, horizon: float = HORIZON, max_steps: int = MAX_STEPS,
              ranges: bool = True, pause: Callable[[], bool | None] | None = None,
              pools: Mapping[str, PoolCapacity] | None = None,
-             placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None) -> Forecast:
+             placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
+             resolution: float = 0.0) -> Forecast:
     """Each pending workload's predicted admission (see the module docstring).
 
     `runtimes`: total runtime from admission per workload (a running workload's finish is its
@@ -485,46 +496,67 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
     then its runtime counts from their start, like a pending one's.
     None: every running workload's pods are taken as bound, but where is unknown, so their finish
     frees no pool's GPUs.
+    `resolution`: with estimated runtimes, each finish is rounded to a grid of this step near
+    `now`, coarser further out (`finish_grid`), so finishes close together are one instant; 0:
+    every finish exactly where its runtime puts it.
     """
     cache = cache if cache is not None else EngineCache()
     pending = _pending(snapshot)
     end = now + horizon
-    nodes = (pools, placements)
+    nodes = (pools, placements, finish_grid(now, resolution) if resolution > 0 else None)
     full, snapshot = snapshot, (_relevant(snapshot, pending) if pools is None else snapshot)
     expected = _run(snapshot, {k: r.expected for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause,
                     *nodes)
-    early = late = None
-    if ranges:
-        # The range runs go as far in virtual time as the expected one got: a budget that cut it
-        # short (max_steps, pause) bounds them too, and the answers are about the same workloads.
-        span = end if expected.stable else expected.end
-        early = _run(snapshot, {k: r.optimistic for k, r in runtimes.items()}, now, pending, cache, span, max_steps,
-                     pause, *nodes)
-        late = _run(snapshot, {k: r.pessimistic for k, r in runtimes.items()}, now, pending, cache, span, max_steps,
-                    pause, *nodes)
     out: dict[WorkloadKey, WorkloadForecast] = {}
     snapshot = full
     for key in pending:
         wl = snapshot.workloads[key]
-        cq = snapshot.cluster_queue_of(wl) or ""
         start = expected.start.get(key)
-        never = ""
-        if start is None and expected.stable:
-            never = _never(expected, key, wl)
-        starts = [s for s in (start, early.start.get(key) if early else None, late.start.get(key) if late else None)
-                  if s is not None]
-        latest = max(starts) if start is not None else None
-        if latest is not None and late is not None and not late.stable and key not in late.start:
-            latest = max(latest, late.end)  # the pessimistic run stopped first: later than where it got to
         out[key] = WorkloadForecast(
-            key=key, cluster_queue=cq, start=start,
-            earliest=min(starts) if start is not None else None,
-            latest=latest,
+            key=key, cluster_queue=snapshot.cluster_queue_of(wl) or "", start=start, earliest=start, latest=start,
             flavors=expected.flavors.get(key, ()), after=expected.after.get(key, ()),
-            preempts=tuple(expected.preempts.get(key, ())) if start is not None else (), never=never,
+            preempts=tuple(expected.preempts.get(key, ())) if start is not None else (),
+            never=_never(expected, key, wl) if start is None and expected.stable else "",
             pods_start=expected.pods_start.get(key))
-    return Forecast(at=now, horizon=end if expected.stable else min(end, expected.end), workloads=out,
-                    runtimes=dict(runtimes), complete=expected.stable)
+    result = Forecast(at=now, horizon=end if expected.stable else min(end, expected.end), workloads=out,
+                      runtimes=dict(runtimes), complete=expected.stable, ranged=not pending)
+    if not ranges:
+        return result
+    return with_ranges(result, full, cache=cache, max_steps=max_steps, pause=pause, pools=pools,
+                       placements=placements, resolution=resolution)
+
+
+def with_ranges(expected: Forecast, snapshot: ClusterSnapshot, *, cache: EngineCache | None = None,
+                max_steps: int = MAX_STEPS, pause: Callable[[], bool | None] | None = None,
+                pools: Mapping[str, PoolCapacity] | None = None,
+                placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
+                resolution: float = 0.0) -> Forecast:
+    """`expected` (a forecast of `snapshot` without ranges, the same other arguments) with each
+    start's earliest and latest: two more forward runs, every runtime at its optimistic and at its
+    pessimistic end. Apart so that a caller can show the expected starts while these run."""
+    cache = cache if cache is not None else EngineCache()
+    now, runtimes = expected.at, expected.runtimes
+    pending = set(expected.workloads)
+    relevant = _relevant(snapshot, pending) if pools is None else snapshot
+    nodes = (pools, placements, finish_grid(now, resolution) if resolution > 0 else None)
+    # The range runs go as far in virtual time as the expected one got: a budget that cut it
+    # short (max_steps, pause) bounds them too, and the answers are about the same workloads.
+    span = expected.horizon
+    early = _run(relevant, {k: r.optimistic for k, r in runtimes.items()}, now, pending, cache, span, max_steps,
+                 pause, *nodes)
+    late = _run(relevant, {k: r.pessimistic for k, r in runtimes.items()}, now, pending, cache, span, max_steps,
+                pause, *nodes)
+    out: dict[WorkloadKey, WorkloadForecast] = {}
+    for key, wf in expected.workloads.items():
+        if wf.start is None:
+            out[key] = wf
+            continue
+        starts = [s for s in (wf.start, early.start.get(key), late.start.get(key)) if s is not None]
+        latest = max(starts)
+        if not late.stable and key not in late.start:
+            latest = max(latest, late.end)  # the pessimistic run stopped first: later than where it got to
+        out[key] = dataclasses.replace(wf, earliest=min(starts), latest=latest)
+    return dataclasses.replace(expected, workloads=out, ranged=True)
 
 
 def _never(run: _Run, key: WorkloadKey, wl: Workload) -> str:

@@ -52,6 +52,7 @@ class Forecast:
     workloads: Mapping[WorkloadKey, WorkloadForecast] = field(default_factory=dict)
     runtimes: Mapping[WorkloadKey, RuntimeEstimate] = field(default_factory=dict)
     complete: bool = True  # False: the horizon or the step limit ended the run before every workload was placed
+    ranged: bool = True  # earliest / latest come from runs at the runtimes' ends (False: they are the start)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kueuetop.admission.engine_cache import EngineCache
-from kueuetop.admission.forecast import forecast
+from kueuetop.admission.finish_grid import RESOLUTION
+from kueuetop.admission.forecast import forecast, with_ranges
 from kueuetop.admission.forecast_result import Forecast, WorkloadForecast
 from kueuetop.admission.runtime_estimate import estimate_runtimes
 from kueuetop.kueue.snapshot import ClusterSnapshot
@@ -81,6 +82,7 @@ class Forecaster:
         self.cache = EngineCache()
         self.runs = 0
         self.last_seconds = 0.0  # how long the last forecast took (wall)
+        self.first_seconds = 0.0  # …until its expected starts were shown (wall)
         self.max_steps = FIRST_STEPS  # rounds per forward run: what fits TARGET at the last pace
         self._rounds = 0
         self.error = ""  # the last run's failure, one line ("" after a good run)
@@ -136,11 +138,23 @@ class Forecaster:
         now = self._clock()
         runtimes = estimate_runtimes(snap, self.history, now)
         self._rounds = 0
-        # A big cluster's whole future costs minutes of the engine; the first ones matter most. The
+        # A big cluster's whole future costs seconds of the engine; the first ones matter most. The
         # run stops after the rounds that fit TARGET and says how far it got (`horizon`): later
-        # workloads read "beyond" that, rather than the console burning a core on them.
+        # workloads read "beyond" that, rather than the console burning a core on them. The first
+        # forecast's expected starts are shown as soon as they are known, the two runs for their
+        # ranges (optimistic, pessimistic runtimes) following; later forecasts replace a ranged one
+        # whole, so that no range blinks out while they run.
         try:
-            result = forecast(snap, runtimes, now, cache=self.cache, pause=self._pause, max_steps=self.max_steps)
+            result = forecast(snap, runtimes, now, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
+                              ranges=False, resolution=RESOLUTION)
+            self.first_seconds = time.monotonic() - started
+            shown = self.store.forecast()
+            if not isinstance(shown, Forecast) or not shown.ranged:
+                self._publish(snap, result)
+            if not result.ranged:
+                result = with_ranges(result, snap, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
+                                     resolution=RESOLUTION)
+                self._publish(snap, result)
         finally:
             # What the engine kept is about the forecast's last virtual instant, not the next
             # snapshot: the next run rebuilds it anyway (measured on live `large`: no slower),
@@ -152,10 +166,12 @@ class Forecaster:
             pace = self._rounds / self.last_seconds
             self.max_steps = max(MIN_STEPS, int(pace * TARGET / 3))
         self.runs += 1
+        return result
+
+    def _publish(self, snap: ClusterSnapshot, result: Forecast) -> None:
         old = self.store.forecast()
         self.latest = (snap, result)
         self.store.set_forecast(result, _moved(old if isinstance(old, Forecast) else None, result))
-        return result
 
     def _pause(self) -> None:
         """Between the engine's rounds: while keys come or a change is on its way to the screen,

@@ -175,11 +175,15 @@ def test_changes_move_the_forecast() -> None:
     hour = RuntimeEstimate(3600.0, 3600.0, 3600.0, "fixed")
     runtimes = {k: hour for k in snap.workloads}
     now = T0 + 60
-    before = run_forecast(snap, {}, runtimes, now)
+    before = run_forecast(snap, {}, runtimes, now, resolution=0)  # these runtimes are exact: no grid
     assert before.workloads[("team-b", "wait")].start == T0 + 3600
     assert before.workloads[("team-a", "other")].start == T0 + 7200
+    # As estimates, finishes are on the grid from `now`: wait's, 7,140 s on, is rounded to a 120-s step.
+    gridded = run_forecast(snap, {}, runtimes, now)
+    assert gridded.workloads[("team-b", "wait")].start == T0 + 3600  # run's finish is 3,540 s on: 60-s step
+    assert gridded.workloads[("team-a", "other")].start == now + 60 * 120
     more, pools = apply_changes(snap, {}, [parse_change("quota cq-b nvidia.com/gpu=+4")])
-    after = run_forecast(more, pools, runtimes, now)
+    after = run_forecast(more, pools, runtimes, now, resolution=0)
     assert after.workloads[("team-b", "wait")].start == now
     assert after.workloads[("team-a", "other")].start == T0 + 3600
     held, pools = apply_changes(snap, {}, [parse_change("hold team-b/*")])

@@ -87,12 +87,31 @@ def test_the_worker_tells_the_views_which_rows_moved() -> None:
     seen: list[set] = []
     store.subscribe(lambda changes: seen.append(set(changes.get(K.FORECAST))))
     f = Forecaster(store, clock=lambda: NOW)
-    f.run_once()
-    assert seen == [{("team-a", "a"), ("team-a", "b")}]
+    first = f.run_once()
+    # The first forecast shows its expected starts, then their ranges: both rows move twice.
+    assert first is not None and first.ranged
+    assert seen == [{("team-a", "a"), ("team-a", "b")}] * 2
     Forecaster(store, clock=lambda: NOW).run_once()  # the same answers again: no row moved, nothing to redraw
-    assert seen == [{("team-a", "a"), ("team-a", "b")}]
+    assert len(seen) == 2
     Forecaster(store, clock=lambda: NOW + 60).run_once()  # a minute on, r has run longer: its optimistic end moved
-    assert seen[-1] == {("team-a", "a"), ("team-a", "b")} and len(seen) == 2
+    assert seen[-1] == {("team-a", "a"), ("team-a", "b")} and len(seen) == 3
+
+
+def test_the_first_forecast_shows_its_expected_starts_before_their_ranges() -> None:
+    store = _store()
+    shown: list[Forecast] = []
+    store.subscribe(lambda changes: K.FORECAST in changes and shown.append(store.forecast()))
+    Forecaster(store, clock=lambda: NOW).run_once()
+    assert [f.ranged for f in shown] == [False, True]
+    expected, ranged = shown
+    a = ("team-a", "a")
+    # The same starts; the ranges only widen them (a's runtime estimate has a spread).
+    assert expected.workloads[a].start == ranged.workloads[a].start
+    assert expected.workloads[a].earliest == expected.workloads[a].latest == expected.workloads[a].start
+    assert ranged.workloads[a].earliest < ranged.workloads[a].start <= ranged.workloads[a].latest
+    # A later forecast replaces the ranged one whole: the console never goes back to bare starts.
+    Forecaster(store, clock=lambda: NOW + 60).run_once()
+    assert [f.ranged for f in shown[2:]] == [True]
 
 
 def test_finished_runs_are_kept_for_the_next_console(tmp_path: Path) -> None:
