@@ -8,7 +8,18 @@ import pytest
 from kueuetop.admission.finish_grid import MIN_STEP, RESOLUTION, finish_grid, step_for
 from kueuetop.admission.forecast import forecast
 from kueuetop.admission.forecast_result import RuntimeEstimate
-from tests.builders import T0, admit, cluster_queue, flavor, fq, group, local_queue, namespace, snapshot, workload
+from tests.builders import (
+    T0,
+    admit,
+    cluster_queue,
+    flavor,
+    fq,
+    group,
+    local_queue,
+    namespace,
+    snapshot,
+    workload,
+)
 
 NS = "team-a"
 GPU = "nvidia.com/gpu"
