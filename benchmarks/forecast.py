@@ -23,7 +23,12 @@ the queues are longest), or `--at`. Then, per scenario:
    workloads pending at T that were admitted within the run; coverage is how many got an answer;
    the goal is the forecast's median error at most half of the better baseline's.
 3. Speed: wall and CPU seconds of every forecast call, with ranges (three runs: expected,
-   optimistic, pessimistic) and without, and the number of pending workloads.
+   optimistic, pessimistic) and without, and the number of pending workloads. Estimated runtimes
+   are forecast as the console forecasts them, with finishes on the grid (`finish_grid`).
+   `consoleWorker`: the console's own forecast worker (`tui/forecaster.py`) on a store holding
+   the cluster, its history only from the finished Workloads still there: seconds until the
+   expected starts are shown and until their ranges are. `--speed-only` measures only this, with
+   the grid's effect (`withoutGrid`), at `--at` instants (900 s by default): no run to idle.
 
 Prints one JSON document (or writes it to --out). Times of the cluster are virtual seconds of the
 simulator; wall/CPU seconds are this process's, in-process (no API server, no console).
@@ -32,6 +37,7 @@ Usage (repository root, project virtualenv):
 
     python benchmarks/forecast.py                                  # refarch, skypilot, kueue-perf-baseline
     python benchmarks/forecast.py --scenarios large --instants 2   # 20,000 workloads (opt-in)
+    python benchmarks/forecast.py --scenarios large,xl --speed-only --at 900   # speed alone
     python benchmarks/forecast.py --scenarios refarch --at 600,1200 --out /tmp/forecast.json
 """
 
@@ -57,7 +63,9 @@ from kueuetop.admission.runtime_estimate import estimate_runtimes
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
+from kueuetop.kueue.workload import Workload
 from kueuetop.sim.clock import SimClock
+from kueuetop.sim.jobs.framework import KUEUE_GROUP as KUEUE
 from kueuetop.sim.kueue.queue_view import queued_workloads
 from kueuetop.sim.observed import (
     admissions,
@@ -70,9 +78,12 @@ from kueuetop.sim.observed import (
 from kueuetop.sim.recorder import CREATED, EVICTED, QUOTA_RESERVED, SimEvent
 from kueuetop.sim.runner import VIRTUAL_EPOCH
 from kueuetop.sim.scenarios.loader import load_scenario
-from kueuetop.sim.storage.objectstore import WatchEvent
+from kueuetop.sim.storage.objectstore import ObjectStore, WatchEvent
 from kueuetop.sim.wiring import SimParts, build_cluster
+from kueuetop.store import Entry, Store, StoreEvent
+from kueuetop.store import events as K
 from kueuetop.store.run_history import RunHistory
+from kueuetop.tui.forecaster import Forecaster
 
 DEFAULT_SCENARIOS = ("refarch", "skypilot", "kueue-perf-baseline")
 IDLE = 30 * 24 * 3600.0  # a bound on simulated time only: runs end when the cluster is idle
@@ -320,6 +331,7 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
             fr, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
             speed["withRanges"] = {"wallSeconds": round(wall3, 2), "cpuSeconds": round(cpu3, 2)}
             bands = {k: (fr.workloads[k].earliest, fr.workloads[k].latest) for k in pending}
+            speed["consoleWorker"] = console_worker(cluster.store, now)
         seen = admissions_by_cluster_queue(parts.recorder.events, cluster.clock.start, now)
         positions = queue_positions(parts, now)
         taken.append(Instant(
@@ -355,6 +367,39 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
             "simulatorErrors": list(cluster.errors)[:5]}
 
 
+_CONSOLE_KINDS = ((KUEUE, "clusterqueues", K.CLUSTER_QUEUES), (KUEUE, "localqueues", K.LOCAL_QUEUES),
+                  (KUEUE, "resourceflavors", K.RESOURCE_FLAVORS), (KUEUE, "cohorts", K.COHORTS),
+                  (KUEUE, "admissionchecks", K.ADMISSION_CHECKS), ("", "namespaces", K.NAMESPACES),
+                  (KUEUE, "workloads", K.WORKLOADS))
+
+
+def console_worker(objects: ObjectStore, now: float) -> dict[str, Any]:
+    """The console's forecast worker on a store holding the cluster as its informers would: its
+    history from the finished Workloads still there, its own engine cache, one forecast. Wall
+    seconds until the expected starts are shown and until their ranges are, and CPU seconds."""
+    events = []
+    for group, plural, kind in _CONSOLE_KINDS:
+        items, _ = objects.list(group, plural, copy=False)
+        for raw in items:
+            meta = raw["metadata"]
+            with contextlib.suppress(KueueParseError):
+                events.append(StoreEvent.upsert(kind, "sim", Entry(
+                    key=(meta.get("namespace", ""), meta["name"]), raw=raw, obj=parse_object(raw),
+                    uid=meta.get("uid", ""), resource_version=meta.get("resourceVersion", ""))))
+    store = Store()
+    store.apply_batch(events)
+    worker = Forecaster(store, clock=lambda: now)
+    worker.history.record_all(w for w in store.objects(K.WORKLOADS).values() if isinstance(w, Workload))
+    cpu = time.process_time()
+    result = worker.run_once()
+    cpu = time.process_time() - cpu
+    assert result is not None
+    return {"expectedShownWallSeconds": round(worker.first_seconds, 2),
+            "withRangesWallSeconds": round(worker.last_seconds, 2), "cpuSeconds": round(cpu, 2),
+            "complete": result.complete, "runsInHistory": len(worker.history),
+            "answered": sum(1 for w in result.workloads.values() if w.start is not None)}
+
+
 def _goal(stats: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The forecast's median error at most half of the better baseline's (on the workloads every
     method answered for)."""
@@ -364,6 +409,39 @@ def _goal(stats: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         return {"holds": None, "why": "no workload answered by every method"}
     best = min(base)
     return {"holds": fc <= 0.5 * best, "forecastMedianAbs": fc, "betterBaselineMedianAbs": best}
+
+
+# ----------------------------------------------------------------------------------- speed only
+def speed_mode(name: str, instants: Sequence[float]) -> dict[str, Any]:
+    """Speed alone, for scenarios whose run to idle is too long to score (`xl`): at each instant,
+    the forecast from history estimates in-process (expected starts; with ranges) and on the
+    console's worker. No reference run, no accuracy."""
+    parts = build(name)
+    cluster = parts.cluster
+    history = RunHistory(f"sim:{name}")
+    follow_finishes(parts, history)
+    out = []
+    for at in sorted(instants):
+        wall = time.perf_counter()
+        cluster.run_for(at - cluster.sim_time)
+        ran = time.perf_counter() - wall
+        now = cluster.clock.now()
+        snap = snapshot_of(cluster.store, parts.kueue.config)
+        runtimes = estimate_runtimes(snap, history, now)
+        fc, wall1, cpu1 = timed(lambda: forecast(snap, runtimes, now, ranges=False, resolution=RESOLUTION))  # noqa: B023
+        fr, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
+        exact_grid, wall0, cpu0 = timed(lambda: forecast(snap, runtimes, now, ranges=False))  # noqa: B023
+        moved = [abs(fc.workloads[k].start - w.start) for k, w in exact_grid.workloads.items()  # type: ignore[operator]
+                 if w.start is not None and fc.workloads[k].start is not None]
+        out.append({"at": at, "simulatedWallSeconds": round(ran, 1), "workloads": len(snap.workloads),
+                    "pending": len(pending_keys(snap)), "runsInHistory": len(history), "complete": fc.complete,
+                    "withoutRanges": {"wallSeconds": round(wall1, 2), "cpuSeconds": round(cpu1, 2)},
+                    "withRanges": {"wallSeconds": round(wall3, 2), "cpuSeconds": round(cpu3, 2)},
+                    "withoutGrid": {"wallSeconds": round(wall0, 2), "cpuSeconds": round(cpu0, 2),
+                                    "complete": exact_grid.complete,
+                                    "startMovedByGrid": error_stats(moved) if moved else None},
+                    "consoleWorker": console_worker(cluster.store, now)})
+    return {"scenario": name, "speed": out}
 
 
 # ----------------------------------------------------------------------------------- driver
@@ -402,13 +480,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--at", default="", help="comma-separated instants in seconds since the start, for every scenario")
     ap.add_argument("--ranges-everywhere", action="store_true",
                     help="also run the three-run forecast (earliest/latest) at every instant, not only the last")
+    ap.add_argument("--speed-only", action="store_true",
+                    help="only the forecast's speed at --at instants (no run to idle, no accuracy): for xl")
     ap.add_argument("--out", default="", help="write the JSON document here instead of stdout")
     args = ap.parse_args(argv)
     at = [float(x) for x in args.at.split(",") if x.strip()] or None
     results = []
     for name in (s.strip() for s in args.scenarios.split(",") if s.strip()):
         print(f"forecast benchmark: {name} …", file=sys.stderr, flush=True)
-        results.append(run(name, args.instants, at, args.ranges_everywhere))
+        if args.speed_only:
+            results.append(speed_mode(name, at or [900.0]))
+        else:
+            results.append(run(name, args.instants, at, args.ranges_everywhere))
     doc = {"labels": LABELS, "scenarios": results}
     text = json.dumps(doc, indent=2) + "\n"
     if args.out:

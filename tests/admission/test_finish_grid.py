@@ -3,6 +3,8 @@ long enough, and what it buys a forward run (fewer instants) and costs it (start
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from kueuetop.admission.finish_grid import MIN_STEP, RESOLUTION, finish_grid, step_for
@@ -33,7 +35,7 @@ def test_the_step_is_the_base_near_the_start_and_doubles_further_out() -> None:
     # A coarser step's points are the finer one's: each step is the base times a power of two.
     for d in (10, 900, 5_000, 50_000, 500_000):
         ratio = step_for(d, 10 ** 6) / RESOLUTION
-        assert ratio == 2 ** round(__import__("math").log2(ratio))
+        assert ratio == 2 ** round(math.log2(ratio))
 
 
 def test_a_short_run_gets_a_finer_step_and_a_very_short_one_none() -> None:
