@@ -328,7 +328,7 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
                                  "withoutRanges": {"wallSeconds": round(wall, 2), "cpuSeconds": round(cpu, 2)}}
         bands: dict[WorkloadKey, tuple[float | None, float | None]] = {}
         if ranges_everywhere or at == max(instants):
-            fr, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
+            _, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
             speed["withRanges"] = {"wallSeconds": round(wall3, 2), "cpuSeconds": round(cpu3, 2)}
             bands = {k: (fr.workloads[k].earliest, fr.workloads[k].latest) for k in pending}
             speed["consoleWorker"] = console_worker(cluster.store, now)
@@ -429,16 +429,16 @@ def speed_mode(name: str, instants: Sequence[float]) -> dict[str, Any]:
         snap = snapshot_of(cluster.store, parts.kueue.config)
         runtimes = estimate_runtimes(snap, history, now)
         fc, wall1, cpu1 = timed(lambda: forecast(snap, runtimes, now, ranges=False, resolution=RESOLUTION))  # noqa: B023
-        fr, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
-        exact_grid, wall0, cpu0 = timed(lambda: forecast(snap, runtimes, now, ranges=False))  # noqa: B023
-        moved = [abs(fc.workloads[k].start - w.start) for k, w in exact_grid.workloads.items()  # type: ignore[operator]
+        _, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
+        ungridded, wall0, cpu0 = timed(lambda: forecast(snap, runtimes, now, ranges=False))  # noqa: B023
+        moved = [abs(fc.workloads[k].start - w.start) for k, w in ungridded.workloads.items()  # type: ignore[operator]
                  if w.start is not None and fc.workloads[k].start is not None]
         out.append({"at": at, "simulatedWallSeconds": round(ran, 1), "workloads": len(snap.workloads),
                     "pending": len(pending_keys(snap)), "runsInHistory": len(history), "complete": fc.complete,
                     "withoutRanges": {"wallSeconds": round(wall1, 2), "cpuSeconds": round(cpu1, 2)},
                     "withRanges": {"wallSeconds": round(wall3, 2), "cpuSeconds": round(cpu3, 2)},
                     "withoutGrid": {"wallSeconds": round(wall0, 2), "cpuSeconds": round(cpu0, 2),
-                                    "complete": exact_grid.complete,
+                                    "complete": ungridded.complete,
                                     "startMovedByGrid": error_stats(moved) if moved else None},
                     "consoleWorker": console_worker(cluster.store, now)})
     return {"scenario": name, "speed": out}
