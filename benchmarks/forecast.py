@@ -328,7 +328,7 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
                                  "withoutRanges": {"wallSeconds": round(wall, 2), "cpuSeconds": round(cpu, 2)}}
         bands: dict[WorkloadKey, tuple[float | None, float | None]] = {}
         if ranges_everywhere or at == max(instants):
-            _, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
+            fr, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
             speed["withRanges"] = {"wallSeconds": round(wall3, 2), "cpuSeconds": round(cpu3, 2)}
             bands = {k: (fr.workloads[k].earliest, fr.workloads[k].latest) for k in pending}
             speed["consoleWorker"] = console_worker(cluster.store, now)
