@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import contextlib
+import gc
 import json
 import math
 import statistics
@@ -84,6 +85,7 @@ from kueuetop.store import Entry, Store, StoreEvent
 from kueuetop.store import events as K
 from kueuetop.store.run_history import RunHistory
 from kueuetop.tui.forecaster import Forecaster
+from kueuetop.tui.heap import HeapFreezer, IdleCollector
 
 DEFAULT_SCENARIOS = ("refarch", "skypilot", "kueue-perf-baseline")
 IDLE = 30 * 24 * 3600.0  # a bound on simulated time only: runs end when the cluster is idle
@@ -375,8 +377,9 @@ _CONSOLE_KINDS = ((KUEUE, "clusterqueues", K.CLUSTER_QUEUES), (KUEUE, "localqueu
 
 def console_worker(objects: ObjectStore, now: float) -> dict[str, Any]:
     """The console's forecast worker on a store holding the cluster as its informers would: its
-    history from the finished Workloads still there, its own engine cache, one forecast. Wall
-    seconds until the expected starts are shown and until their ranges are, and CPU seconds."""
+    history from the finished Workloads still there, its own engine cache, one forecast, the
+    heap kept as the console keeps it. Wall seconds until the expected starts are shown and until
+    their ranges are, and CPU seconds."""
     events = []
     for group, plural, kind in _CONSOLE_KINDS:
         items, _ = objects.list(group, plural, copy=False)
@@ -390,9 +393,18 @@ def console_worker(objects: ObjectStore, now: float) -> dict[str, Any]:
     store.apply_batch(events)
     worker = Forecaster(store, clock=lambda: now)
     worker.history.record_all(w for w in store.objects(K.WORKLOADS).values() if isinstance(w, Workload))
-    cpu = time.process_time()
-    result = worker.run_once()
-    cpu = time.process_time() - cpu
+    # The console's heap, as tui/app.py keeps it: what is loaded frozen (HeapFreezer), Python's
+    # own full collections off (IdleCollector; its polls, on the UI's timer, wait for quiet).
+    HeapFreezer(lambda: len(events)).maybe_freeze()
+    collector = IdleCollector()
+    collector.start()
+    try:
+        cpu = time.process_time()
+        result = worker.run_once()
+        cpu = time.process_time() - cpu
+    finally:
+        collector.stop()
+        gc.unfreeze()
     assert result is not None
     return {"expectedShownWallSeconds": round(worker.first_seconds, 2),
             "withRangesWallSeconds": round(worker.last_seconds, 2), "cpuSeconds": round(cpu, 2),
