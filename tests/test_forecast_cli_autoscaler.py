@@ -1,7 +1,8 @@
 """`kueuetop forecast` on a live cluster reads how far its node pools may grow from
 cluster-autoscaler's status ConfigMap (`kube-system/cluster-autoscaler-status`), which the
 simulated autoscaler writes as cluster-autoscaler ≥ 1.30 does; the real `kubernetes` client over
-loopback. Without it, pods are taken to run when admitted, and the forecast's source line says why."""
+loopback. Without it, pods are taken to run when admitted, and the forecast's source line says why.
+The console's forecast worker reads it the same way, so its ETA column agrees with the command."""
 
 from __future__ import annotations
 
@@ -11,10 +12,18 @@ from pathlib import Path
 
 import pytest
 
+from kueuetop.admission.forecast_result import Forecast
 from kueuetop.cli import main
 from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
-from tests.waiting import wait_until
+from kueuetop.sources.autoscaler_status import read_autoscaler_status
+from kueuetop.sources.connection import connect
+from kueuetop.sources.kube import KubeSources
+from kueuetop.store import Store
+from kueuetop.tui.forecaster import Forecaster
+from kueuetop.views.eta_text import eta_sentence
+from kueuetop.views.forecast_report import POD_NOTE_AUTOSCALER, POD_NOTE_RUN
+from tests.waiting import FAST, wait_until
 
 # One autoscaled pool of 4-GPU nodes: 1 node, up to 2, a new node 10 minutes after a scale-up.
 # a-run fills node 1 (for 2 h at most: its max-exec-time label); b-run has quota but its pod waits
@@ -136,3 +145,52 @@ def test_without_the_status_pods_run_at_admission_and_the_forecast_says_why(
     assert err == ""
     (c,) = [w for w in doc["workloads"] if w["name"].startswith("job-c-wait")]
     assert 3500 <= c["eta"]["startInSeconds"] <= 3600
+
+
+def test_the_consoles_forecast_places_the_pods_as_the_command_does(served: ServedCluster) -> None:
+    conn = connect(str(served.kubeconfig))
+    store = Store()
+    sources = KubeSources(conn, store, config=FAST).start()
+    try:
+        assert wait_until(sources.synced, 10), store.sources()
+        # As the console wires it (tui/app.py): the status read on the worker's thread.
+        worker = Forecaster(store, pool_limits=lambda: read_autoscaler_status(conn.api))
+        fc = worker.run_once()
+        blind = Forecaster(store).run_once()  # no API to read the status with: pods run when admitted
+    finally:
+        sources.stop(timeout=2.0)
+        conn.close()
+    assert isinstance(fc, Forecast) and isinstance(blind, Forecast)
+    assert worker.pods == POD_NOTE_AUTOSCALER and fc.pods_placed and not blind.pods_placed
+    (c,) = [w for k, w in fc.workloads.items() if k[1].startswith("job-c-wait")]
+    (c_blind,) = [w for k, w in blind.workloads.items() if k[1].startswith("job-c-wait")]
+    # The same answer as `kueuetop forecast`: b-run's 1 h counts from its pod's start, ~120 s on.
+    assert c.start is not None and 3700 <= c.start - fc.at <= 3720
+    assert c_blind.start is not None and 3500 <= c_blind.start - blind.at <= 3600
+    # b-run is running, so c-wait's own pod has a node the instant it is admitted: no wait to tell.
+    assert c.pods_start == c.start and "wait" not in eta_sentence(c, fc, fc.at)
+
+
+def test_an_unreadable_status_leaves_the_pods_running_at_admission_and_says_why(served: ServedCluster) -> None:
+    calls = []
+
+    def unreadable() -> tuple[None, str]:
+        calls.append(1)
+        return None, "autoscaler limits: forbidden: get configmaps in kube-system"
+
+    conn = connect(str(served.kubeconfig))
+    store = Store()
+    sources = KubeSources(conn, store, config=FAST).start()
+    try:
+        assert wait_until(sources.synced, 10), store.sources()
+        worker = Forecaster(store, pool_limits=unreadable)
+        fc = worker.run_once()
+        worker.now()
+        worker.run_once()  # a second forecast within the minute reads nothing again
+    finally:
+        sources.stop(timeout=2.0)
+        conn.close()
+    assert isinstance(fc, Forecast) and not fc.pods_placed
+    assert worker.pods == "pods run when admitted (node pools not modelled: autoscaler limits: forbidden: get " \
+                          "configmaps in kube-system)" and worker.pods.startswith(POD_NOTE_RUN[:-1])
+    assert calls == [1]

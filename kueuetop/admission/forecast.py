@@ -519,7 +519,8 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
             never=_never(expected, key, wl) if start is None and expected.stable else "",
             pods_start=expected.pods_start.get(key))
     result = Forecast(at=now, horizon=end if expected.stable else min(end, expected.end), workloads=out,
-                      runtimes=dict(runtimes), complete=expected.stable, ranged=not pending)
+                      runtimes=dict(runtimes), complete=expected.stable, ranged=not pending,
+                      pods_placed=pools is not None)
     if not ranges:
         return result
     return with_ranges(result, full, cache=cache, max_steps=max_steps, pause=pause, pools=pools,

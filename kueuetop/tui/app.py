@@ -24,7 +24,9 @@ from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Input
 
 from kueuetop.kueue.actions import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Target
+from kueuetop.kueue.autoscaler_status import NodeGroupStatus
 from kueuetop.kueue.workload import Workload
+from kueuetop.sources.autoscaler_status import read_autoscaler_status
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.tui import keymap as KM
@@ -149,7 +151,8 @@ class KueuetopApp(App[int]):
         self.forecaster: Forecaster | None = None
         if forecast:
             self.forecaster = Forecaster(store, server=server, context=context, state_dir=history_dir, clock=clock,
-                                         busy=lambda: self._change_in_flight() or self.ctx.keys_active())
+                                         busy=lambda: self._change_in_flight() or self.ctx.keys_active(),
+                                         pool_limits=_autoscaler_limits(api) if api is not None else None)
 
     def get_driver_class(self) -> type[Any]:
         cls = super().get_driver_class()
@@ -659,3 +662,10 @@ class KueuetopApp(App[int]):
             self.open_workload(row.key)  # type: ignore[arg-type]
         else:
             self.show_yaml(*tv.yaml_target(row))
+
+
+def _autoscaler_limits(api: Any) -> Callable[[], tuple[list[NodeGroupStatus] | None, str]]:
+    """cluster-autoscaler's node groups read from the cluster (on the forecast worker's thread)."""
+    def read() -> tuple[list[NodeGroupStatus] | None, str]:
+        return read_autoscaler_status(api)
+    return read

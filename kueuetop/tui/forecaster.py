@@ -20,8 +20,9 @@ from pathlib import Path
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.finish_grid import RESOLUTION
 from kueuetop.admission.forecast import forecast, with_ranges
-from kueuetop.admission.forecast_result import Forecast, WorkloadForecast
+from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadForecast
 from kueuetop.admission.runtime_estimate import estimate_runtimes
+from kueuetop.kueue.autoscaler_status import NodeGroupStatus
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.store import Store
@@ -34,8 +35,16 @@ from kueuetop.store.run_history import (
     load_run_history,
     save_run_history,
 )
+from kueuetop.views.forecast_report import (
+    POD_NOTE_AUTOSCALER,
+    POD_NOTE_RUN,
+    pods_not_modelled,
+    pools_from_store,
+)
 
 log = logging.getLogger(__name__)
+
+PoolLimits = Callable[[], tuple["list[NodeGroupStatus] | None", str]]
 
 INTERVAL = 5.0  # seconds between forecasts at least ("at most once per few seconds")
 DUTY = 0.05  # share of one core the forecasts may take on average: a slow one runs less often
@@ -43,6 +52,7 @@ TARGET = 10.0  # seconds one forecast (its three runs) may take: its rounds are 
 FIRST_STEPS = 400  # rounds per run before the first forecast has measured this cluster's pace
 MIN_STEPS = 100
 SAVE_EVERY = 60.0
+POOL_LIMITS_EVERY = 60.0  # seconds between reads of the autoscaler's status (one GET each)
 _YIELD_MAX = 2.0  # seconds a forecast waits for the screen at most before it runs anyway
 
 
@@ -67,8 +77,14 @@ class Forecaster:
 
     def __init__(self, store: Store, *, server: str = "", context: str = "", state_dir: Path | None = None,
                  interval: float = INTERVAL, busy: Callable[[], bool] = lambda: False,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, pool_limits: PoolLimits | None = None) -> None:
         self.store = store
+        # cluster-autoscaler's node groups, when they can be read (`sources.autoscaler_status`):
+        # then pods wait for nodes in the forecast, as in `kueuetop forecast`; else they run when
+        # admitted, and `pods` says why.
+        self._pool_limits = pool_limits
+        self._limits: tuple[float, list[NodeGroupStatus] | None, str] | None = None
+        self.pods = POD_NOTE_RUN
         self.interval = interval
         self._busy = busy
         self._clock = clock
@@ -137,6 +153,7 @@ class Forecaster:
         snap = self.store.snapshot()
         now = self._clock()
         runtimes = estimate_runtimes(snap, self.history, now)
+        pools, placements = self._pools(now)
         self._rounds = 0
         # A big cluster's whole future costs seconds of the engine; the first ones matter most. The
         # run stops after the rounds that fit TARGET and says how far it got (`horizon`): later
@@ -146,14 +163,14 @@ class Forecaster:
         # whole, so that no range blinks out while they run.
         try:
             result = forecast(snap, runtimes, now, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
-                              ranges=False, resolution=RESOLUTION)
+                              ranges=False, resolution=RESOLUTION, pools=pools, placements=placements)
             self.first_seconds = time.monotonic() - started
             shown = self.store.forecast()
             if not isinstance(shown, Forecast) or not shown.ranged:
                 self._publish(snap, result)
             if not result.ranged:
                 result = with_ranges(result, snap, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
-                                     resolution=RESOLUTION)
+                                     resolution=RESOLUTION, pools=pools, placements=placements)
                 self._publish(snap, result)
         finally:
             # What the engine kept is about the forecast's last virtual instant, not the next
@@ -167,6 +184,22 @@ class Forecaster:
             self.max_steps = max(MIN_STEPS, int(pace * TARGET / 3))
         self.runs += 1
         return result
+
+    def _pools(self, now: float) -> tuple[dict[str, PoolCapacity] | None, dict | None]:
+        """The node pools and running pods' GPUs when the autoscaler's limits are known (read at
+        most every POOL_LIMITS_EVERY seconds), else (None, None): pods run when admitted."""
+        if self._pool_limits is None:
+            return None, None
+        at = time.monotonic()
+        if self._limits is None or at - self._limits[0] >= POOL_LIMITS_EVERY:
+            groups, why = self._pool_limits()
+            self._limits = (at, groups, why)
+        _, groups, why = self._limits
+        if groups is None:
+            self.pods = pods_not_modelled(why)
+            return None, None
+        self.pods = POD_NOTE_AUTOSCALER
+        return pools_from_store(self.store, groups, now)
 
     def _publish(self, snap: ClusterSnapshot, result: Forecast) -> None:
         old = self.store.forecast()

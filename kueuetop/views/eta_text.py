@@ -70,6 +70,9 @@ def _names(keys: Sequence[Key], limit: int = 3) -> str:
     return f"{text} and {more} more" if more > 0 else text
 
 
+POD_WAIT_SHOWN = 30.0  # seconds: a shorter wait for nodes is not worth a word
+
+
 def eta_sentence(wf: WorkloadForecast | None, forecast: Forecast | None, now: float) -> str:
     """The detail screen's line: "expected to start in ~14m (9m–22m) when team-a/train-3 and
     team-b/eval-1 finish; basis: 12 finished runs of this shape in team-a/lq-a; forecast 8s old"."""
@@ -89,6 +92,8 @@ def eta_sentence(wf: WorkloadForecast | None, forecast: Forecast | None, now: fl
         parts[0] += f" when {_names(list(wf.after))} finish"
     if wf.preempts:
         parts.append(f"by preempting {_names(list(wf.preempts))}")
+    if forecast.pods_placed and wf.pods_start is not None and wf.pods_start - wf.start >= POD_WAIT_SHOWN:
+        parts.append(f"its pods wait {age_text(wf.pods_start - wf.start)} more for nodes")
     bases = eta_basis(wf, forecast)
     if bases:
         parts.append("basis: " + bases)

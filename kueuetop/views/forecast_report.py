@@ -132,6 +132,14 @@ def workload_rows(snap: ClusterSnapshot, fc: Forecast, keys: Iterable[Key],
 # ---------------------------------------------------------------------------------------- pools
 # A new node's time from a scale-up to Ready, which cluster-autoscaler's status does not say.
 NODE_DELAY_ASSUMED = 120.0
+POD_NOTE_RUN = "pods run when admitted (node pools not modelled)"
+POD_NOTE_AUTOSCALER = ("pods placed on the node pools (cluster-autoscaler's limits; a new node taken to be Ready "
+                       f"{NODE_DELAY_ASSUMED:.0f}s after a scale-up)")
+
+
+def pods_not_modelled(why: str) -> str:
+    """POD_NOTE_RUN with the reason the pools are not modelled, when there is one."""
+    return f"pods run when admitted (node pools not modelled: {why})" if why else POD_NOTE_RUN
 
 
 def pools_from_store(store: Store, groups: Iterable[NodeGroupStatus] | None = None, now: float | None = None,

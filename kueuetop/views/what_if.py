@@ -27,12 +27,11 @@ from kueuetop.kueue.quantity import format_resource_value
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.store import Store
-from kueuetop.views.forecast_report import eta_moves, move_summary, pools_from_store
+from kueuetop.views.forecast_report import POD_NOTE_RUN, eta_moves, move_summary, pools_from_store
 from kueuetop.views.safe_text import clean
 
 Key = tuple[str, str]
 
-POD_NOTE_RUN = "pods run when admitted (node pools not modelled)"
 POD_NOTE_POOLS = "pods placed on the node pools at their current size"
 
 

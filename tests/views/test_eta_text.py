@@ -44,3 +44,12 @@ def test_the_detail_line_names_whom_it_waits_for_and_the_basis_of_their_runtimes
     assert eta_sentence(wf(None, never="ClusterQueue cq-a is stopped"), f, NOW).startswith(
         "never starts as the cluster stands: ClusterQueue cq-a is stopped")
     assert eta_sentence(None, None, NOW) == "no forecast yet"
+
+
+def test_the_detail_line_tells_a_wait_for_nodes_only_when_the_pools_were_modelled() -> None:
+    placed = Forecast(at=NOW, horizon=NOW + 86400, workloads={}, pods_placed=True)
+    waits = wf(NOW + 600, NOW + 600, NOW + 600, pods_start=NOW + 600 + 180)
+    assert "; its pods wait 3m more for nodes" in eta_sentence(waits, placed, NOW)
+    assert "wait" not in eta_sentence(wf(NOW + 600, pods_start=NOW + 610), placed, NOW)  # 10 s: not worth a word
+    unplaced = Forecast(at=NOW, horizon=NOW + 86400, workloads={})
+    assert "wait" not in eta_sentence(waits, unplaced, NOW)
