@@ -251,13 +251,14 @@ def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequen
     keys = [target] if target is not None else sorted(
         k for k, w in snap.workloads.items() if not w.is_finished and not w.has_quota_reservation
         and (args.namespace is None or k[0] == args.namespace))
-    # One set of runtimes for both forecasts: a what-if moves admissions, not how long jobs run.
-    runtimes = estimate_runtimes(snap, look.history, look.now)
-    cache = EngineCache()
     # Pods wait for nodes only where the pools are known: a scenario's NodePools, a live cluster's
     # cluster-autoscaler status, or pools taken at their current size because a `nodes` change
     # asks about them. Otherwise pods run when their workload is admitted.
     model = look.pools_known or any(isinstance(c, NodesChange) for c in changes)
+    # One set of runtimes for both forecasts: a what-if moves admissions, not how long jobs run.
+    # With pools the forecast adds each wait for nodes itself: the runs count from their pods' start.
+    runtimes = estimate_runtimes(snap, look.history.from_pods() if model else look.history, look.now)
+    cache = EngineCache()
     source = {**look.source, "pods": ("placed on the node pools" + (look.pools_note if look.pools_known
                                                                      else " at their current size"))
               if model else "run when admitted (node pools not modelled" + (f": {look.pools_why}" if look.pools_why else "") + ")"}

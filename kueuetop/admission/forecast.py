@@ -54,8 +54,8 @@ from kueuetop.admission.forecast_result import (
 from kueuetop.admission.kueue_loop import KueueLoop
 from kueuetop.admission.pod_placement import GpuPlacement, PodPlacer, gpu_pods
 from kueuetop.admission.queue_state import same_queue_state
-from kueuetop.admission.runtime_estimate import admitted_at
 from kueuetop.admission.shared_map import DELETE, SharedMap
+from kueuetop.kueue.run_times import admitted_at
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.kueue.workload import Workload
 from kueuetop.kueue.workload_api import status_from_api, workload_to_api

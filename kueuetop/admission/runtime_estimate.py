@@ -49,6 +49,7 @@ from typing import Protocol
 
 from kueuetop.admission.forecast_result import RuntimeEstimate, WorkloadKey
 from kueuetop.kueue.durations import format_duration
+from kueuetop.kueue.run_times import admitted_at, pods_ready_at
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 
@@ -96,16 +97,6 @@ def owner_job(wl: Workload) -> tuple[str, str] | None:
     if o is None or o.kind != "Job" or not o.api_version.startswith("batch/"):
         return None
     return (wl.namespace, o.name)
-
-
-def admitted_at(wl: Workload) -> float | None:
-    """When the current admission began: the Admitted transition while True, else QuotaReserved's
-    (the same rule store/run_history measures finished runs with)."""
-    for type_ in ("Admitted", "QuotaReserved"):
-        c = wl.condition(type_)
-        if c is not None and c.is_true and c.last_transition is not None:
-            return c.last_transition
-    return None
 
 
 def _dur(seconds: float) -> str:
@@ -286,8 +277,12 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
                       jobs: Mapping[tuple[str, str], JobLimits] | None = None,
                       rules: EstimateRules | None = None) -> dict[WorkloadKey, RuntimeEstimate]:
     """A runtime estimate for every running (quota reserved) and pending Workload of the snapshot
-    (finished ones are left out). `jobs`: limits of owner Jobs by (namespace, name), see owner_job."""
+    (finished ones are left out). `jobs`: limits of owner Jobs by (namespace, name), see owner_job.
+    A `history` whose runs are measured from their pods' start (`RunHistory.from_pods()`, for a
+    forecast that places pods on node pools) measures running workloads so too: one whose pods
+    are not all ready yet is estimated as a pending one."""
     rules = rules or EstimateRules()
+    from_pods = getattr(history, "measured_from_pods", False) is True
     out: dict[WorkloadKey, RuntimeEstimate] = {}
     shapes: dict[int, str] = {}  # id(pod sets) → shape: workloads of one template share their pod sets
     tiers: dict[tuple[str, str, str, str | None], _Tier | None] = {}
@@ -313,6 +308,9 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
         elapsed = None
         if wl.has_quota_reservation:
             start = admitted_at(wl)
+            if start is not None and from_pods:
+                # Runs measured from their pods' start: so is this one, whose pods may still wait.
+                start = pods_ready_at(wl, start)
             elapsed = max(0.0, now - start) if start is not None else None
         if elapsed is None:
             pkey = (id(tier), bound, bound_text, note)

@@ -6,7 +6,10 @@ runs the store saw finish are kept in a JSON file the caller names (the console 
 
 - A run is one finished Workload: runtime = its Finished transition − its Admitted transition
   (QuotaReserved when it never had an Admitted condition), keyed by ClusterQueue, LocalQueue and
-  shape (`shape_key`: pod sets' counts and per-pod requests).
+  shape (`shape_key`: pod sets' counts and per-pod requests). Its pods' start is kept too (the
+  PodsReady transition, which Kueue's job reconciler writes for every admitted job): a forecast
+  that places pods on node pools reads the runs from there (`from_pods`), as it adds the wait for
+  nodes itself.
 - Bounded: at most `per_key` runs per (ClusterQueue, LocalQueue, shape), the most recently
   finished kept, and at most `max_runs` in all.
 - A run is counted once: by Workload UID, so a restart that lists the same finished Workloads
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kueuetop.kueue.local_queue import LocalQueue
+from kueuetop.kueue.run_times import admitted_at, pods_ready_at
 from kueuetop.kueue.workload import PodSet, Workload
 from kueuetop.store import events as K
 from kueuetop.store.events import Changes
@@ -77,18 +81,27 @@ class RunRecord:
     shape: str
     admitted_at: float
     finished_at: float
+    started_at: float | None = None  # its pods all ready (PodsReady), when known
 
     @property
     def runtime(self) -> float:
         return self.finished_at - self.admitted_at
 
     @property
+    def pods_runtime(self) -> float:
+        """From its pods' start, or its admission when that is not known."""
+        return self.finished_at - (self.started_at if self.started_at is not None else self.admitted_at)
+
+    @property
     def key(self) -> RunKey:
         return (self.cluster_queue, self.namespace, self.local_queue, self.shape)
 
     def to_json(self) -> dict[str, Any]:
-        return {"uid": self.uid, "ns": self.namespace, "lq": self.local_queue, "cq": self.cluster_queue,
-                "shape": self.shape, "admitted": self.admitted_at, "finished": self.finished_at}
+        out = {"uid": self.uid, "ns": self.namespace, "lq": self.local_queue, "cq": self.cluster_queue,
+               "shape": self.shape, "admitted": self.admitted_at, "finished": self.finished_at}
+        if self.started_at is not None:
+            out["started"] = self.started_at
+        return out
 
 
 def _record_from_json(d: object) -> RunRecord | None:
@@ -100,18 +113,12 @@ def _record_from_json(d: object) -> RunRecord | None:
         return None
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in times):
         return None
-    rec = RunRecord(*text, float(times[0]), float(times[1]))  # type: ignore[arg-type]
+    started = d.get("started")  # absent in files of older kueuetops: not known
+    if not (isinstance(started, (int, float)) and not isinstance(started, bool) and math.isfinite(started)
+            and times[0] <= started <= times[1]):  # type: ignore[operator]
+        started = None
+    rec = RunRecord(*text, float(times[0]), float(times[1]), started)  # type: ignore[arg-type]
     return rec if rec.uid and rec.cluster_queue and rec.runtime >= 0 else None
-
-
-def admitted_at(wl: Workload) -> float | None:
-    """When the workload's current (last) admission began: its Admitted condition's transition while
-    True, else its QuotaReserved one (a ClusterQueue without admission checks admits at once)."""
-    for type_ in ("Admitted", "QuotaReserved"):
-        c = wl.condition(type_)
-        if c is not None and c.is_true and c.last_transition is not None:
-            return c.last_transition
-    return None
 
 
 def run_of(wl: Workload, cluster_queue: str | None = None) -> RunRecord | None:
@@ -125,7 +132,19 @@ def run_of(wl: Workload, cluster_queue: str | None = None) -> RunRecord | None:
     if start is None or not cq or fin.last_transition < start:
         return None
     uid = wl.uid or f"{wl.namespace}/{wl.name}@{start}"  # objects from the API always carry one
-    return RunRecord(uid, wl.namespace, wl.queue_name, cq, shape_key(wl.pod_sets), start, fin.last_transition)
+    return RunRecord(uid, wl.namespace, wl.queue_name, cq, shape_key(wl.pod_sets), start, fin.last_transition,
+                     pods_ready_at(wl, start, fin.last_transition))
+
+
+Measure = Callable[[RunRecord], float]  # what a run is measured by
+
+
+def _from_admission(r: RunRecord) -> float:
+    return r.runtime
+
+
+def _from_pods(r: RunRecord) -> float:
+    return r.pods_runtime
 
 
 class RunHistory:
@@ -187,32 +206,38 @@ class RunHistory:
     def shape_of(self, wl: Workload) -> str:
         return shape_key(wl.pod_sets)
 
-    def of_shape(self, namespace: str, local_queue: str, shape: str, cluster_queue: str | None = None) -> list[float]:
+    def of_shape(self, namespace: str, local_queue: str, shape: str, cluster_queue: str | None = None,
+                 measure: Measure = _from_admission) -> list[float]:
         """Runtimes of finished runs of this shape from this LocalQueue (oldest first)."""
         with self._lock:
             if cluster_queue is not None:
                 runs = self._by_key.get((cluster_queue, namespace, local_queue, shape), [])
-                return [r.runtime for r in runs]
+                return [measure(r) for r in runs]
             found = [r for k, rs in self._by_key.items() if k[1:] == (namespace, local_queue, shape) for r in rs]
         found.sort(key=lambda r: r.finished_at)
-        return [r.runtime for r in found]
+        return [measure(r) for r in found]
 
-    def of_cluster_queue(self, cluster_queue: str, limit: int | None = PER_KEY) -> list[float]:
+    def of_cluster_queue(self, cluster_queue: str, limit: int | None = PER_KEY,
+                         measure: Measure = _from_admission) -> list[float]:
         """Runtimes of the most recently finished runs in this ClusterQueue, any shape (oldest first)."""
-        return self._recent(lambda key: key[0] == cluster_queue, limit)
+        return self._recent(lambda key: key[0] == cluster_queue, limit, measure)
 
-    def of_cluster(self, limit: int | None = PER_KEY) -> list[float]:
+    def of_cluster(self, limit: int | None = PER_KEY, measure: Measure = _from_admission) -> list[float]:
         """Runtimes of the most recently finished runs in the whole cluster, any queue or shape
         (oldest first)."""
-        return self._recent(lambda key: True, limit)
+        return self._recent(lambda key: True, limit, measure)
 
-    def _recent(self, wanted: Callable[[RunKey], bool], limit: int | None) -> list[float]:
+    def _recent(self, wanted: Callable[[RunKey], bool], limit: int | None, measure: Measure) -> list[float]:
         with self._lock:
             found = [r for k, rs in self._by_key.items() if wanted(k) for r in rs]
         found.sort(key=lambda r: r.finished_at)
         if limit is not None:
             found = found[-limit:]
-        return [r.runtime for r in found]
+        return [measure(r) for r in found]
+
+    def from_pods(self) -> PodRuns:
+        """The same runs, each measured from its pods' start (for a forecast that places pods)."""
+        return PodRuns(self)
 
     def records(self) -> list[RunRecord]:
         with self._lock:
@@ -225,6 +250,29 @@ class RunHistory:
 
     def __iter__(self) -> Iterator[RunRecord]:
         return iter(self.records())
+
+
+class PodRuns:
+    """A RunHistory's runs measured from their pods' start rather than their admission: what a
+    forecast that makes pods wait for nodes needs, or each run's wait would be counted twice.
+    A run whose pods' start is not known counts from its admission."""
+
+    measured_from_pods = True
+
+    def __init__(self, history: RunHistory) -> None:
+        self.history = history
+
+    def shape_of(self, wl: Workload) -> str:
+        return self.history.shape_of(wl)
+
+    def of_shape(self, namespace: str, local_queue: str, shape: str, cluster_queue: str | None = None) -> list[float]:
+        return self.history.of_shape(namespace, local_queue, shape, cluster_queue, measure=_from_pods)
+
+    def of_cluster_queue(self, cluster_queue: str, limit: int | None = PER_KEY) -> list[float]:
+        return self.history.of_cluster_queue(cluster_queue, limit, measure=_from_pods)
+
+    def of_cluster(self, limit: int | None = PER_KEY) -> list[float]:
+        return self.history.of_cluster(limit, measure=_from_pods)
 
 
 # ====================================================================== feeding from the store

@@ -152,8 +152,9 @@ class Forecaster:
         started = time.monotonic()
         snap = self.store.snapshot()
         now = self._clock()
-        runtimes = estimate_runtimes(snap, self.history, now)
         pools, placements = self._pools(now)
+        # With pools the forecast adds each wait for nodes itself: the runs count from their pods' start.
+        runtimes = estimate_runtimes(snap, self.history.from_pods() if pools is not None else self.history, now)
         self._rounds = 0
         # A big cluster's whole future costs seconds of the engine; the first ones matter most. The
         # run stops after the rounds that fit TARGET and says how far it got (`horizon`): later

@@ -251,3 +251,25 @@ def test_estimate_runtimes_covers_running_and_pending_not_finished() -> None:
     out = estimate_runtimes(snap, history_with([500.0] * 4), NOW)
     assert set(out) == {("team-a", "run"), ("team-a", "pend")}
     assert out[("team-a", "pend")].basis == "4 finished runs of this shape in team-a/lq-a"
+
+
+# ---------------------------------------------------------------------------------------- runs from pods' start
+def test_runs_measured_from_their_pods_start_measure_a_running_workload_so_too() -> None:
+    """Runs of 1,000 s, each after 200 s waiting for a node: 1,200 s from admission, 1,000 s from
+    the pods' start. A forecast that places pods reads the 1,000 s and counts the running ones
+    from their pods' start; one still waiting for its node is estimated as a pending one."""
+    h = RunHistory("test")
+    shape = shape_key(parsed(wl_dict()).pod_sets)
+    for i in range(5):
+        h.add(RunRecord(f"u{i}", "team-a", "lq-a", "cq-a", shape, T0 + i, T0 + i + 1200, T0 + i + 200))
+    started = admit(wl_dict("started"), "cq-a", {"nvidia.com/gpu": "a100"}, at=NOW - 900)
+    started["status"]["conditions"].append(condition("PodsReady", True, "Started", at=NOW - 700))
+    waiting = admit(wl_dict("waiting"), "cq-a", {"nvidia.com/gpu": "a100"}, at=NOW - 100)
+    snap = snapshot(cluster_queue("cq-a", group(["nvidia.com/gpu"], fq("a100", **{"nvidia.com/gpu": 16}))),
+                    local_queue("team-a", "lq-a", "cq-a"), started, waiting, wl_dict("pending"))
+    plain = estimate_runtimes(snap, h, NOW)
+    pods = estimate_runtimes(snap, h.from_pods(), NOW)
+    assert plain[("team-a", "pending")].expected == 1200 and pods[("team-a", "pending")].expected == 1000
+    # 700 s since its pods started (900 s since its admission): both under a typical run.
+    assert pods[("team-a", "started")].expected == 1000 and plain[("team-a", "started")].expected == 1200
+    assert pods[("team-a", "waiting")] == pods[("team-a", "pending")]  # its pods have not started: all of it is ahead

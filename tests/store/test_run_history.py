@@ -49,6 +49,41 @@ def test_runtime_is_finished_minus_admitted() -> None:
     assert rec.shape == "main:1x{nvidia.com/gpu=8}"
 
 
+def with_pods_ready(wl: dict[str, Any], at: float) -> dict[str, Any]:
+    wl["status"]["conditions"].append(condition("PodsReady", True, "Started", at=at))
+    return wl
+
+
+def test_a_run_keeps_when_its_pods_started_and_can_be_measured_from_there(tmp_path: Path) -> None:
+    rec = run_of(parsed(with_pods_ready(finished("a", 900), T0 + 180)))  # 3 minutes waiting for a node
+    assert rec is not None and rec.started_at == T0 + 180
+    assert (rec.runtime, rec.pods_runtime) == (900, 720)
+    no_pods = run_of(parsed(finished("b", 900)))
+    assert no_pods is not None and no_pods.started_at is None and no_pods.pods_runtime == 900
+    # A PodsReady of an earlier admission (before this one began) is not this run's start.
+    old = run_of(parsed(with_pods_ready(finished("c", 900), T0 - 50)))
+    assert old is not None and old.started_at is None
+    h = RunHistory(CLUSTER)
+    for name in ("a", "b"):
+        h.record(parsed(with_pods_ready(finished(name, 900), T0 + 180) if name == "a" else finished(name, 900)))
+    shape = h.shape_of(parsed(finished("x", 1)))
+    assert h.of_shape("team-a", "lq-a", shape) == [900, 900]
+    pods = h.from_pods()
+    assert pods.of_shape("team-a", "lq-a", shape) == [720, 900]
+    assert pods.of_cluster_queue("cq-a") == [720, 900] and pods.of_cluster() == [720, 900]
+    # Kept across runs; a file without it (an older kueuetop) or with a start outside the run reads as not known.
+    path = tmp_path / "h.json"
+    assert save_run_history(path, h) == ""
+    back, _ = load_run_history(path, CLUSTER)
+    assert sorted(r.started_at or 0 for r in back.records()) == [0, T0 + 180]
+    doc = json.loads(path.read_text())
+    for run in doc["clusters"][CLUSTER]:
+        run["started"] = "soon" if run.get("started") else T0 - 1
+    path.write_text(json.dumps(doc))
+    back, warning = load_run_history(path, CLUSTER)
+    assert warning == "" and len(back) == 2 and all(r.started_at is None for r in back.records())
+
+
 def test_quota_reserved_stands_in_for_admitted() -> None:
     rec = run_of(parsed(finished("a", 300, admitted=False)))
     assert rec is not None and rec.runtime == 300
