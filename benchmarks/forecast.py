@@ -21,7 +21,10 @@ the queues are longest), or `--at`. Then, per scenario:
    watch saw before T and each workload's position in its ClusterQueue at T (the simulator's
    visibility order, `sim/kueue/queue_view.py`). Errors are |predicted − actual admission| over the
    workloads pending at T that were admitted within the run; coverage is how many got an answer;
-   the goal is the forecast's median error at most half of the better baseline's.
+   the goal is the forecast's median error at most half of the better baseline's. Where the
+   cluster has an autoscaler's status ConfigMap (refarch), `forecastOnPools` is what the console
+   and `kueuetop forecast` then give: pods placed on the pools it describes, runs measured from
+   their pods' start; it has its own goal line.
 3. Speed: wall and CPU seconds of every forecast call, with ranges (three runs: expected,
    optimistic, pessimistic) and without, and the number of pending workloads. Estimated runtimes
    are forecast as the console forecasts them, with finishes on the grid (`finish_grid`).
@@ -61,6 +64,7 @@ from kueuetop.admission.finish_grid import RESOLUTION
 from kueuetop.admission.forecast import forecast
 from kueuetop.admission.forecast_result import Forecast, RuntimeEstimate
 from kueuetop.admission.runtime_estimate import estimate_runtimes
+from kueuetop.kueue.autoscaler_status import STATUS_KEY, STATUS_NAME, STATUS_NAMESPACE, NodeGroupStatus
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
@@ -81,13 +85,18 @@ from kueuetop.sim.runner import VIRTUAL_EPOCH
 from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.storage.objectstore import ObjectStore, WatchEvent
 from kueuetop.sim.wiring import SimParts, build_cluster
+from kueuetop.sources.autoscaler_status import parse_autoscaler_status
 from kueuetop.store import Entry, Store, StoreEvent
 from kueuetop.store import events as K
 from kueuetop.store.run_history import RunHistory
 from kueuetop.tui.forecaster import Forecaster
 from kueuetop.tui.heap import HeapFreezer, IdleCollector
+from kueuetop.views.forecast_report import pools_from_store
 
 DEFAULT_SCENARIOS = ("refarch", "skypilot", "kueue-perf-baseline")
+ON_POOLS = "forecastOnPools"  # the forecast with pods placed on the pools the autoscaler's status describes
+FORECASTS = ("forecast", ON_POOLS)
+BASELINES = ("meanInterval", "emaThroughput")
 IDLE = 30 * 24 * 3600.0  # a bound on simulated time only: runs end when the cluster is idle
 LABELS = {
     "times": "virtual seconds of the simulator's clock (errors, instants, T+…); never wall time",
@@ -336,12 +345,18 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
             speed["consoleWorker"] = console_worker(cluster.store, now)
         seen = admissions_by_cluster_queue(parts.recorder.events, cluster.clock.start, now)
         positions = queue_positions(parts, now)
-        taken.append(Instant(
-            at, now, len(parts.recorder.events), pending,
-            {"forecast": {k: fc.workloads[k].start for k in pending},
-             "meanInterval": mean_interval_eta(seen, positions, now),
-             "emaThroughput": ema_throughput_eta(seen, positions, now)},
-            bands, speed))
+        predictions = {"forecast": {k: fc.workloads[k].start for k in pending},
+                       "meanInterval": mean_interval_eta(seen, positions, now),
+                       "emaThroughput": ema_throughput_eta(seen, positions, now)}
+        groups = autoscaler_groups(cluster.store)
+        if groups is not None:
+            # What the console and `kueuetop forecast` do where the autoscaler's status can be
+            # read: pods placed on the pools, runs measured from their pods' start.
+            pools, placements = pools_from_store(console_store(cluster.store), groups, now)
+            on_pools = forecast(snap, estimate_runtimes(snap, history.from_pods(), now), now, ranges=False,
+                                resolution=RESOLUTION, pools=pools, placements=placements)
+            predictions[ON_POOLS] = {k: on_pools.workloads[k].start for k in pending}
+        taken.append(Instant(at, now, len(parts.recorder.events), pending, predictions, bands, speed))
     cluster.run_for(IDLE, until_idle=True)
     pooled: dict[str, list[float]] = {}
     common: dict[str, list[float]] = {}
@@ -354,9 +369,12 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
             errs = [pred[k] - actual[k] for k in admitted if pred.get(k) is not None]
             pooled.setdefault(method, []).extend(errs)
             row[method] = {"coverage": len(errs), **error_stats(errs)}
-        both = [k for k in admitted if all(p.get(k) is not None for p in it.predictions.values())]
+        # The workloads the forecast and both baselines answer (the forecast on pools, where the
+        # cluster has an autoscaler's status, is scored on those it answers among them).
+        both = [k for k in admitted if all(it.predictions[m].get(k) is not None for m in ("forecast", *BASELINES))]
         for method, pred in it.predictions.items():
-            common.setdefault(method, []).extend(pred[k] - actual[k] for k in both)  # type: ignore[operator]
+            common.setdefault(method, []).extend(
+                pred[k] - actual[k] for k in both if pred.get(k) is not None)  # type: ignore[operator]
         if it.ranges:
             inside = [k for k in admitted if it.ranges[k][0] is not None
                       and it.ranges[k][0] - 1 < actual[k] < it.ranges[k][1] + 1]  # type: ignore[operator]
@@ -364,22 +382,20 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
         per_instant.append(row)
     summary = {m: {"coverage": len(e), **error_stats(e)} for m, e in pooled.items()}
     on_common = {m: error_stats(e) for m, e in common.items()}
+    goal = {m: _goal(on_common, m) for m in FORECASTS if m in on_common}
     return {"instants": per_instant, "pooled": summary, "onCommonWorkloads": on_common,
-            "goal": _goal(on_common), "speed": [it.speed for it in taken],
+            "goal": goal, "speed": [it.speed for it in taken],
             "simulatorErrors": list(cluster.errors)[:5]}
 
 
 _CONSOLE_KINDS = ((KUEUE, "clusterqueues", K.CLUSTER_QUEUES), (KUEUE, "localqueues", K.LOCAL_QUEUES),
                   (KUEUE, "resourceflavors", K.RESOURCE_FLAVORS), (KUEUE, "cohorts", K.COHORTS),
                   (KUEUE, "admissionchecks", K.ADMISSION_CHECKS), ("", "namespaces", K.NAMESPACES),
-                  (KUEUE, "workloads", K.WORKLOADS))
+                  (KUEUE, "workloads", K.WORKLOADS), ("", "nodes", K.NODES), ("", "pods", K.PODS))
 
 
-def console_worker(objects: ObjectStore, now: float) -> dict[str, Any]:
-    """The console's forecast worker on a store holding the cluster as its informers would: its
-    history from the finished Workloads still there, its own engine cache, one forecast, the
-    heap kept as the console keeps it. Wall seconds until the expected starts are shown and until
-    their ranges are, and CPU seconds."""
+def console_store(objects: ObjectStore) -> Store:
+    """A console's store holding what its informers would list from the simulated cluster."""
     events = []
     for group, plural, kind in _CONSOLE_KINDS:
         items, _ = objects.list(group, plural, copy=False)
@@ -391,11 +407,30 @@ def console_worker(objects: ObjectStore, now: float) -> dict[str, Any]:
                     uid=meta.get("uid", ""), resource_version=meta.get("resourceVersion", ""))))
     store = Store()
     store.apply_batch(events)
-    worker = Forecaster(store, clock=lambda: now)
+    return store
+
+
+def autoscaler_groups(objects: ObjectStore) -> list[NodeGroupStatus] | None:
+    """cluster-autoscaler's node groups as the console reads them (its status ConfigMap), None
+    when the cluster has none (no autoscaled pool)."""
+    cm = objects.try_get("", "configmaps", STATUS_NAMESPACE, STATUS_NAME, copy=False)
+    if cm is None:
+        return None
+    return parse_autoscaler_status((cm.get("data") or {}).get(STATUS_KEY, ""))
+
+
+def console_worker(objects: ObjectStore, now: float) -> dict[str, Any]:
+    """The console's forecast worker on a store holding the cluster as its informers would: its
+    history from the finished Workloads still there, its own engine cache, one forecast, the
+    heap kept as the console keeps it. Wall seconds until the expected starts are shown and until
+    their ranges are, and CPU seconds."""
+    store = console_store(objects)
+    groups = autoscaler_groups(objects)
+    worker = Forecaster(store, clock=lambda: now, pool_limits=lambda: (groups, "no cluster-autoscaler status"))
     worker.history.record_all(w for w in store.objects(K.WORKLOADS).values() if isinstance(w, Workload))
     # The console's heap, as tui/app.py keeps it: what is loaded frozen (HeapFreezer), Python's
     # own full collections off (IdleCollector; its polls, on the UI's timer, wait for quiet).
-    HeapFreezer(lambda: len(events)).maybe_freeze()
+    HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES))).maybe_freeze()
     collector = IdleCollector()
     collector.start()
     try:
@@ -408,15 +443,15 @@ def console_worker(objects: ObjectStore, now: float) -> dict[str, Any]:
     assert result is not None
     return {"expectedShownWallSeconds": round(worker.first_seconds, 2),
             "withRangesWallSeconds": round(worker.last_seconds, 2), "cpuSeconds": round(cpu, 2),
-            "complete": result.complete, "runsInHistory": len(worker.history),
+            "complete": result.complete, "runsInHistory": len(worker.history), "podsPlaced": result.pods_placed,
             "answered": sum(1 for w in result.workloads.values() if w.start is not None)}
 
 
-def _goal(stats: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def _goal(stats: Mapping[str, Mapping[str, Any]], method: str = "forecast") -> dict[str, Any]:
     """The forecast's median error at most half of the better baseline's (on the workloads every
     method answered for)."""
-    fc = stats.get("forecast", {}).get("medianAbs")
-    base = [s.get("medianAbs") for m, s in stats.items() if m != "forecast" and s.get("medianAbs") is not None]
+    fc = stats.get(method, {}).get("medianAbs")
+    base = [s.get("medianAbs") for m, s in stats.items() if m in BASELINES and s.get("medianAbs") is not None]
     if fc is None or not base:
         return {"holds": None, "why": "no workload answered by every method"}
     best = min(base)
