@@ -26,7 +26,8 @@ the queues are longest), or `--at`. Then, per scenario:
    and `kueuetop forecast` then give: pods placed on the pools it describes, runs measured from
    their pods' start; it has its own goal line.
 3. Speed: wall and CPU seconds of every forecast call, with ranges (three runs: expected,
-   optimistic, pessimistic) and without, and the number of pending workloads. Estimated runtimes
+   optimistic, pessimistic) and without, and the number of pending workloads; `--speed-only`
+   times them with the heap kept as the console keeps it (`console_heap`). Estimated runtimes
    are forecast as the console forecasts them, with finishes on the grid (`finish_grid`).
    `consoleWorker`: the console's own forecast worker (`tui/forecaster.py`) on a store holding
    the cluster, its history only from the finished Workloads still there: seconds until the
@@ -55,7 +56,7 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -419,6 +420,21 @@ def autoscaler_groups(objects: ObjectStore) -> list[NodeGroupStatus] | None:
     return parse_autoscaler_status((cm.get("data") or {}).get(STATUS_KEY, ""))
 
 
+@contextlib.contextmanager
+def console_heap(count: Callable[[], int]) -> Iterator[None]:
+    """The heap as the console keeps it (tui/app.py) while forecasts are timed: what is loaded
+    frozen (HeapFreezer), Python's own full collections off (IdleCollector, whose polls wait for
+    quiet). Without it a full collection walks the simulator's whole heap inside the timing."""
+    HeapFreezer(count).maybe_freeze()
+    collector = IdleCollector()
+    collector.start()
+    try:
+        yield
+    finally:
+        collector.stop()
+        gc.unfreeze()
+
+
 def console_worker(objects: ObjectStore, now: float) -> dict[str, Any]:
     """The console's forecast worker on a store holding the cluster as its informers would: its
     history from the finished Workloads still there, its own engine cache, one forecast, the
@@ -428,18 +444,10 @@ def console_worker(objects: ObjectStore, now: float) -> dict[str, Any]:
     groups = autoscaler_groups(objects)
     worker = Forecaster(store, clock=lambda: now, pool_limits=lambda: (groups, "no cluster-autoscaler status"))
     worker.history.record_all(w for w in store.objects(K.WORKLOADS).values() if isinstance(w, Workload))
-    # The console's heap, as tui/app.py keeps it: what is loaded frozen (HeapFreezer), Python's
-    # own full collections off (IdleCollector; its polls, on the UI's timer, wait for quiet).
-    HeapFreezer(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES))).maybe_freeze()
-    collector = IdleCollector()
-    collector.start()
-    try:
+    with console_heap(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES))):
         cpu = time.process_time()
         result = worker.run_once()
         cpu = time.process_time() - cpu
-    finally:
-        collector.stop()
-        gc.unfreeze()
     assert result is not None
     return {"expectedShownWallSeconds": round(worker.first_seconds, 2),
             "withRangesWallSeconds": round(worker.last_seconds, 2), "cpuSeconds": round(cpu, 2),
@@ -475,9 +483,10 @@ def speed_mode(name: str, instants: Sequence[float]) -> dict[str, Any]:
         now = cluster.clock.now()
         snap = snapshot_of(cluster.store, parts.kueue.config)
         runtimes = estimate_runtimes(snap, history, now)
-        fc, wall1, cpu1 = timed(lambda: forecast(snap, runtimes, now, ranges=False, resolution=RESOLUTION))  # noqa: B023
-        _, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
-        ungridded, wall0, cpu0 = timed(lambda: forecast(snap, runtimes, now, ranges=False))  # noqa: B023
+        with console_heap(lambda: len(snap.workloads)):  # noqa: B023
+            fc, wall1, cpu1 = timed(lambda: forecast(snap, runtimes, now, ranges=False, resolution=RESOLUTION))  # noqa: B023
+            _, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
+            ungridded, wall0, cpu0 = timed(lambda: forecast(snap, runtimes, now, ranges=False))  # noqa: B023
         moved = [abs(fc.workloads[k].start - w.start) for k, w in ungridded.workloads.items()  # type: ignore[operator]
                  if w.start is not None and fc.workloads[k].start is not None]
         out.append({"at": at, "simulatedWallSeconds": round(ran, 1), "workloads": len(snap.workloads),
