@@ -126,6 +126,7 @@ def test_the_autoscalers_limits_place_the_pods_and_say_so(served: ServedCluster,
     # b-run's pod starts when the node asked for is Ready (taken as 120 s from now), and its 1 h
     # runs from then: c-wait gets its quota about 3,720 s from now, not 3,600 s from b-run's admission.
     assert 3700 <= c["eta"]["startInSeconds"] <= 3720
+    assert c["podsStartInSeconds"] == c["eta"]["startInSeconds"]  # b-run's node is there by then: no wait
 
 
 def test_without_the_status_pods_run_at_admission_and_the_forecast_says_why(
@@ -145,6 +146,7 @@ def test_without_the_status_pods_run_at_admission_and_the_forecast_says_why(
     assert err == ""
     (c,) = [w for w in doc["workloads"] if w["name"].startswith("job-c-wait")]
     assert 3500 <= c["eta"]["startInSeconds"] <= 3600
+    assert c["podsStart"] is None and c["podsStartInSeconds"] is None  # pods were not placed
 
 
 def test_the_consoles_forecast_places_the_pods_as_the_command_does(served: ServedCluster) -> None:

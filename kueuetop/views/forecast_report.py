@@ -17,6 +17,7 @@ seconds from the forecast's `at` (`…InSeconds`, ≥ 0).
     workloads     [{namespace, name, queue, clusterQueue, position, localPosition,
                     eta: {text, start, startInSeconds, earliest, earliestInSeconds, latest,
                           latestInSeconds},
+                    podsStart, podsStartInSeconds,
                     never, flavors: [{podSet, flavors: {resource: flavor}}],
                     after: ["ns/name"], preempts: ["ns/name"], basis,
                     runtime: {expectedSeconds, optimisticSeconds, pessimisticSeconds, basis}}]
@@ -24,6 +25,8 @@ seconds from the forecast's `at` (`…InSeconds`, ≥ 0).
                   expected start (those without one last), then namespace and name;
                   position / localPosition 1-based, null when not queued; eta.text is the
                   console's ETA cell ("~14m (9m–22m)", "now", "never", "beyond");
+                  podsStart: when its pods run, later than its start when they wait for nodes
+                  (null unless the pods were placed on the node pools: `source.pods`);
                   never: why the engine never admits it (null when it starts or is beyond the
                   horizon); after: the workloads whose finish or eviction lets it in; basis: the
                   runtime estimates that ETA rests on; runtime: its own estimate
@@ -86,6 +89,12 @@ def eta_doc(wf: WorkloadForecast, now: float, complete: bool = True) -> dict[str
             "earliest": at(lo), "earliestInSeconds": lo, "latest": at(hi), "latestInSeconds": hi}
 
 
+def _pods_start(wf: WorkloadForecast, fc: Forecast) -> dict[str, Any]:
+    placed = wf.pods_start if fc.pods_placed and wf.start is not None else None
+    return {"podsStart": rfc3339(placed),
+            "podsStartInSeconds": None if placed is None else max(0.0, placed - fc.at)}
+
+
 def _start_order(wf: WorkloadForecast) -> tuple[bool, float]:
     return (wf.start is None, wf.start or 0.0)
 
@@ -117,6 +126,7 @@ def workload_rows(snap: ClusterSnapshot, fc: Forecast, keys: Iterable[Key],
             "position": pos[0] + 1 if pos is not None else None,
             "localPosition": pos[1] + 1 if pos is not None and pos[1] >= 0 else None,
             "eta": eta_doc(wf, fc.at, fc.complete),
+            **_pods_start(wf, fc),
             "never": clean(wf.never) if wf.start is None and wf.never else None,
             "flavors": [{"podSet": clean(p.name), "flavors": {clean(r): clean(f) for r, f in p.flavors.items()}}
                         for p in wf.flavors],
