@@ -6,9 +6,11 @@ The console's forecast worker reads it the same way, so its ETA column agrees wi
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,19 +151,26 @@ def test_without_the_status_pods_run_at_admission_and_the_forecast_says_why(
     assert c["podsStart"] is None and c["podsStartInSeconds"] is None  # pods were not placed
 
 
-def test_the_consoles_forecast_places_the_pods_as_the_command_does(served: ServedCluster) -> None:
+@contextlib.contextmanager
+def console_store(served: ServedCluster) -> Iterator[tuple[Store, Any]]:
+    """A console's store synced from the served cluster, and the API client it reads with."""
     conn = connect(str(served.kubeconfig))
     store = Store()
     sources = KubeSources(conn, store, config=FAST).start()
     try:
         assert wait_until(sources.synced, 10), store.sources()
-        # As the console wires it (tui/app.py): the status read on the worker's thread.
-        worker = Forecaster(store, pool_limits=lambda: read_autoscaler_status(conn.api))
-        fc = worker.run_once()
-        blind = Forecaster(store).run_once()  # no API to read the status with: pods run when admitted
+        yield store, conn.api
     finally:
         sources.stop(timeout=2.0)
         conn.close()
+
+
+def test_the_consoles_forecast_places_the_pods_as_the_command_does(served: ServedCluster) -> None:
+    with console_store(served) as (store, api):
+        # As the console wires it (tui/app.py): the status read on the worker's thread.
+        worker = Forecaster(store, pool_limits=lambda: read_autoscaler_status(api))
+        fc = worker.run_once()
+        blind = Forecaster(store).run_once()  # no API to read the status with: pods run when admitted
     assert isinstance(fc, Forecast) and isinstance(blind, Forecast)
     assert worker.pods == POD_NOTE_AUTOSCALER and fc.pods_placed and not blind.pods_placed
     (c,) = [w for k, w in fc.workloads.items() if k[1].startswith("job-c-wait")]
@@ -180,18 +189,11 @@ def test_an_unreadable_status_leaves_the_pods_running_at_admission_and_says_why(
         calls.append(1)
         return None, "autoscaler limits: forbidden: get configmaps in kube-system"
 
-    conn = connect(str(served.kubeconfig))
-    store = Store()
-    sources = KubeSources(conn, store, config=FAST).start()
-    try:
-        assert wait_until(sources.synced, 10), store.sources()
+    with console_store(served) as (store, _):
         worker = Forecaster(store, pool_limits=unreadable)
         fc = worker.run_once()
         worker.now()
         worker.run_once()  # a second forecast within the minute reads nothing again
-    finally:
-        sources.stop(timeout=2.0)
-        conn.close()
     assert isinstance(fc, Forecast) and not fc.pods_placed
     assert worker.pods == "pods run when admitted (node pools not modelled: autoscaler limits: forbidden: get " \
                           "configmaps in kube-system)" and worker.pods.startswith(POD_NOTE_RUN[:-1])
