@@ -40,6 +40,7 @@ Bad input never raises: what was ignored is in the estimate's `note`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import statistics
@@ -166,10 +167,58 @@ def spread(samples: Sequence[float]) -> tuple[float, float, float]:
     return low, med, high
 
 
+def _censored_spread(samples: Sequence[float], going: Sequence[float]) -> tuple[float, float, float, bool]:
+    """(optimistic, expected, pessimistic, median reached) from finished runs and runs still going
+    (`km_quantiles`), widened for few finished runs as `spread` is. When the runs still going
+    outlast half of all, the median is past the data: the longest run so far is a lower bound
+    and is taken as the expected runtime, twice it as the pessimistic end."""
+    lo_q, med_q, hi_q = km_quantiles(samples, going, (0.1, 0.5, 0.9))
+    longest = max(max(samples), max(going))
+    if med_q is None:
+        return min(samples), longest, 2 * longest, False
+    n = len(samples)
+    k = 1 + 1 / math.sqrt(n)
+    floor = med_q * 0.5 / math.sqrt(n)
+    low = max(0.0, med_q - max((med_q - (lo_q if lo_q is not None else med_q)) * k, floor))
+    high = med_q + max(((hi_q if hi_q is not None else 2 * longest) - med_q) * k, floor)
+    return low, med_q, high, True
+
+
 @dataclass(frozen=True, slots=True)
 class _Tier:
     samples: tuple[float, ...]  # sorted
     what: str  # "finished runs of this shape in team-a/lq-a"
+    scope: str = ""  # "shape", "cq" or "cluster": whose running workloads are its censored runs
+    censored: tuple[float, ...] = ()  # how long the same scope's running workloads have run so far
+
+
+def km_quantiles(events: Sequence[float], censored: Sequence[float], qs: Sequence[float]) -> list[float | None]:
+    """Quantiles of a runtime distribution from finished runs (`events`) and runs still going
+    (`censored`: how long they have run): the Kaplan–Meier estimate, which counts a run still
+    going as "longer than that" instead of leaving it out, the bias of finished runs alone (early
+    on, only the short ones have finished). None for a quantile the data do not reach (too many
+    runs still going past the last finish)."""
+    times = sorted(events)
+    cens = sorted(censored)
+    out: list[float | None] = [None] * len(qs)
+    surv = 1.0
+    i = j = 0
+    n = len(times) + len(cens)
+    while i < len(times):
+        t = times[i]
+        while j < len(cens) and cens[j] < t:  # gone from the risk set before t
+            j += 1
+            n -= 1
+        d = 0
+        while i < len(times) and times[i] == t:
+            d += 1
+            i += 1
+        surv *= 1 - d / n
+        n -= d
+        for k, q in enumerate(qs):
+            if out[k] is None and 1 - surv >= q - 1e-12:
+                out[k] = t
+    return out
 
 
 def _clean(runs: Sequence[float]) -> tuple[float, ...]:
@@ -184,12 +233,12 @@ def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples |
     tiers: list[_Tier] = []
     if shape is not None:
         runs = history.of_shape(wl.namespace, wl.queue_name, shape, cluster_queue)
-        tiers.append(_Tier(_clean(runs), f"of this shape in {wl.namespace}/{wl.queue_name}"))
+        tiers.append(_Tier(_clean(runs), f"of this shape in {wl.namespace}/{wl.queue_name}", "shape"))
     if cluster_queue:
         cq_tier = cq_tiers.get(cluster_queue) if cq_tiers is not None else None
         if cq_tier is None:
             runs = history.of_cluster_queue(cluster_queue, rules.cluster_queue_runs)
-            cq_tier = _Tier(_clean(runs), f"in ClusterQueue {cluster_queue} (any shape)")
+            cq_tier = _Tier(_clean(runs), f"in ClusterQueue {cluster_queue} (any shape)", "cq")
             if cq_tiers is not None:
                 cq_tiers[cluster_queue] = cq_tier
         tiers.append(cq_tier)
@@ -201,7 +250,7 @@ def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples |
         cluster = cq_tiers.get("") if cq_tiers is not None else None  # "": no ClusterQueue is named so
         if cluster is None:
             cluster = _Tier(_clean(history.of_cluster(rules.cluster_runs)),
-                            "in this cluster (any queue; none in this one yet)")
+                            "in this cluster (any queue; none in this one yet)", "cluster")
             if cq_tiers is not None:
                 cq_tiers[""] = cluster
         found = cluster if cluster.samples else None
@@ -228,7 +277,24 @@ def _estimate(tier: _Tier | None, bound: float | None, bound_text: str, note: st
     if tier is not None:
         samples = [s for s in tier.samples if s > e] if e else list(tier.samples)
         n_all = len(tier.samples)
-        if samples:
+        # Runs still going count only once they have outlasted a finished one (before that they
+        # change nothing: Kaplan–Meier drops them from the risk set first).
+        going = [c for c in tier.censored if c > e and (not samples or c >= samples[0])]
+        if going and not samples:
+            # It outlasted every finished run, but others have run longer still: it is no
+            # outlier, and the longest of them is the least it is likely to take.
+            longest = max(going)
+            low, exp, high = e, longest, 2 * longest
+            basis = (f"already ran {_dur(e)}, longer than all {_runs(n_all)} {tier.what}, and "
+                     f"{len(going)} still running ran longer: at least {_dur(longest)}")
+        elif samples and going:
+            low, exp, high, reached = _censored_spread(samples, going)
+            basis = (f"{_runs(n_all)} {tier.what}" if len(samples) == n_all else
+                     f"{len(samples)} of {_runs(n_all)} {tier.what} that ran longer than its {_dur(e)} so far")
+            basis += f" and {len(going)} still running"
+            if not reached:
+                basis += f": most still run, at least {_dur(exp)}"
+        elif samples:
             low, exp, high = spread(samples)
             if len(samples) < n_all:
                 basis = (f"{len(samples)} of {_runs(n_all)} {tier.what} that ran longer than its "
@@ -288,6 +354,10 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
     tiers: dict[tuple[str, str, str, str | None], _Tier | None] = {}
     cq_tiers: dict[str, _Tier] = {}  # one read of each ClusterQueue's runs
     pending: dict[tuple[int, float | None, str, str], RuntimeEstimate] = {}  # equal inputs, one estimate
+    # First how long each running workload has run: those of a tier's scope are its runs still
+    # going (censored runs, `km_quantiles`).
+    rows: list[tuple[WorkloadKey, Workload, tuple[str, str, str, str | None], float | None]] = []
+    going: dict[tuple[str, ...], list[float]] = {}
     for key, wl in snapshot.workloads.items():
         if wl.is_finished:
             continue
@@ -298,13 +368,6 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
             if shape is None:
                 shape = shapes[id(wl.pod_sets)] = history.shape_of(wl)
         tkey = (wl.namespace, wl.queue_name, shape or "", cq)
-        if tkey in tiers:
-            tier = tiers[tkey]
-        else:
-            tier = tiers[tkey] = _history_tier(wl, cq, history, rules, shape, cq_tiers)
-        job_key = owner_job(wl) if jobs else None
-        job = jobs.get(job_key) if jobs and job_key is not None else None
-        bound, bound_text, note = upper_bound(wl, job)
         elapsed = None
         if wl.has_quota_reservation:
             start = admitted_at(wl)
@@ -312,6 +375,24 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
                 # Runs measured from their pods' start: so is this one, whose pods may still wait.
                 start = pods_ready_at(wl, start)
             elapsed = max(0.0, now - start) if start is not None else None
+            if elapsed is not None:
+                for scope in (("shape", *tkey), ("cq", cq or ""), ("cluster",)):
+                    going.setdefault(scope, []).append(elapsed)  # type: ignore[arg-type]
+        rows.append((key, wl, tkey, elapsed))
+    for key, wl, tkey, elapsed in rows:
+        cq = tkey[3]
+        if tkey in tiers:
+            tier = tiers[tkey]
+        else:
+            tier = _history_tier(wl, cq, history, rules, tkey[2] if history is not None else None, cq_tiers)
+            scope = {"shape": ("shape", *tkey), "cq": ("cq", cq or ""), "cluster": ("cluster",)}.get(
+                tier.scope if tier is not None else "")
+            if tier is not None and scope is not None:
+                tier = dataclasses.replace(tier, censored=tuple(going.get(scope, ())))  # type: ignore[arg-type]
+            tiers[tkey] = tier
+        job_key = owner_job(wl) if jobs else None
+        job = jobs.get(job_key) if jobs and job_key is not None else None
+        bound, bound_text, note = upper_bound(wl, job)
         if elapsed is None:
             pkey = (id(tier), bound, bound_text, note)
             est = pending.get(pkey)

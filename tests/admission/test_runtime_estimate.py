@@ -12,6 +12,7 @@ from kueuetop.admission.runtime_estimate import (
     JobLimits,
     estimate_runtime,
     estimate_runtimes,
+    km_quantiles,
     owner_job,
     spread,
 )
@@ -273,3 +274,53 @@ def test_runs_measured_from_their_pods_start_measure_a_running_workload_so_too()
     # 700 s since its pods started (900 s since its admission): both under a typical run.
     assert pods[("team-a", "started")].expected == 1000 and plain[("team-a", "started")].expected == 1200
     assert pods[("team-a", "waiting")] == pods[("team-a", "pending")]  # its pods have not started: all of it is ahead
+
+
+# ---------------------------------------------------------------------------------------- runs still going
+def test_kaplan_meier_counts_a_run_still_going_as_longer_than_it_has_run() -> None:
+    assert km_quantiles([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], [], (0.1, 0.5, 0.9)) == [1, 5, 9]
+    # 300-600 s finished; three still going, at 700, 800 and 5,000 s: the median is the 600 s run
+    # (finished runs alone say 450 s).
+    assert km_quantiles([300, 400, 500, 600], [700, 800, 5000], (0.5,)) == [600]
+    # More than half still going past the last finish: the median is not reached.
+    assert km_quantiles([100, 200], [150, 1000, 1000], (0.5,)) == [None]
+
+
+def _queue(*running_for: float) -> list[dict[str, Any]]:
+    return [cluster_queue("cq-a", group(["nvidia.com/gpu"], fq("a100", **{"nvidia.com/gpu": 64}))),
+            local_queue("team-a", "lq-a", "cq-a"), wl_dict("pend"),
+            *(running(e, name=f"run-{i}") for i, e in enumerate(running_for))]
+
+
+def test_runs_still_going_lengthen_the_estimate_of_a_pending_workload() -> None:
+    """Early on only the short runs have finished: the long ones still going say the runtime is longer."""
+    history = history_with([300.0, 400.0, 500.0, 600.0])
+    alone = estimate_runtimes(snapshot(*_queue()), history, NOW)[("team-a", "pend")]
+    assert alone.expected == 450 and alone.basis == "4 finished runs of this shape in team-a/lq-a"
+    out = estimate_runtimes(snapshot(*_queue(700, 800, 5000)), history, NOW)
+    est = out[("team-a", "pend")]
+    assert est.expected == 600 and est.basis == "4 finished runs of this shape in team-a/lq-a and 3 still running"
+    assert est.optimistic < est.expected < est.pessimistic
+    # Runs still going that have not outlasted any finished one change nothing.
+    assert estimate_runtimes(snapshot(*_queue(10, 20)), history, NOW)[("team-a", "pend")] == alone
+
+
+def test_when_most_runs_are_still_going_the_longest_is_the_least_it_will_take() -> None:
+    history = history_with([300.0, 400.0])
+    est = estimate_runtimes(snapshot(*_queue(2000, 2400, 3000)), history, NOW)[("team-a", "pend")]
+    assert est.expected == 3000 and est.pessimistic == 6000 and est.optimistic == 300
+    assert est.basis == "2 finished runs of this shape in team-a/lq-a and 3 still running: most still run, at least 50m"
+    # A running one is conditioned on its own time so far, the others still counting.
+    run = estimate_runtimes(snapshot(*_queue(2000, 2400, 3000)), history, NOW)[("team-a", "run-0")]
+    assert run.expected >= 2000
+
+
+def test_a_run_past_every_finished_one_is_not_ending_soon_while_others_ran_longer() -> None:
+    history = history_with([300.0, 400.0])
+    out = estimate_runtimes(snapshot(*_queue(2000, 2400, 3000)), history, NOW)
+    first, last = out[("team-a", "run-0")], out[("team-a", "run-2")]
+    assert (first.optimistic, first.expected, first.pessimistic) == (2000, 3000, 6000)
+    assert first.basis == ("already ran 33m20s, longer than all 2 finished runs of this shape in team-a/lq-a, and 2 "
+                           "still running ran longer: at least 50m")
+    # The longest running one is past everything known: it is taken to end soon, as before.
+    assert last.expected == 3300 and "expected to end soon" in last.basis
