@@ -12,6 +12,11 @@ and says where it comes from. In order:
    default that knows nothing of it. From the n runtimes: expected = median;
    optimistic/pessimistic = p10/p90 (linear interpolation) pushed out from the median by k = 1 + 1/√n, and at least 0.5/√n × the
    median away from it (p10/p90 of a few runs understate the spread: one run gives ±50 %).
+   The tier's running workloads (same shape and LocalQueue, same ClusterQueue, or the cluster)
+   are runs still going: once one has outlasted a finished run it counts as "longer than it
+   has run so far", and the quantiles are Kaplan–Meier's (`km_quantiles`) — finished runs
+   alone are the short ones early on. When the runs still going outlast half of all, the
+   longest so far is the expected value (a lower bound, said so) and twice it the pessimistic.
 2. **Upper bounds**, which cap the pessimistic end (and the expected value) and, when no run is
    known, are the estimate (expected = pessimistic = bound, optimistic = `bound_low` × bound):
    - the Workload's `spec.maximumExecutionTimeSeconds` less its `accumulatedPastExecutionTime`:
