@@ -35,7 +35,8 @@ and says where it comes from. In order:
 
 Running workloads: the estimate stays the total runtime from admission (the forecast subtracts
 the time already run), conditioned on that time e: only the runs longer than e count (the runtime
-distribution given it has lasted e); when no run lasted that long, or the bound/default is already
+distribution given it has lasted e); when no finished run lasted that long but runs still going
+did, the longest of those is the expected value; when none did, or the bound/default is already
 passed, the workload is taken to end soon: expected = e + 10 % of e or of a typical run (the
 median of the runs it outlived), whichever is more, pessimistic the same with 50 %; with no run
 known, e + max(60 s, 10 % of e) and e + max(60 s, 50 % of e). Every end of the range is at least e, so a remaining time is never negative.
