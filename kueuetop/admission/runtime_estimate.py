@@ -288,9 +288,11 @@ def _estimate(tier: _Tier | None, bound: float | None, bound_text: str, note: st
         going = [c for c in tier.censored if c > e and (not samples or c >= samples[0])]
         if going and not samples:
             # It outlasted every finished run, but others have run longer still: it is no
-            # outlier, and the longest of them is the least it is likely to take.
+            # outlier, and the longest of them is the least it is likely to take (runs started
+            # together are a second apart: then it ends no sooner than one past all runs would).
             longest = max(going)
-            low, exp, high = e, longest, 2 * longest
+            low, exp, high = _soon(e, statistics.median(tier.samples))
+            exp, high = max(exp, longest), max(high, 2 * longest)
             basis = (f"already ran {_dur(e)}, longer than all {_runs(n_all)} {tier.what}, and "
                      f"{len(going)} still running ran longer: at least {_dur(longest)}")
         elif samples and going:

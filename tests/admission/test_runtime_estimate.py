@@ -320,6 +320,9 @@ def test_a_run_past_every_finished_one_is_not_ending_soon_while_others_ran_longe
     out = estimate_runtimes(snapshot(*_queue(2000, 2400, 3000)), history, NOW)
     first, last = out[("team-a", "run-0")], out[("team-a", "run-2")]
     assert (first.optimistic, first.expected, first.pessimistic) == (2000, 3000, 6000)
+    # Runs started together are seconds apart: one a second behind the longest is not about to end.
+    tied = estimate_runtimes(snapshot(*_queue(2000, 2001)), history, NOW)[("team-a", "run-0")]
+    assert (tied.expected, tied.pessimistic) == (2200, 4002)
     assert first.basis == ("already ran 33m20s, longer than all 2 finished runs of this shape in team-a/lq-a, and 2 "
                            "still running ran longer: at least 50m")
     # The longest running one is past everything known: it is taken to end soon, as before.
