@@ -111,7 +111,10 @@ class _World:
         self.end_of: dict[WorkloadKey, float] = {}
         self.freed_now: list[WorkloadKey] = []  # finished or gave quota back at this instant
         self.prev_workloads: Mapping[WorkloadKey, Workload] | None = None
-        self.jobs_todo: set[WorkloadKey] = set(self.wls)  # workloads the job side has to look at
+        # Workloads the job side has to look at, in the order they were written: pods of workloads
+        # admitted at one instant queue for nodes in admission order (a set's order would vary
+        # from one process to the next with the string hash seed).
+        self.jobs_todo: dict[WorkloadKey, None] = dict.fromkeys(self.wls)
         self.started: set[WorkloadKey] = set()  # admitted by this round's writes
         self.endless: set[WorkloadKey] = set()  # running with no runtime: their end is unknown
         self.root_of: Callable[[Workload], str] = lambda wl: ""  # set by the run: the workload's cohort tree
@@ -252,7 +255,7 @@ class _World:
         """Pods of new admissions start (PodsReady), evicted ones stop (quota released), due ones
         finish (the workload leaves the forecast). Whether anything was written."""
         wrote = False
-        todo, self.jobs_todo = self.jobs_todo, set()
+        todo, self.jobs_todo = self.jobs_todo, {}
         for key in todo:
             wl = self.wls.get(key)
             if wl is None or wl.is_finished:
@@ -380,7 +383,7 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
             if world.write(key, su.apply_decision(world._api(key), d, world.now, config=snapshot.config,
                                                   cache=cache.parse)):
                 wrote = True
-                world.jobs_todo.add(key)
+                world.jobs_todo[key] = None
                 if isinstance(d, Admit):
                     cq_of[key] = d.cluster_queue
                     if key in waiting and key not in out.flavors:

@@ -186,3 +186,35 @@ def test_a_running_jobs_runtime_counts_from_its_pods_start_not_its_admission() -
     # With no start time known, from the admission as before.
     f = forecast(snap, runtimes, now, pools=pool((0,), max_nodes=1), placements={(NS, "r"): (("gpu", 0, 8),)})
     assert f.workloads[(NS, "a")].start == T0 + 600
+
+
+_SAME_INSTANT = """
+from tests.admission.test_forecast_pools import exact, pool, NS, GPU, POOL_LABEL
+from kueuetop.admission.forecast import forecast
+from tests.builders import T0, cluster_queue, flavor, fq, group, local_queue, namespace, snapshot, workload
+names = ["zeta", "alpha", "mid", "omega"]
+objs = [flavor("l4", labels={POOL_LABEL: "gpu"}), namespace(NS)]
+for n in names:
+    objs += [cluster_queue("cq-" + n, group(GPU, fq("l4", **{GPU: 8}))), local_queue(NS, "lq-" + n, "cq-" + n)]
+snap = snapshot(*objs, *(workload(NS, n, "lq-" + n, {GPU: "8"}, created=T0 + i) for i, n in enumerate(names)))
+f = forecast(snap, {(NS, n): exact(600) for n in names}, T0 + 100, pools=pool((8, 8), max_nodes=4), placements={})
+print([f.workloads[(NS, n)].start - (T0 + 100) for n in names], [f.workloads[(NS, n)].pods_start - (T0 + 100) for n in names])
+"""
+
+
+def test_pods_admitted_at_one_instant_take_the_free_nodes_in_admission_order_whatever_the_hash_seed() -> None:
+    # Four 8-GPU workloads of four ClusterQueues get quota in one cycle; two free nodes, two more
+    # 60 s after a scale-up. The first two admitted (oldest first) run at once, the other two on
+    # the new nodes: in every process, whatever order its string hashes would give a set.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    seen = set()
+    for seed in ("0", "1", "2", "3", "4", "5"):
+        out = subprocess.run([sys.executable, "-c", _SAME_INSTANT], cwd=root, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}, check=True).stdout.strip()
+        seen.add(out)
+    assert seen == {"[0.0, 0.0, 0.0, 0.0] [0.0, 0.0, 60.0, 60.0]"}
