@@ -175,9 +175,10 @@ def spread(samples: Sequence[float]) -> tuple[float, float, float]:
 
 def _censored_spread(samples: Sequence[float], going: Sequence[float]) -> tuple[float, float, float, bool]:
     """(optimistic, expected, pessimistic, median reached) from finished runs and runs still going
-    (`km_quantiles`), widened for few finished runs as `spread` is. When the runs still going
-    outlast half of all, the median is past the data: the longest run so far is a lower bound
-    and is taken as the expected runtime, twice it as the pessimistic end."""
+    (`km_quantiles`), widened for few finished runs as `spread` is; a p90 past the data is taken
+    at the longest run so far, its lower bound. When the runs still going outlast half of all,
+    the median is past the data: the longest run so far is taken as the expected runtime, twice
+    it as the pessimistic end."""
     lo_q, med_q, hi_q = km_quantiles(samples, going, (0.1, 0.5, 0.9))
     longest = max(max(samples), max(going))
     if med_q is None:
@@ -186,7 +187,8 @@ def _censored_spread(samples: Sequence[float], going: Sequence[float]) -> tuple[
     k = 1 + 1 / math.sqrt(n)
     floor = med_q * 0.5 / math.sqrt(n)
     low = max(0.0, med_q - max((med_q - (lo_q if lo_q is not None else med_q)) * k, floor))
-    high = med_q + max(((hi_q if hi_q is not None else 2 * longest) - med_q) * k, floor)
+    # A p90 past the data is at least the longest run so far: that, widened as a p90 is.
+    high = med_q + max(((hi_q if hi_q is not None else longest) - med_q) * k, floor)
     return low, med_q, high, True
 
 

@@ -340,7 +340,7 @@ class ClustersApp(App[int]):
     def _explain_row(self, row: int) -> None:
         visible = self._visible()
         text = explain_placement(visible[row]) if 0 <= row < len(visible) else ""
-        self.query_one("#explain", Static).update(_markup_safe(text))
+        self._set_explain(text)
 
     def _explain_all(self, row: int) -> None:
         text = ""
@@ -353,7 +353,13 @@ class ClustersApp(App[int]):
             else:
                 note = action_place(w).note or action_place(w).refused
                 text = note or f"{w.namespace}/{w.name} on {w.cluster}: {w.state}"
-        self.query_one("#explain", Static).update(_markup_safe(text))
+        self._set_explain(text)
+
+    def _set_explain(self, text: str) -> None:
+        # A highlight queued before a screen change, or the app's exit, arrives when the line is
+        # no longer on the screen shown: then there is nothing to set.
+        for line in self.query("#explain").results(Static):
+            line.update(_markup_safe(text))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         # Enter on a table row arrives here (the table's own binding), not as the app's binding.
