@@ -506,7 +506,7 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
     cache = cache if cache is not None else EngineCache()
     pending = _pending(snapshot)
     end = now + horizon
-    nodes = (pools, placements, finish_grid(now, resolution) if resolution > 0 else None)
+    nodes = (pools, placements, _grid(now, resolution))
     full, snapshot = snapshot, (_relevant(snapshot, pending) if pools is None else snapshot)
     expected = _run(snapshot, {k: r.expected for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause,
                     *nodes)
@@ -542,7 +542,7 @@ def with_ranges(expected: Forecast, snapshot: ClusterSnapshot, *, cache: EngineC
     now, runtimes = expected.at, expected.runtimes
     pending = set(expected.workloads)
     relevant = _relevant(snapshot, pending) if pools is None else snapshot
-    nodes = (pools, placements, finish_grid(now, resolution) if resolution > 0 else None)
+    nodes = (pools, placements, _grid(now, resolution))
     # The range runs go as far in virtual time as the expected one got: a budget that cut it
     # short (max_steps, pause) bounds them too, and the answers are about the same workloads.
     span = expected.horizon
@@ -561,6 +561,10 @@ def with_ranges(expected: Forecast, snapshot: ClusterSnapshot, *, cache: EngineC
             latest = max(latest, late.end)  # the pessimistic run stopped first: later than where it got to
         out[key] = dataclasses.replace(wf, earliest=min(starts), latest=latest)
     return dataclasses.replace(expected, workloads=out, ranged=True)
+
+
+def _grid(now: float, resolution: float) -> Callable[[float, float], float] | None:
+    return finish_grid(now, resolution) if resolution > 0 else None
 
 
 def _never(run: _Run, key: WorkloadKey, wl: Workload) -> str:

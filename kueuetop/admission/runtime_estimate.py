@@ -164,13 +164,16 @@ def _quantile(xs: Sequence[float], q: float) -> float:
 def spread(samples: Sequence[float]) -> tuple[float, float, float]:
     """(optimistic, expected, pessimistic) from runtimes: median, p10/p90 widened for small n."""
     xs = sorted(samples)
-    n = len(xs)
     med = _quantile(xs, 0.5)
+    return _widened(_quantile(xs, 0.1), med, _quantile(xs, 0.9), len(xs))
+
+
+def _widened(p10: float, med: float, p90: float, n: int) -> tuple[float, float, float]:
+    """p10/p90 pushed out from the median by k = 1 + 1/√n, and at least 0.5/√n × the median away
+    from it: n runs understate the spread (one run gives ±50 %)."""
     k = 1 + 1 / math.sqrt(n)
     floor = med * 0.5 / math.sqrt(n)
-    low = max(0.0, med - max((med - _quantile(xs, 0.1)) * k, floor))
-    high = med + max((_quantile(xs, 0.9) - med) * k, floor)
-    return low, med, high
+    return max(0.0, med - max((med - p10) * k, floor)), med, med + max((p90 - med) * k, floor)
 
 
 def _censored_spread(samples: Sequence[float], going: Sequence[float]) -> tuple[float, float, float, bool]:
@@ -183,13 +186,10 @@ def _censored_spread(samples: Sequence[float], going: Sequence[float]) -> tuple[
     longest = max(max(samples), max(going))
     if med_q is None:
         return min(samples), longest, 2 * longest, False
-    n = len(samples)
-    k = 1 + 1 / math.sqrt(n)
-    floor = med_q * 0.5 / math.sqrt(n)
-    low = max(0.0, med_q - max((med_q - (lo_q if lo_q is not None else med_q)) * k, floor))
     # A p90 past the data is at least the longest run so far: that, widened as a p90 is.
-    high = med_q + max(((hi_q if hi_q is not None else longest) - med_q) * k, floor)
-    return low, med_q, high, True
+    low, med, high = _widened(lo_q if lo_q is not None else med_q, med_q, hi_q if hi_q is not None else longest,
+                              len(samples))
+    return low, med, high, True
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,6 +349,13 @@ def estimate_runtime(wl: Workload, *, cluster_queue: str | None = None, history:
     return _estimate(tier, bound, bound_text, note, elapsed, rules)
 
 
+def _scopes(tkey: tuple[str, str, str, str | None]) -> dict[str, tuple[str, ...]]:
+    """The keys of a workload's running peers per tier scope (`_Tier.scope`), from its
+    (namespace, LocalQueue, shape, ClusterQueue)."""
+    return {"shape": ("shape", tkey[0], tkey[1], tkey[2], tkey[3] or ""), "cq": ("cq", tkey[3] or ""),
+            "cluster": ("cluster",)}
+
+
 def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now: float, *,
                       jobs: Mapping[tuple[str, str], JobLimits] | None = None,
                       rules: EstimateRules | None = None) -> dict[WorkloadKey, RuntimeEstimate]:
@@ -386,8 +393,8 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
                 start = pods_ready_at(wl, start)
             elapsed = max(0.0, now - start) if start is not None else None
             if elapsed is not None:
-                for scope in (("shape", *tkey), ("cq", cq or ""), ("cluster",)):
-                    going.setdefault(scope, []).append(elapsed)  # type: ignore[arg-type]
+                for scope in _scopes(tkey).values():
+                    going.setdefault(scope, []).append(elapsed)
         rows.append((key, wl, tkey, elapsed))
     for key, wl, tkey, elapsed in rows:
         cq = tkey[3]
@@ -395,10 +402,9 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
             tier = tiers[tkey]
         else:
             tier = _history_tier(wl, cq, history, rules, tkey[2] if history is not None else None, cq_tiers)
-            scope = {"shape": ("shape", *tkey), "cq": ("cq", cq or ""), "cluster": ("cluster",)}.get(
-                tier.scope if tier is not None else "")
+            scope = _scopes(tkey).get(tier.scope) if tier is not None else None
             if tier is not None and scope is not None:
-                tier = dataclasses.replace(tier, censored=tuple(going.get(scope, ())))  # type: ignore[arg-type]
+                tier = dataclasses.replace(tier, censored=tuple(going.get(scope, ())))
             tiers[tkey] = tier
         job_key = owner_job(wl) if jobs else None
         job = jobs.get(job_key) if jobs and job_key is not None else None

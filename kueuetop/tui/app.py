@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,7 +25,6 @@ from textual.timer import Timer
 from textual.widgets import ContentSwitcher, Footer, Input
 
 from kueuetop.kueue.actions import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD, Target
-from kueuetop.kueue.autoscaler_status import NodeGroupStatus
 from kueuetop.kueue.workload import Workload
 from kueuetop.sources.autoscaler_status import read_autoscaler_status
 from kueuetop.store import Store
@@ -152,7 +152,8 @@ class KueuetopApp(App[int]):
         if forecast:
             self.forecaster = Forecaster(store, server=server, context=context, state_dir=history_dir, clock=clock,
                                          busy=lambda: self._change_in_flight() or self.ctx.keys_active(),
-                                         pool_limits=_autoscaler_limits(api) if api is not None else None)
+                                         # cluster-autoscaler's status, read on the forecast's thread
+                                         pool_limits=partial(read_autoscaler_status, api) if api is not None else None)
 
     def get_driver_class(self) -> type[Any]:
         cls = super().get_driver_class()
@@ -663,9 +664,3 @@ class KueuetopApp(App[int]):
         else:
             self.show_yaml(*tv.yaml_target(row))
 
-
-def _autoscaler_limits(api: Any) -> Callable[[], tuple[list[NodeGroupStatus] | None, str]]:
-    """cluster-autoscaler's node groups read from the cluster (on the forecast worker's thread)."""
-    def read() -> tuple[list[NodeGroupStatus] | None, str]:
-        return read_autoscaler_status(api)
-    return read

@@ -44,7 +44,7 @@ from kueuetop.views.forecast_report import (
 
 log = logging.getLogger(__name__)
 
-PoolLimits = Callable[[], tuple["list[NodeGroupStatus] | None", str]]
+PoolLimits = Callable[[], tuple[list[NodeGroupStatus] | None, str]]  # (node groups or None, why not)
 
 INTERVAL = 5.0  # seconds between forecasts at least ("at most once per few seconds")
 DUTY = 0.05  # share of one core the forecasts may take on average: a slow one runs less often

@@ -41,7 +41,7 @@ def test_the_step_is_the_base_near_the_start_and_doubles_further_out() -> None:
 def test_a_short_run_gets_a_finer_step_and_a_very_short_one_none() -> None:
     assert step_for(3_000, 120) == 7.5  # 10 % of 120 s is 12 s: 30 halved twice
     assert step_for(3_000, 5) == 0.0  # 0.5 s: under MIN_STEP, the finish is kept as it is
-    assert MIN_STEP > 0
+    assert step_for(3_000, 10 * MIN_STEP) == MIN_STEP * RESOLUTION / 32  # 30 s halved down to within 1 s
 
 
 def test_finishes_round_to_the_nearest_point_and_never_shorten_a_run_much() -> None:
