@@ -22,9 +22,10 @@ the queues are longest), or `--at`. Then, per scenario:
    visibility order, `sim/kueue/queue_view.py`). Errors are |predicted − actual admission| over the
    workloads pending at T that were admitted within the run; coverage is how many got an answer;
    the goal is the forecast's median error at most half of the better baseline's. Where the
-   cluster has an autoscaler's status ConfigMap (refarch), `forecastOnPools` is what the console
-   and `kueuetop forecast` then give: pods placed on the pools it describes, runs measured from
-   their pods' start; it has its own goal line.
+   pools' growth is known (`kueue/pool_growth.py`: an autoscaler's status ConfigMap, as in
+   refarch; or none and no Karpenter node, fixed pools, as in `large`), `forecastOnPools` is
+   what the console and `kueuetop forecast` then give: pods placed on the pools, runs measured
+   from their pods' start; it has its own goal line.
 3. Speed: wall and CPU seconds of every forecast call, with ranges (three runs: expected,
    optimistic, pessimistic) and without, and the number of pending workloads; `--speed-only`
    times them with the heap kept as the console keeps it (`console_heap`). Estimated runtimes
@@ -65,9 +66,11 @@ from kueuetop.admission.finish_grid import RESOLUTION
 from kueuetop.admission.forecast import forecast
 from kueuetop.admission.forecast_result import Forecast, RuntimeEstimate
 from kueuetop.admission.runtime_estimate import estimate_runtimes
-from kueuetop.kueue.autoscaler_status import STATUS_KEY, STATUS_NAME, STATUS_NAMESPACE, NodeGroupStatus
+from kueuetop.kueue.autoscaler_status import STATUS_KEY, STATUS_NAME, STATUS_NAMESPACE
+from kueuetop.kueue.core import Node
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
+from kueuetop.kueue.pool_growth import AutoscalerRead, pool_growth
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import Workload
 from kueuetop.sim.clock import SimClock
@@ -95,7 +98,7 @@ from kueuetop.tui.heap import HeapFreezer, IdleCollector
 from kueuetop.views.forecast_report import pools_from_store
 
 DEFAULT_SCENARIOS = ("refarch", "skypilot", "kueue-perf-baseline")
-ON_POOLS = "forecastOnPools"  # the forecast with pods placed on the pools the autoscaler's status describes
+ON_POOLS = "forecastOnPools"  # the forecast with pods placed on the pools (the autoscaler's limits, or fixed)
 FORECASTS = ("forecast", ON_POOLS)
 BASELINES = ("meanInterval", "emaThroughput")
 IDLE = 30 * 24 * 3600.0  # a bound on simulated time only: runs end when the cluster is idle
@@ -349,11 +352,14 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
         predictions = {"forecast": {k: fc.workloads[k].start for k in pending},
                        "meanInterval": mean_interval_eta(seen, positions, now),
                        "emaThroughput": ema_throughput_eta(seen, positions, now)}
-        groups = autoscaler_groups(cluster.store)
-        if groups is not None:
-            # What the console and `kueuetop forecast` do where the autoscaler's status can be
-            # read: pods placed on the pools, runs measured from their pods' start.
-            pools, placements = pools_from_store(console_store(cluster.store), groups, now)
+        store = console_store(cluster.store)
+        growth = pool_growth(autoscaler_read(cluster.store), (n for n in store.objects(K.NODES).values()
+                                                              if isinstance(n, Node)))
+        if growth.placed:
+            # What the console and `kueuetop forecast` do where the pools' growth is known (the
+            # autoscaler's status; or none and no Karpenter node: fixed pools): pods placed on
+            # the pools, runs measured from their pods' start.
+            pools, placements = pools_from_store(store, growth.groups, now)
             on_pools = forecast(snap, estimate_runtimes(snap, history.from_pods(), now), now, ranges=False,
                                 resolution=RESOLUTION, pools=pools, placements=placements)
             predictions[ON_POOLS] = {k: on_pools.workloads[k].start for k in pending}
@@ -411,13 +417,13 @@ def console_store(objects: ObjectStore) -> Store:
     return store
 
 
-def autoscaler_groups(objects: ObjectStore) -> list[NodeGroupStatus] | None:
-    """cluster-autoscaler's node groups as the console reads them (its status ConfigMap), None
-    when the cluster has none (no autoscaled pool)."""
+def autoscaler_read(objects: ObjectStore) -> AutoscalerRead:
+    """cluster-autoscaler's status as the console reads it (its ConfigMap), absent when the
+    cluster has none (no autoscaled pool)."""
     cm = objects.try_get("", "configmaps", STATUS_NAMESPACE, STATUS_NAME, copy=False)
     if cm is None:
-        return None
-    return parse_autoscaler_status((cm.get("data") or {}).get(STATUS_KEY, ""))
+        return AutoscalerRead(None, f"no configmap {STATUS_NAMESPACE}/{STATUS_NAME}", absent=True)
+    return AutoscalerRead(parse_autoscaler_status((cm.get("data") or {}).get(STATUS_KEY, "")))
 
 
 @contextlib.contextmanager
@@ -441,8 +447,8 @@ def console_worker(objects: ObjectStore, now: float) -> dict[str, Any]:
     heap kept as the console keeps it. Wall seconds until the expected starts are shown and until
     their ranges are, and CPU seconds."""
     store = console_store(objects)
-    groups = autoscaler_groups(objects)
-    worker = Forecaster(store, clock=lambda: now, pool_limits=lambda: (groups, "no cluster-autoscaler status"))
+    read = autoscaler_read(objects)
+    worker = Forecaster(store, clock=lambda: now, pool_limits=lambda: read)
     worker.history.record_all(w for w in store.objects(K.WORKLOADS).values() if isinstance(w, Workload))
     with console_heap(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES))):
         cpu = time.process_time()

@@ -213,7 +213,7 @@ class ForecastLook:
     snapshot: ClusterSnapshot
     pools: dict[str, PoolCapacity]
     placements: dict[Key, tuple[tuple[str, int, int, float | None], ...]]
-    pools_known: bool  # True: each pool's growth limit and delay are known (a scenario's NodePools)
+    pools_known: bool  # True: pods wait for nodes (a scenario's NodePools; cluster-autoscaler's limits; fixed pools)
     history: RunHistory
     now: float
     source: dict[str, Any]
@@ -289,11 +289,13 @@ def forecast_live_look(args: argparse.Namespace, history_path: Path) -> tuple[Fo
 
 
 def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook | None, int]:
+    from kueuetop.kueue.core import Node
+    from kueuetop.kueue.pool_growth import AUTOSCALER, pool_growth
     from kueuetop.sources.autoscaler_status import read_autoscaler_status
     from kueuetop.store import events as K
     from kueuetop.store.events import Changes
     from kueuetop.store.run_history import cluster_scope, load_run_history, record_changes, save_run_history
-    from kueuetop.views.forecast_report import NODE_DELAY_ASSUMED, pools_from_store
+    from kueuetop.views.forecast_report import FIXED_NOTE, NODE_DELAY_ASSUMED, pools_from_store
     from kueuetop.views.snapshot import observed_now
     from kueuetop.views.workload_rows import store_position
 
@@ -309,10 +311,11 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
         record_changes(store, history, Changes({K.WORKLOADS: frozenset(store.keys(K.WORKLOADS))}))
         snap = store.snapshot()
         now = observed_now(snap, time.time())
-        # How far each pool may grow: cluster-autoscaler's status, when it can be read; else
-        # growth is unknown and each pool stays at its current size.
-        groups, why = read_autoscaler_status(session.conn.api)
-        pools, placements = pools_from_store(store, groups, now)
+        # How far each pool may grow: cluster-autoscaler's status, when it can be read; none and
+        # no Karpenter node: the pools are fixed; else unknown (kueue/pool_growth.py).
+        nodes = [n for n in store.objects(K.NODES).values() if isinstance(n, Node)]
+        growth = pool_growth(read_autoscaler_status(session.conn.api), nodes)
+        pools, placements = pools_from_store(store, growth.groups, now)
     except KeyboardInterrupt:
         return None, _fail("interrupted")
     finally:
@@ -323,9 +326,10 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
         if saved:
             warnings.append(saved)
     source = {"kind": "cluster", "server": info.server, "context": info.context}
-    note = f" (cluster-autoscaler's limits; a new node taken to be Ready {NODE_DELAY_ASSUMED:.0f}s after a scale-up)"
-    return ForecastLook(snap, pools, placements, groups is not None, history, now, source, store_position(store), warnings,
-                        pools_note=note, pools_why=why), EXIT_OK
+    note = (f" (cluster-autoscaler's limits; a new node taken to be Ready {NODE_DELAY_ASSUMED:.0f}s after a scale-up)"
+            if growth.basis == AUTOSCALER else f" {FIXED_NOTE}")
+    return ForecastLook(snap, pools, placements, growth.placed, history, now, source, store_position(store), warnings,
+                        pools_note=note, pools_why=growth.why), EXIT_OK
 
 
 def cmd_clusters(args: argparse.Namespace) -> int:

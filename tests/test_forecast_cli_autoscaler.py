@@ -1,7 +1,8 @@
 """`kueuetop forecast` on a live cluster reads how far its node pools may grow from
 cluster-autoscaler's status ConfigMap (`kube-system/cluster-autoscaler-status`), which the
 simulated autoscaler writes as cluster-autoscaler ≥ 1.30 does; the real `kubernetes` client over
-loopback. Without it, pods are taken to run when admitted, and the forecast's source line says why.
+loopback. Without it (a 404) and with no Karpenter node the pools are taken as fixed; when it
+cannot be read (a 403), pods are taken to run when admitted, and the forecast's source line says why.
 The console's forecast worker reads it the same way, so its ETA column agrees with the command."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 from kueuetop.admission.forecast_result import Forecast
 from kueuetop.cli import main
+from kueuetop.kueue.pool_growth import AutoscalerRead
 from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import ServedCluster, start_served
 from kueuetop.sources.autoscaler_status import read_autoscaler_status
@@ -24,7 +26,7 @@ from kueuetop.sources.kube import KubeSources
 from kueuetop.store import Store
 from kueuetop.tui.forecaster import Forecaster
 from kueuetop.views.eta_text import eta_sentence
-from kueuetop.views.forecast_report import POD_NOTE_AUTOSCALER, POD_NOTE_RUN
+from kueuetop.views.forecast_report import FIXED_NOTE, POD_NOTE_AUTOSCALER, POD_NOTE_FIXED, POD_NOTE_RUN
 from tests.waiting import FAST, wait_until
 
 # One autoscaled pool of 4-GPU nodes: 1 node, up to 2, a new node 10 minutes after a scale-up.
@@ -131,7 +133,7 @@ def test_the_autoscalers_limits_place_the_pods_and_say_so(served: ServedCluster,
     assert c["podsStartInSeconds"] == c["eta"]["startInSeconds"]  # b-run's node is there by then: no wait
 
 
-def test_without_the_status_pods_run_at_admission_and_the_forecast_says_why(
+def test_without_the_status_the_pools_are_taken_as_fixed_and_the_forecast_says_so(
         served: ServedCluster, capsys: pytest.CaptureFixture[str]) -> None:
     store = served.parts.cluster.store
     with served.parts.cluster.lock:
@@ -143,12 +145,17 @@ def test_without_the_status_pods_run_at_admission_and_the_forecast_says_why(
         with served.parts.cluster.lock:
             saved["metadata"].pop("resourceVersion", None)
             store.create("", "configmaps", saved)
-    assert doc["source"]["pods"] == ("run when admitted (node pools not modelled: autoscaler limits: no configmap "
-                                     "kube-system/cluster-autoscaler-status (no cluster-autoscaler writes one))")
+    # No status and no Karpenter node: nothing grows the pools, the one node is all there is.
+    assert doc["source"]["pods"] == f"placed on the node pools {FIXED_NOTE}"
     assert err == ""
+    (b,) = [w for w in doc["workloads"] if w["name"].startswith("job-b-run")] or [None]
+    assert b is None  # b-run holds quota: not pending, not answered
     (c,) = [w for w in doc["workloads"] if w["name"].startswith("job-c-wait")]
-    assert 3500 <= c["eta"]["startInSeconds"] <= 3600
-    assert c["podsStart"] is None and c["podsStartInSeconds"] is None  # pods were not placed
+    # a-run ends at its 2 h limit (from admission at ~0 s) and gives c-wait its quota; the node it
+    # leaves goes to b-run's pod, waiting since admission, and c-wait's pod has a node only when
+    # b-run's 1 h run ends. With the autoscaler's new node: admitted at ~1 h 2 m, pods at once.
+    assert 7_100 <= c["eta"]["startInSeconds"] <= 7_200
+    assert c["podsStartInSeconds"] == pytest.approx(c["eta"]["startInSeconds"] + 3600, abs=1)
 
 
 @contextlib.contextmanager
@@ -182,12 +189,26 @@ def test_the_consoles_forecast_places_the_pods_as_the_command_does(served: Serve
     assert c.pods_start == c.start and "wait" not in eta_sentence(c, fc, fc.at)
 
 
+def test_the_console_takes_the_pools_as_fixed_without_a_status_as_the_command_does(served: ServedCluster) -> None:
+    absent = AutoscalerRead(None, "autoscaler limits: no configmap kube-system/cluster-autoscaler-status", absent=True)
+    with console_store(served) as (store, _):
+        worker = Forecaster(store, pool_limits=lambda: absent)
+        fc = worker.run_once()
+    assert isinstance(fc, Forecast) and fc.pods_placed
+    assert worker.pods == POD_NOTE_FIXED and fc.pods_note == POD_NOTE_FIXED
+    (c,) = [w for k, w in fc.workloads.items() if k[1].startswith("job-c-wait")]
+    assert c.start is not None and c.pods_start is not None
+    assert 7_100 <= c.start - fc.at <= 7_200 and c.pods_start - c.start == pytest.approx(3600, abs=1)
+    assert "its pods wait 1h more for nodes" in eta_sentence(c, fc, fc.at)
+    assert eta_sentence(c, fc, fc.at).endswith(POD_NOTE_FIXED)
+
+
 def test_an_unreadable_status_leaves_the_pods_running_at_admission_and_says_why(served: ServedCluster) -> None:
     calls = []
 
-    def unreadable() -> tuple[None, str]:
+    def unreadable() -> AutoscalerRead:
         calls.append(1)
-        return None, "autoscaler limits: forbidden: get configmaps in kube-system"
+        return AutoscalerRead(None, "autoscaler limits: forbidden: get configmaps in kube-system")
 
     with console_store(served) as (store, _):
         worker = Forecaster(store, pool_limits=unreadable)

@@ -54,6 +54,7 @@ class Forecast:
     complete: bool = True  # False: the horizon or the step limit ended the run before every workload was placed
     ranged: bool = True  # earliest / latest come from runs at the runtimes' ends (False: they are the start)
     pods_placed: bool = False  # pods waited for the node pools' GPUs (pods_start is theirs); else ran when admitted
+    pods_note: str = ""  # what the caller knew of the pools, in words ("pods run when admitted (…: why)")
 
 
 @dataclass(frozen=True, slots=True)

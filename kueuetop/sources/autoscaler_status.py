@@ -3,8 +3,8 @@
 The ConfigMap `kube-system/cluster-autoscaler-status` (kueue/autoscaler_status.py reads its
 text). Reading it needs `get configmaps` in kube-system, which many users lack: a 403, a 404 (no
 cluster-autoscaler, or one that does not write it), an unreachable server or a text that does not
-parse all give no status and a one-line reason, never an exception; the forecast then takes the
-pools at their current size, as it says.
+parse all give no status and a one-line reason, never an exception (`kueue/pool_growth.py` says
+what a forecast then assumes of the pools).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from kueuetop.kueue.autoscaler_status import (
     status_format,
 )
 from kueuetop.kueue.errors import KueueParseError
+from kueuetop.kueue.pool_growth import AutoscalerRead
 from kueuetop.sources.configmap_read import read_configmap_key
 
 __all__ = ["parse_autoscaler_status", "read_autoscaler_status"]
@@ -46,13 +47,13 @@ def parse_autoscaler_status(text: str) -> list[NodeGroupStatus]:
     raise KueueParseError(_OBJ, "data.status", "in no format cluster-autoscaler writes")
 
 
-def read_autoscaler_status(api: Any, timeout: float = 5.0) -> tuple[list[NodeGroupStatus] | None, str]:
-    """(the node groups, "") or (None, why not)."""
-    text, why = read_configmap_key(api, STATUS_NAMESPACE, STATUS_NAME, STATUS_KEY, "autoscaler limits", timeout,
-                                   absent=" (no cluster-autoscaler writes one)")
+def read_autoscaler_status(api: Any, timeout: float = 5.0) -> AutoscalerRead:
+    """The node groups, or None and why not (and whether the ConfigMap is absent: a 404)."""
+    text, why, absent = read_configmap_key(api, STATUS_NAMESPACE, STATUS_NAME, STATUS_KEY, "autoscaler limits",
+                                           timeout, absent=" (no cluster-autoscaler writes one)")
     if text is None:
-        return None, why
+        return AutoscalerRead(None, why, absent)
     try:
-        return parse_autoscaler_status(text), ""
+        return AutoscalerRead(parse_autoscaler_status(text))
     except KueueParseError as e:
-        return None, f"autoscaler limits: {e}"
+        return AutoscalerRead(None, f"autoscaler limits: {e}")

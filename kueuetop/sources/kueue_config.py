@@ -30,7 +30,7 @@ __all__ = ["read_kueue_config"]
 def read_kueue_config(api: Any, timeout: float = 5.0) -> tuple[KueueConfig | None, str]:
     """(the configuration, "") or (None, why not)."""
     what = "Kueue's configuration"
-    text, why = read_configmap_key(api, MANAGER_CONFIG_NAMESPACE, MANAGER_CONFIG_NAME, MANAGER_CONFIG_KEY, what, timeout)
+    text, why, _ = read_configmap_key(api, MANAGER_CONFIG_NAMESPACE, MANAGER_CONFIG_NAME, MANAGER_CONFIG_KEY, what, timeout)
     if text is None:
         return None, why
     try:

@@ -11,6 +11,7 @@ minute and on stop, so a fresh console on a long-lived cluster starts with it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -22,7 +23,8 @@ from kueuetop.admission.finish_grid import RESOLUTION
 from kueuetop.admission.forecast import forecast, with_ranges
 from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadForecast
 from kueuetop.admission.runtime_estimate import estimate_runtimes
-from kueuetop.kueue.autoscaler_status import NodeGroupStatus
+from kueuetop.kueue.core import Node
+from kueuetop.kueue.pool_growth import AutoscalerRead, pool_growth
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.store import Store
@@ -35,16 +37,11 @@ from kueuetop.store.run_history import (
     load_run_history,
     save_run_history,
 )
-from kueuetop.views.forecast_report import (
-    POD_NOTE_AUTOSCALER,
-    POD_NOTE_RUN,
-    pods_not_modelled,
-    pools_from_store,
-)
+from kueuetop.views.forecast_report import POD_NOTE_RUN, pods_note, pools_from_store
 
 log = logging.getLogger(__name__)
 
-PoolLimits = Callable[[], tuple[list[NodeGroupStatus] | None, str]]  # (node groups or None, why not)
+PoolLimits = Callable[[], AutoscalerRead]  # one read of cluster-autoscaler's status
 
 INTERVAL = 5.0  # seconds between forecasts at least ("at most once per few seconds")
 DUTY = 0.05  # share of one core the forecasts may take on average: a slow one runs less often
@@ -83,7 +80,7 @@ class Forecaster:
         # then pods wait for nodes in the forecast, as in `kueuetop forecast`; else they run when
         # admitted, and `pods` says why.
         self._pool_limits = pool_limits
-        self._limits: tuple[float, list[NodeGroupStatus] | None, str] | None = None
+        self._limits: tuple[float, AutoscalerRead] | None = None  # (when read, what was read)
         self.pods = POD_NOTE_RUN
         self.interval = interval
         self._busy = busy
@@ -165,6 +162,7 @@ class Forecaster:
         try:
             result = forecast(snap, runtimes, now, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
                               ranges=False, resolution=RESOLUTION, pools=pools, placements=placements)
+            result = dataclasses.replace(result, pods_note=self.pods)  # shown beside the forecast's age
             self.first_seconds = time.monotonic() - started
             shown = self.store.forecast()
             if not isinstance(shown, Forecast) or not shown.ranged:
@@ -187,20 +185,19 @@ class Forecaster:
         return result
 
     def _pools(self, now: float) -> tuple[dict[str, PoolCapacity] | None, dict | None]:
-        """The node pools and running pods' GPUs when the autoscaler's limits are known (read at
-        most every POOL_LIMITS_EVERY seconds), else (None, None): pods run when admitted."""
+        """The node pools and running pods' GPUs when their growth is known (the autoscaler's
+        status read at most every POOL_LIMITS_EVERY seconds; `kueue/pool_growth.py`), else
+        (None, None): pods run when admitted."""
         if self._pool_limits is None:
             return None, None
         at = time.monotonic()
         if self._limits is None or at - self._limits[0] >= POOL_LIMITS_EVERY:
-            groups, why = self._pool_limits()
-            self._limits = (at, groups, why)
-        _, groups, why = self._limits
-        if groups is None:
-            self.pods = pods_not_modelled(why)
+            self._limits = (at, self._pool_limits())
+        growth = pool_growth(self._limits[1], (n for n in self.store.objects(K.NODES).values() if isinstance(n, Node)))
+        self.pods = pods_note(growth)
+        if not growth.placed:
             return None, None
-        self.pods = POD_NOTE_AUTOSCALER
-        return pools_from_store(self.store, groups, now)
+        return pools_from_store(self.store, growth.groups, now)
 
     def _publish(self, snap: ClusterSnapshot, result: Forecast) -> None:
         old = self.store.forecast()

@@ -98,6 +98,8 @@ def eta_sentence(wf: WorkloadForecast | None, forecast: Forecast | None, now: fl
     if bases:
         parts.append("basis: " + bases)
     parts.append(age)
+    if forecast.pods_note:
+        parts.append(forecast.pods_note)  # whether the pods were taken to wait for nodes, and why not
     return "; ".join(parts)
 
 

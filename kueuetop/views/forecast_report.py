@@ -53,6 +53,7 @@ from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadF
 from kueuetop.admission.pod_placement import GpuPlacement, placements_from_cluster, pools_from_cluster
 from kueuetop.kueue.autoscaler_status import NodeGroupStatus, pool_limits
 from kueuetop.kueue.core import Node, Pod
+from kueuetop.kueue.pool_growth import AUTOSCALER, FIXED, PoolGrowth
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.store import Store
 from kueuetop.store import events as K
@@ -147,9 +148,22 @@ POD_NOTE_AUTOSCALER = ("pods placed on the node pools (cluster-autoscaler's limi
                        f"{NODE_DELAY_ASSUMED:.0f}s after a scale-up)")
 
 
+FIXED_NOTE = "at their current size (no cluster-autoscaler status, no Karpenter node: taken as fixed)"
+POD_NOTE_FIXED = f"pods placed on the node pools {FIXED_NOTE}"
+
+
 def pods_not_modelled(why: str) -> str:
     """POD_NOTE_RUN with the reason the pools are not modelled, when there is one."""
     return f"pods run when admitted (node pools not modelled: {why})" if why else POD_NOTE_RUN
+
+
+def pods_note(growth: PoolGrowth) -> str:
+    """What a forecast on these pools says of pods (beside its age in the console)."""
+    if growth.basis == AUTOSCALER:
+        return POD_NOTE_AUTOSCALER
+    if growth.basis == FIXED:
+        return POD_NOTE_FIXED
+    return pods_not_modelled(growth.why)
 
 
 def pools_from_store(store: Store, groups: Iterable[NodeGroupStatus] | None = None, now: float | None = None,

@@ -53,3 +53,11 @@ def test_the_detail_line_tells_a_wait_for_nodes_only_when_the_pools_were_modelle
     assert "wait" not in eta_sentence(wf(NOW + 600, pods_start=NOW + 610), placed, NOW)  # 10 s: not worth a word
     unplaced = Forecast(at=NOW, horizon=NOW + 86400, workloads={})
     assert "wait" not in eta_sentence(waits, unplaced, NOW)
+
+
+def test_the_detail_line_ends_with_what_the_forecast_knew_of_the_pools() -> None:
+    why = "pods run when admitted (node pools not modelled: autoscaler limits: forbidden to get configmap x/y)"
+    fc = Forecast(at=NOW - 8, horizon=NOW + 86400, workloads={}, pods_note=why)
+    line = eta_sentence(wf(NOW + 600, NOW + 300, NOW + 900), fc, NOW)
+    assert line.endswith(f"; forecast 8s old; {why}")
+    assert eta_sentence(wf(NOW + 600), Forecast(at=NOW, horizon=NOW + 86400, workloads={}), NOW).endswith("old")
