@@ -103,6 +103,8 @@ class Forecaster:
         # object per version): the what-if panel reuses it as its "before" when the store has not
         # moved since. One tuple, so a reader on another thread never sees a mismatched pair.
         self.latest: tuple[ClusterSnapshot, Forecast] | None = None
+        self.latest_pools: tuple[dict[str, PoolCapacity], dict] | None = None  # what the latest placed pods on
+        self._placed: tuple[dict[str, PoolCapacity], dict] | None = None  # the same, for the forecast under way
         self._version = -1
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -150,6 +152,7 @@ class Forecaster:
         snap = self.store.snapshot()
         now = self._clock()
         pools, placements = self._pools(now)
+        self._placed = (pools, placements or {}) if pools is not None else None
         # With pools the forecast adds each wait for nodes itself: the runs count from their pods' start.
         runtimes = estimate_runtimes(snap, self.history.from_pods() if pools is not None else self.history, now)
         self._rounds = 0
@@ -202,6 +205,7 @@ class Forecaster:
     def _publish(self, snap: ClusterSnapshot, result: Forecast) -> None:
         old = self.store.forecast()
         self.latest = (snap, result)
+        self.latest_pools = self._placed
         self.store.set_forecast(result, _moved(old if isinstance(old, Forecast) else None, result))
 
     def _pause(self) -> None:

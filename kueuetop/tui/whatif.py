@@ -70,14 +70,17 @@ class WhatIfScreen(Screen[None]):
 
     def __init__(self, ctx: ViewContext, *, history: RunSamples | None = None,
                  latest: Callable[[], tuple[ClusterSnapshot, Forecast] | None] = lambda: None,
+                 pools: Callable[[], tuple[dict, dict] | None] = lambda: None,
                  focus_cq: str = "", text: str = "") -> None:
         """`history`: the forecast worker's runs (runtimes when no forecast ran yet); `latest`: its
-        latest forecast with the snapshot it ran on; `focus_cq`: the ClusterQueue whose suggestion
+        latest forecast with the snapshot it ran on; `pools`: the node pools that forecast placed
+        pods on, None when it did not; `focus_cq`: the ClusterQueue whose suggestion
         is preselected; `text`: a change to run at once (`:whatif quota …`)."""
         super().__init__()
         self.ctx = ctx
         self.history = history
         self.latest = latest
+        self.pools = pools
         self.focus_cq = focus_cq
         self.initial = text
         self.request = 0  # the request whose answer is wanted; older answers are dropped
@@ -169,7 +172,7 @@ class WhatIfScreen(Screen[None]):
 
         try:
             answer = run_what_if(self.ctx.store, changes, now, history=self.history, latest=self.latest(),
-                                 pause=pause)
+                                 pools=self.pools(), pause=pause)
         except _Replaced:
             return
         except ValueError as exc:  # a change that does not apply to this cluster: one line

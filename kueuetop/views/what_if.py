@@ -18,7 +18,8 @@ from typing import Any
 
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.forecast_changes import Change, NodesChange, apply_changes, run_forecast
-from kueuetop.admission.forecast_result import Forecast, RuntimeEstimate
+from kueuetop.admission.forecast_result import Forecast, PoolCapacity, RuntimeEstimate
+from kueuetop.admission.pod_placement import GpuPlacement
 from kueuetop.admission.runtime_estimate import RunSamples, estimate_runtimes
 from kueuetop.kueue.cluster_queue import ClusterQueue
 from kueuetop.kueue.core import GPU_RESOURCE, Node
@@ -149,21 +150,27 @@ def _runtimes(snap: ClusterSnapshot, latest: Forecast | None, history: RunSample
 
 def run_what_if(store: Store, changes: Sequence[Change], now: float, *, history: RunSamples | None = None,
                 latest: tuple[ClusterSnapshot, Forecast] | None = None,
+                pools: tuple[dict[str, PoolCapacity], dict[Key, tuple[GpuPlacement, ...]]] | None = None,
                 pause: Callable[[], bool | None] | None = None) -> WhatIfAnswer:
     """The store's cluster forecast before and after `changes`. `latest`: the console's latest
     forecast with the snapshot it ran on; it is the "before" (and its `at` the instant) when that
-    snapshot is still the store's and no pools are modelled. A change that does not apply (an
-    unknown queue, flavor, resource or pool) is a ValueError with a one-line message. Meant for a
-    worker thread: the engine gets a cache of its own; `pause` is called between its rounds."""
+    snapshot is still the store's. `pools`: the node pools and placements that forecast placed
+    pods on (None: it did not); both forecasts place pods on them, as it did, and a `nodes`
+    change places pods on the pools at their current size when it did not. A change that does not
+    apply (an unknown queue, flavor, resource or pool) is a ValueError with a one-line message.
+    Meant for a worker thread: the engine gets a cache of its own; `pause` is called between its
+    rounds."""
     specs = tuple(c.spec for c in changes)
     snap = store.snapshot()
-    model = any(isinstance(c, NodesChange) for c in changes)
-    pools, placements = pools_from_store(store) if model else ({}, {})
-    changed, changed_pools = apply_changes(snap, pools, changes)
+    model = pools is not None or any(isinstance(c, NodesChange) for c in changes)
     fc = store.forecast()
     fc = fc if isinstance(fc, Forecast) else None
+    # The console's forecast placed pods on these pools: the comparison does too, or it would
+    # set a forecast with waits for nodes against one without.
+    pools, placements = pools if pools is not None else (pools_from_store(store) if model else ({}, {}))
+    changed, changed_pools = apply_changes(snap, pools, changes)
     before = None
-    if not model and latest is not None and latest[0] is snap and latest[1] is fc:
+    if latest is not None and latest[0] is snap and latest[1] is fc and fc.pods_placed == model:
         before, now = fc, fc.at
     runtimes = _runtimes(snap, fc, history, now)
     cache = EngineCache()  # not the forecast worker's: two threads never share one
@@ -173,5 +180,6 @@ def run_what_if(store: Store, changes: Sequence[Change], now: float, *, history:
     keys = sorted(after.workloads)
     moves = eta_moves(before, after, keys)
     shown = {(clean(k[0]), clean(k[1])): k for k in keys}
-    return WhatIfAnswer(specs, now, moves, move_summary(moves), shown, POD_NOTE_POOLS if model else POD_NOTE_RUN,
-                        reused=before is fc)
+    note = (fc.pods_note if fc is not None and fc.pods_placed and fc.pods_note else POD_NOTE_POOLS) if model \
+        else POD_NOTE_RUN
+    return WhatIfAnswer(specs, now, moves, move_summary(moves), shown, note, reused=before is fc)

@@ -44,3 +44,21 @@ def test_a_nodes_change_models_the_pools_and_an_unknown_pool_is_one_line() -> No
     assert quota.pods == POD_NOTE_RUN and [m["name"] for m in quota.moves] == ["a", "b"]
     with pytest.raises(ValueError, match="unknown node pool 'nope'"):
         run_what_if(store, [parse_change("nodes nope=+1")], NOW)
+
+
+def test_pods_are_placed_as_the_consoles_forecast_placed_them() -> None:
+    from kueuetop.kueue.pool_growth import AutoscalerRead
+    from kueuetop.tui.forecaster import Forecaster
+    from kueuetop.views.forecast_report import POD_NOTE_FIXED
+
+    store = _with_nodes()
+    # No autoscaler status and no Karpenter node: the console's forecast placed pods on the pools.
+    f = Forecaster(store, clock=lambda: NOW, pool_limits=lambda: AutoscalerRead(None, "no configmap", absent=True))
+    fc = f.run_once()
+    assert fc is not None and fc.pods_placed and f.latest_pools is not None
+    change = [parse_change("quota cq nvidia.com/gpu=+4")]
+    placed = run_what_if(store, change, NOW, latest=f.latest, pools=f.latest_pools)
+    assert placed.reused and placed.pods == POD_NOTE_FIXED  # the same forecast, the same pools, its note
+    # Without the pools the console's forecast is not a "before" for it: both are run anew.
+    unplaced = run_what_if(store, change, NOW, latest=f.latest)
+    assert not unplaced.reused and unplaced.pods == POD_NOTE_RUN
