@@ -4,19 +4,23 @@ The forecast needs a runtime for every workload it runs forward; a number withou
 would be a false exact time, so each estimate is a range (optimistic / expected / pessimistic)
 and says where it comes from. In order:
 
-1. **History** of finished runs (`store/run_history.py`, handed in as `RunSamples`): the runs of
-   the same shape from the same LocalQueue; when fewer than `min_samples` of those, the recent
-   runs of the same ClusterQueue (any shape); when neither has that many, the most specific tier
-   that has any run; when neither has any (a new queue, or one whose first jobs still run), the
-   recent runs of the whole cluster, any queue — what this cluster's jobs take, rather than a
-   default that knows nothing of it. From the n runtimes: expected = median;
-   optimistic/pessimistic = p10/p90 (linear interpolation) pushed out from the median by k = 1 + 1/√n, and at least 0.5/√n × the
-   median away from it (p10/p90 of a few runs understate the spread: one run gives ±50 %).
-   The tier's running workloads (same shape and LocalQueue, same ClusterQueue, or the cluster)
-   are runs still going: once one has outlasted a finished run it counts as "longer than it
-   has run so far", and the quantiles are Kaplan–Meier's (`km_quantiles`) — finished runs
-   alone are the short ones early on. When the runs still going outlast half of all, the
-   longest so far is the expected value (a lower bound, said so) and twice it the pessimistic.
+1. **History** of finished runs (`store/run_history.py`, handed in as `RunSamples`), from the
+   narrowest of these tiers that knows `min_samples` runs: the same shape from the same
+   LocalQueue; the same shape in any queue of the cluster (what a job of these pods takes says
+   more than what other shapes take in its own queue, where notebooks, data preparation and
+   training run side by side); the same ClusterQueue, any shape. When none knows that many,
+   the narrowest that has any finished run; when none has any (a new queue, or one whose first
+   jobs still run), the recent runs of the whole cluster, any queue: what this cluster's jobs
+   take, rather than a default that knows nothing of it. From the n runtimes: expected = median;
+   optimistic/pessimistic = p10/p90 (linear interpolation) pushed out from the median by
+   k = 1 + 1/√n, and at least 0.5/√n × the median away from it (p10/p90 of a few runs
+   understate the spread: one run gives ±50 %).
+   A tier's running workloads (of its scope: shape and LocalQueue, shape, ClusterQueue, or the
+   cluster) are runs still going and count as runs known: once one has outlasted a finished
+   run it counts as "longer than it has run so far", and the quantiles are Kaplan–Meier's
+   (`km_quantiles`); finished runs alone are the short ones early on. When the runs still going
+   outlast half of all, or none has finished, the median lies past the data, and the estimate
+   is `past_the_data` of the longest run so far L (Gott's "delta t" argument: L, 2L, 10L).
 2. **Upper bounds**, which cap the pessimistic end (and the expected value) and, when no run is
    known, are the estimate (expected = pessimistic = bound, optimistic = `bound_low` × bound):
    - the Workload's `spec.maximumExecutionTimeSeconds` less its `accumulatedPastExecutionTime`:
@@ -39,18 +43,20 @@ distribution given it has lasted e); when no finished run lasted that long but r
 did, the longest of those is the expected value; when none did, or the bound/default is already
 passed, the workload is taken to end soon: expected = e + 10 % of e or of a typical run (the
 median of the runs it outlived), whichever is more, pessimistic the same with 50 %; with no run
-known, e + max(60 s, 10 % of e) and e + max(60 s, 50 % of e). Every end of the range is at least e, so a remaining time is never negative.
+known, e + max(60 s, 10 % of e) and e + max(60 s, 50 % of e). The longest of runs none of which
+has finished is `past_the_data` of its own e. Every end of the range is at least e, so a
+remaining time is never negative.
 
 Bad input never raises: what was ignored is in the estimate's `note`.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import bisect
 import math
 import re
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -82,6 +88,7 @@ class EstimateRules:
     bound_low: float = 0.25  # a bound alone: optimistic = bound × this
     min_samples: int = 3  # runs a history tier needs before the next, wider one is not consulted
     cluster_queue_runs: int = 200  # the most recent runs of a ClusterQueue that count
+    shape_runs: int = 200  # the most recent runs of one shape in the whole cluster that count
     cluster_runs: int = 200  # the most recent runs of the cluster that count (the last tier)
 
 
@@ -92,6 +99,8 @@ class RunSamples(Protocol):
 
     def of_shape(self, namespace: str, local_queue: str, shape: str,
                  cluster_queue: str | None = None) -> Sequence[float]: ...
+
+    def of_shape_anywhere(self, shape: str, limit: int | None = ...) -> Sequence[float]: ...
 
     def of_cluster_queue(self, cluster_queue: str, limit: int | None = ...) -> Sequence[float]: ...
 
@@ -176,16 +185,24 @@ def _widened(p10: float, med: float, p90: float, n: int) -> tuple[float, float, 
     return max(0.0, med - max((med - p10) * k, floor)), med, med + max((p90 - med) * k, floor)
 
 
+def past_the_data(longest: float) -> tuple[float, float, float]:
+    """(optimistic, expected, pessimistic) of a runtime known only to be past `longest`, the
+    longest run so far, none or too few of the runs having finished: Gott's "delta t" argument
+    (Nature 363, 1993), a run met at a random moment of its life is as likely in its first half
+    as in its second, so its total is 2× what it has run as likely as not and 10× at p90."""
+    return longest, 2 * longest, 10 * longest
+
+
 def _censored_spread(samples: Sequence[float], going: Sequence[float]) -> tuple[float, float, float, bool]:
     """(optimistic, expected, pessimistic, median reached) from finished runs and runs still going
     (`km_quantiles`), widened for few finished runs as `spread` is; a p90 past the data is taken
     at the longest run so far, its lower bound. When the runs still going outlast half of all,
-    the median is past the data: the longest run so far is taken as the expected runtime, twice
-    it as the pessimistic end."""
+    the median is past the data: `past_the_data` of the longest run so far."""
     lo_q, med_q, hi_q = km_quantiles(samples, going, (0.1, 0.5, 0.9))
-    longest = max(max(samples), max(going))
+    longest = max(samples[-1], going[-1])  # both sorted
     if med_q is None:
-        return min(samples), longest, 2 * longest, False
+        _, exp, high = past_the_data(longest)
+        return (lo_q if lo_q is not None else min(samples)), exp, high, False  # a p10 in the data stands
     # A p90 past the data is at least the longest run so far: that, widened as a p90 is.
     low, med, high = _widened(lo_q if lo_q is not None else med_q, med_q, hi_q if hi_q is not None else longest,
                               len(samples))
@@ -196,7 +213,7 @@ def _censored_spread(samples: Sequence[float], going: Sequence[float]) -> tuple[
 class _Tier:
     samples: tuple[float, ...]  # sorted
     what: str  # "finished runs of this shape in team-a/lq-a"
-    scope: str = ""  # "shape", "cq" or "cluster": whose running workloads are its censored runs
+    scope: str = ""  # "shape", "shape-anywhere", "cq" or "cluster": whose running workloads are its censored runs
     censored: tuple[float, ...] = ()  # how long the same scope's running workloads have run so far
 
 
@@ -233,32 +250,76 @@ def _clean(runs: Sequence[float]) -> tuple[float, ...]:
     return tuple(sorted(r for r in runs if isinstance(r, (int, float)) and math.isfinite(r) and r >= 0))
 
 
+def _counted(t: _Tier) -> int:
+    """How many runs a tier knows: its finished ones and its runs still going that count
+    (`_estimate`: past its shortest finished run, or all of them when none has finished)."""
+    first = t.samples[0] if t.samples else 0.0
+    return len(t.samples) + len(t.censored) - bisect.bisect_left(t.censored, first)
+
+
+def _thin(xs: list[float], share: float) -> tuple[float, ...]:
+    """About `share` of sorted `xs`, spread evenly over them, the longest kept."""
+    if share >= 1 or len(xs) < 2:
+        return tuple(xs)
+    n = len(xs)
+    k = max(1, round(n * share))
+    out = [xs[min(n - 1, int((i + 0.5) * n / k))] for i in range(k)]
+    out[-1] = xs[-1]
+    return tuple(out)
+
+
+def _recent_tier(runs: Sequence[float], limit: int | None, what: str, scope: str,
+                 going: Sequence[float]) -> _Tier:
+    """The `limit` most recent of `runs` (finished, oldest first) and the scope's runs still going,
+    thinned in the same share: Kaplan–Meier weighs the two against each other, and every run
+    still going beside a tenth of the finished ones would read as most runs being still going."""
+    kept = runs[-limit:] if limit is not None and limit < len(runs) else runs
+    share = len(kept) / len(runs) if runs else 1.0
+    return _Tier(_clean(kept), what, scope, _thin(sorted(going), share))
+
+
 def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples | None,
                   rules: EstimateRules, shape: str | None,
-                  cq_tiers: dict[str, _Tier] | None = None) -> _Tier | None:
+                  cq_tiers: dict[str, _Tier] | None = None,
+                  going: Callable[[str], Sequence[float]] = lambda scope: ()) -> _Tier | None:
+    """The narrowest tier with `min_samples` runs, finished or still going (`going`: how long
+    the running workloads of a tier's scope, "shape", "shape-anywhere", "cq" or "cluster", have
+    run); else the narrowest with any; else the whole cluster's runs."""
     if history is None:
         return None
     tiers: list[_Tier] = []
     if shape is not None:
         runs = history.of_shape(wl.namespace, wl.queue_name, shape, cluster_queue)
-        tiers.append(_Tier(_clean(runs), f"of this shape in {wl.namespace}/{wl.queue_name}", "shape"))
+        tiers.append(_recent_tier(runs, None, f"of this shape in {wl.namespace}/{wl.queue_name}", "shape",
+                                  going("shape")))
+        # What a job of these pods takes elsewhere says more than what other shapes take in its
+        # own ClusterQueue: a queue runs notebooks, data preparation and training side by side.
+        key = "shape:" + shape
+        anywhere = cq_tiers.get(key) if cq_tiers is not None else None
+        if anywhere is None:
+            anywhere = _recent_tier(history.of_shape_anywhere(shape, None), rules.shape_runs,
+                                    "of this shape in the cluster (any queue)", "shape-anywhere",
+                                    going("shape-anywhere"))
+            if cq_tiers is not None:
+                cq_tiers[key] = anywhere
+        tiers.append(anywhere)
     if cluster_queue:
         cq_tier = cq_tiers.get(cluster_queue) if cq_tiers is not None else None
         if cq_tier is None:
-            runs = history.of_cluster_queue(cluster_queue, rules.cluster_queue_runs)
-            cq_tier = _Tier(_clean(runs), f"in ClusterQueue {cluster_queue} (any shape)", "cq")
+            cq_tier = _recent_tier(history.of_cluster_queue(cluster_queue, None), rules.cluster_queue_runs,
+                                   f"in ClusterQueue {cluster_queue} (any shape)", "cq", going("cq"))
             if cq_tiers is not None:
                 cq_tiers[cluster_queue] = cq_tier
         tiers.append(cq_tier)
     for t in tiers:
-        if len(t.samples) >= rules.min_samples:
+        if _counted(t) >= rules.min_samples:
             return t
     found = next((t for t in tiers if t.samples), None)
     if found is None:
         cluster = cq_tiers.get("") if cq_tiers is not None else None  # "": no ClusterQueue is named so
         if cluster is None:
-            cluster = _Tier(_clean(history.of_cluster(rules.cluster_runs)),
-                            "in this cluster (any queue; none in this one yet)", "cluster")
+            cluster = _recent_tier(history.of_cluster(None), rules.cluster_runs,
+                                   "in this cluster (any queue; none in this one yet)", "cluster", going("cluster"))
             if cq_tiers is not None:
                 cq_tiers[""] = cluster
         found = cluster if cluster.samples else None
@@ -280,30 +341,49 @@ def _soon(elapsed: float, typical: float | None = None) -> tuple[float, float, f
 
 
 def _estimate(tier: _Tier | None, bound: float | None, bound_text: str, note: str, elapsed: float | None,
-              rules: EstimateRules) -> RuntimeEstimate:
+              rules: EstimateRules, memo: dict | None = None) -> RuntimeEstimate:
     e = elapsed if elapsed is not None and elapsed > 0 else 0.0
     if tier is not None:
-        samples = [s for s in tier.samples if s > e] if e else list(tier.samples)
+        i = bisect.bisect_right(tier.samples, e) if e else 0
+        samples = tier.samples[i:]
         n_all = len(tier.samples)
         # Runs still going count only once they have outlasted a finished one (before that they
         # change nothing: Kaplan–Meier drops them from the risk set first).
-        going = [c for c in tier.censored if c > e and (not samples or c >= samples[0])]
-        if going and not samples:
+        j = bisect.bisect_right(tier.censored, e)
+        if samples:
+            j = max(j, bisect.bisect_left(tier.censored, samples[0]))
+        going = tier.censored[j:]
+        if going and not n_all:
+            # None of its scope's runs has finished yet: all that is known is that they take
+            # longer than the longest has run so far (Kaplan–Meier reaches no quantile).
+            longest = going[-1]  # sorted
+            low, exp, high = past_the_data(longest)
+            basis = (f"none of {len(going)} runs {tier.what} has finished yet; the longest has run "
+                     f"{_dur(longest)}: twice that expected")
+        elif going and not samples:
             # It outlasted every finished run, but others have run longer still: it is no
             # outlier, and the longest of them is the least it is likely to take (runs started
             # together are a second apart: then it ends no sooner than one past all runs would).
-            longest = max(going)
+            longest = going[-1]  # sorted
             low, exp, high = _soon(e, statistics.median(tier.samples))
             exp, high = max(exp, longest), max(high, 2 * longest)
             basis = (f"already ran {_dur(e)}, longer than all {_runs(n_all)} {tier.what}, and "
                      f"{len(going)} still running ran longer: at least {_dur(longest)}")
         elif samples and going:
-            low, exp, high, reached = _censored_spread(samples, going)
+            # Running workloads of one tier share these inputs by the thousand: one computation
+            # per place of their elapsed time among the tier's runs.
+            mkey = (id(tier), i, j)
+            found = memo.get(mkey) if memo is not None else None
+            if found is None:
+                found = _censored_spread(samples, going)
+                if memo is not None:
+                    memo[mkey] = found
+            low, exp, high, reached = found
             basis = (f"{_runs(n_all)} {tier.what}" if len(samples) == n_all else
                      f"{len(samples)} of {_runs(n_all)} {tier.what} that ran longer than its {_dur(e)} so far")
             basis += f" and {len(going)} still running"
             if not reached:
-                basis += f": most still run, at least {_dur(exp)}"
+                basis += f": most still run, the longest {_dur(exp / 2)} so far, twice that expected"
         elif samples:
             low, exp, high = spread(samples)
             if len(samples) < n_all:
@@ -312,8 +392,12 @@ def _estimate(tier: _Tier | None, bound: float | None, bound_text: str, note: st
             else:
                 basis = f"{_runs(n_all)} {tier.what}"
         else:
-            low, exp, high = _soon(e, statistics.median(tier.samples))
-            basis = f"already ran {_dur(e)}, longer than all {_runs(n_all)} {tier.what}: expected to end soon"
+            if n_all:
+                low, exp, high = _soon(e, statistics.median(tier.samples))
+                basis = f"already ran {_dur(e)}, longer than all {_runs(n_all)} {tier.what}: expected to end soon"
+            else:  # the longest of runs none of which has finished
+                low, exp, high = past_the_data(e)
+                basis = f"already ran {_dur(e)}, the longest of runs {tier.what}, none finished: twice that expected"
         if bound is not None and high > max(bound, e):
             basis += f"; capped at {bound_text}"
     elif bound is not None:
@@ -352,8 +436,8 @@ def estimate_runtime(wl: Workload, *, cluster_queue: str | None = None, history:
 def _scopes(tkey: tuple[str, str, str, str | None]) -> dict[str, tuple[str, ...]]:
     """The keys of a workload's running peers per tier scope (`_Tier.scope`), from its
     (namespace, LocalQueue, shape, ClusterQueue)."""
-    return {"shape": ("shape", tkey[0], tkey[1], tkey[2], tkey[3] or ""), "cq": ("cq", tkey[3] or ""),
-            "cluster": ("cluster",)}
+    return {"shape": ("shape", tkey[0], tkey[1], tkey[2], tkey[3] or ""), "shape-anywhere": ("shape-anywhere", tkey[2]),
+            "cq": ("cq", tkey[3] or ""), "cluster": ("cluster",)}
 
 
 def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now: float, *,
@@ -371,6 +455,7 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
     tiers: dict[tuple[str, str, str, str | None], _Tier | None] = {}
     cq_tiers: dict[str, _Tier] = {}  # one read of each ClusterQueue's runs
     pending: dict[tuple[int, float | None, str, str], RuntimeEstimate] = {}  # equal inputs, one estimate
+    spreads: dict = {}  # Kaplan–Meier spreads per (tier, place of the elapsed time among its runs)
     # First how long each running workload has run: those of a tier's scope are its runs still
     # going (censored runs, `km_quantiles`).
     rows: list[tuple[WorkloadKey, Workload, tuple[str, str, str, str | None], float | None]] = []
@@ -401,11 +486,9 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
         if tkey in tiers:
             tier = tiers[tkey]
         else:
-            tier = _history_tier(wl, cq, history, rules, tkey[2] if history is not None else None, cq_tiers)
-            scope = _scopes(tkey).get(tier.scope) if tier is not None else None
-            if tier is not None and scope is not None:
-                tier = dataclasses.replace(tier, censored=tuple(going.get(scope, ())))
-            tiers[tkey] = tier
+            scopes = _scopes(tkey)
+            tier = tiers[tkey] = _history_tier(wl, cq, history, rules, tkey[2] if history is not None else None,
+                                               cq_tiers, lambda name: going.get(scopes[name], ()))  # noqa: B023 (called at once)
         job_key = owner_job(wl) if jobs else None
         job = jobs.get(job_key) if jobs and job_key is not None else None
         bound, bound_text, note = upper_bound(wl, job)
@@ -413,8 +496,8 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
             pkey = (id(tier), bound, bound_text, note)
             est = pending.get(pkey)
             if est is None:
-                est = pending[pkey] = _estimate(tier, bound, bound_text, note, None, rules)
+                est = pending[pkey] = _estimate(tier, bound, bound_text, note, None, rules, spreads)
             out[key] = est
         else:
-            out[key] = _estimate(tier, bound, bound_text, note, elapsed, rules)
+            out[key] = _estimate(tier, bound, bound_text, note, elapsed, rules, spreads)
     return out

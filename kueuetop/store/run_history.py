@@ -157,6 +157,9 @@ class RunHistory:
         self.max_runs = max(1, max_runs)
         self._lock = threading.Lock()
         self._by_key: dict[RunKey, list[RunRecord]] = {}  # each sorted by finished_at, oldest first
+        # The keys per ClusterQueue (field 0) or per shape (field 3), built when first asked for
+        # and dropped when a key comes or goes: a forecast reads every ClusterQueue's runs.
+        self._keys_by: dict[int, dict[str, list[RunKey]]] = {}
         self._uids: set[str] = set()
         self._count = 0
         self.unsaved = 0  # runs added since the last load or save
@@ -182,7 +185,10 @@ class RunHistory:
     def _add(self, rec: RunRecord) -> bool:
         if rec.uid in self._uids:
             return False
-        runs = self._by_key.setdefault(rec.key, [])
+        runs = self._by_key.get(rec.key)
+        if runs is None:
+            runs = self._by_key[rec.key] = []
+            self._keys_by.clear()
         if len(runs) >= self.per_key and rec.finished_at <= runs[0].finished_at:
             return False  # older than every run kept for its key: it would be the one dropped
         bisect.insort(runs, rec, key=lambda r: r.finished_at)
@@ -201,6 +207,7 @@ class RunHistory:
         self._count -= 1
         if not runs:
             del self._by_key[gone.key]
+            self._keys_by.clear()
 
     # ------------------------------------------------------------------ reading
     def shape_of(self, wl: Workload) -> str:
@@ -217,19 +224,39 @@ class RunHistory:
         found.sort(key=lambda r: r.finished_at)
         return [measure(r) for r in found]
 
+    def of_shape_anywhere(self, shape: str, limit: int | None = PER_KEY,
+                          measure: Measure = _from_admission) -> list[float]:
+        """Runtimes of the most recently finished runs of this shape in any queue (oldest first)."""
+        return self._recent_of(3, shape, limit, measure)
+
     def of_cluster_queue(self, cluster_queue: str, limit: int | None = PER_KEY,
                          measure: Measure = _from_admission) -> list[float]:
         """Runtimes of the most recently finished runs in this ClusterQueue, any shape (oldest first)."""
-        return self._recent(lambda key: key[0] == cluster_queue, limit, measure)
+        return self._recent_of(0, cluster_queue, limit, measure)
 
     def of_cluster(self, limit: int | None = PER_KEY, measure: Measure = _from_admission) -> list[float]:
         """Runtimes of the most recently finished runs in the whole cluster, any queue or shape
         (oldest first)."""
         return self._recent(lambda key: True, limit, measure)
 
+    def _recent_of(self, field: int, value: str, limit: int | None, measure: Measure) -> list[float]:
+        """The runs whose key has `value` at `field` (0: ClusterQueue, 3: shape), as `_recent`."""
+        with self._lock:
+            index = self._keys_by.get(field)
+            if index is None:
+                index = self._keys_by[field] = {}
+                for k in self._by_key:
+                    index.setdefault(k[field], []).append(k)
+            found = [r for k in index.get(value, ()) for r in self._by_key[k]]
+        return self._latest(found, limit, measure)
+
     def _recent(self, wanted: Callable[[RunKey], bool], limit: int | None, measure: Measure) -> list[float]:
         with self._lock:
             found = [r for k, rs in self._by_key.items() if wanted(k) for r in rs]
+        return self._latest(found, limit, measure)
+
+    @staticmethod
+    def _latest(found: list[RunRecord], limit: int | None, measure: Measure) -> list[float]:
         found.sort(key=lambda r: r.finished_at)
         if limit is not None:
             found = found[-limit:]
@@ -267,6 +294,9 @@ class PodRuns:
 
     def of_shape(self, namespace: str, local_queue: str, shape: str, cluster_queue: str | None = None) -> list[float]:
         return self.history.of_shape(namespace, local_queue, shape, cluster_queue, measure=_from_pods)
+
+    def of_shape_anywhere(self, shape: str, limit: int | None = PER_KEY) -> list[float]:
+        return self.history.of_shape_anywhere(shape, limit, measure=_from_pods)
 
     def of_cluster_queue(self, cluster_queue: str, limit: int | None = PER_KEY) -> list[float]:
         return self.history.of_cluster_queue(cluster_queue, limit, measure=_from_pods)

@@ -10,6 +10,7 @@ from kueuetop.admission.forecast_result import RuntimeEstimate
 from kueuetop.admission.runtime_estimate import (
     EstimateRules,
     JobLimits,
+    _history_tier,
     estimate_runtime,
     estimate_runtimes,
     km_quantiles,
@@ -98,7 +99,7 @@ def test_few_runs_of_the_shape_are_still_better_than_nothing() -> None:
 def test_runs_of_another_cluster_queue_count_only_when_this_queue_has_none() -> None:
     # A queue whose first jobs still run: the cluster's recent runs say what jobs here take,
     # rather than the default, which knows nothing of this cluster.
-    h = history_with([100.0, 200.0, 300.0, 400.0, 500.0], cq="cq-other", lq="lq-other")
+    h = history_with([100.0, 200.0, 300.0, 400.0, 500.0], cq="cq-other", lq="lq-other", gpus=1)  # another shape
     e = est(wl_dict(), h)
     assert e.basis == "5 finished runs in this cluster (any queue; none in this one yet)"
     assert e.expected == 300
@@ -109,8 +110,38 @@ def test_runs_of_another_cluster_queue_count_only_when_this_queue_has_none() -> 
     # And estimate_runtimes (one read per snapshot) says the same.
     snap = snapshot(cluster_queue("cq-a", group(["nvidia.com/gpu"], fq("a100", **{"nvidia.com/gpu": 8}))),
                     local_queue("team-a", "lq-a", "cq-a"), wl_dict("p"))
-    assert estimate_runtimes(snap, history_with([100.0, 200.0, 300.0], cq="cq-other", lq="lq-other"), NOW)[
+    assert estimate_runtimes(snap, history_with([100.0, 200.0, 300.0], cq="cq-other", lq="lq-other", gpus=1), NOW)[
         ("team-a", "p")].basis == "3 finished runs in this cluster (any queue; none in this one yet)"
+
+
+def test_runs_of_this_shape_in_other_queues_come_before_other_shapes_in_its_own() -> None:
+    # Its ClusterQueue runs short data preparation; 8-GPU runs elsewhere take hours: what a job
+    # of these pods takes elsewhere is the better guess.
+    h = history_with([60.0, 90.0, 120.0, 150.0], gpus=1)  # its own queue, another shape
+    history_with([7000.0, 8000.0, 9000.0], cq="cq-other", lq="lq-other", history=h)
+    e = est(wl_dict(), h)
+    assert e.basis == "3 finished runs of this shape in the cluster (any queue)" and e.expected == 8000
+    # Three of its own shape in its own LocalQueue still come first.
+    history_with([100.0, 200.0, 300.0], history=h, tag="own")
+    assert est(wl_dict(), h).basis == "3 finished runs of this shape in team-a/lq-a"
+
+
+def test_a_shape_none_of_whose_runs_has_finished_takes_twice_the_longest_so_far() -> None:
+    # Early in a cluster's life: three 8-GPU runs going for 40-50 minutes, none finished; the
+    # queue's finished runs are 2-minute jobs of another shape. The runs still going say more.
+    snap = snapshot(*_queue(3000, 2800, 2400))
+    h = history_with([100.0, 120.0, 140.0], gpus=1)
+    est_p = estimate_runtimes(snap, h, NOW)[("team-a", "pend")]
+    assert (est_p.optimistic, est_p.expected, est_p.pessimistic) == (3000, 6000, 30000)
+    assert est_p.basis == "none of 3 runs of this shape in team-a/lq-a has finished yet; the longest has run 50m: " \
+                          "twice that expected"
+    # The longest running one itself is past what is known: twice its own time so far.
+    r0 = estimate_runtimes(snap, h, NOW)[("team-a", "run-0")]
+    assert (r0.optimistic, r0.expected, r0.pessimistic) == (3000, 6000, 30000)
+    assert r0.basis == "already ran 50m, the longest of runs of this shape in team-a/lq-a, none finished: twice that expected"
+    # One that has run less is taken to be halfway when the longest is.
+    r2 = estimate_runtimes(snap, h, NOW)[("team-a", "run-2")]
+    assert r2.expected == 6000
 
 
 def test_spread_widens_when_runs_are_few() -> None:
@@ -305,11 +336,14 @@ def test_runs_still_going_lengthen_the_estimate_of_a_pending_workload() -> None:
     assert estimate_runtimes(snapshot(*_queue(10, 20)), history, NOW)[("team-a", "pend")] == alone
 
 
-def test_when_most_runs_are_still_going_the_longest_is_the_least_it_will_take() -> None:
+def test_when_most_runs_are_still_going_the_longest_so_far_is_taken_as_halfway() -> None:
+    # Past the data, a run is as likely in its first half as in its second (Gott): 2× the
+    # longest so far expected, 10× at the pessimistic end; the optimistic p10 is in the data.
     history = history_with([300.0, 400.0])
     est = estimate_runtimes(snapshot(*_queue(2000, 2400, 3000)), history, NOW)[("team-a", "pend")]
-    assert est.expected == 3000 and est.pessimistic == 6000 and est.optimistic == 300
-    assert est.basis == "2 finished runs of this shape in team-a/lq-a and 3 still running: most still run, at least 50m"
+    assert est.expected == 6000 and est.pessimistic == 30000 and est.optimistic == 300
+    assert est.basis == ("2 finished runs of this shape in team-a/lq-a and 3 still running: most still run, the "
+                         "longest 50m so far, twice that expected")
     # A running one is conditioned on its own time so far, the others still counting.
     run = estimate_runtimes(snapshot(*_queue(2000, 2400, 3000)), history, NOW)[("team-a", "run-0")]
     assert run.expected >= 2000
@@ -327,3 +361,17 @@ def test_a_run_past_every_finished_one_is_not_ending_soon_while_others_ran_longe
                            "still running ran longer: at least 50m")
     # The longest running one is past everything known: it is taken to end soon, as before.
     assert last.expected == 3300 and "expected to end soon" in last.basis
+
+
+def test_runs_still_going_are_thinned_as_the_finished_ones_are() -> None:
+    # The cluster tier keeps the 4 most recent of 8 finished runs: of the 40 runs still going,
+    # half count, evenly spread and the longest kept, so that Kaplan–Meier weighs them as it
+    # weighs the finished ones.
+    h = history_with([100.0 + i for i in range(8)], cq="cq-other", lq="lq-other", gpus=1)
+    rules = EstimateRules(cluster_runs=4)
+    tiers: dict = {}
+    going = sorted(200.0 + 10 * i for i in range(40))
+    tier = _history_tier(parsed(wl_dict("pend", lq="lq-new")), "cq-new", h, rules, None, tiers,
+                         lambda scope: going if scope == "cluster" else ())
+    assert tier is not None and tier.samples == (104.0, 105.0, 106.0, 107.0)
+    assert len(tier.censored) == 20 and tier.censored[-1] == 590.0 and tier.censored[:2] == (210.0, 230.0)

@@ -148,6 +148,21 @@ def test_cluster_queue_runs_mix_shapes_and_local_queues() -> None:
     assert h.of_cluster_queue("cq-a") == [10, 20]
 
 
+def test_runs_by_queue_and_by_shape_follow_keys_that_come_and_go() -> None:
+    h = RunHistory(CLUSTER, max_runs=3)
+    h.record(parsed(finished("a", 10, gpus=8)))
+    h.record(parsed(finished("b", 20, gpus=4, lq="lq-b", cq="cq-b", start=T0 + 5)))
+    eight = shape_key(parsed(finished("x", 1, gpus=8)).pod_sets)
+    assert h.of_cluster_queue("cq-a") == [10] and h.of_shape_anywhere(eight) == [10]
+    # A new key after the first read (another LocalQueue, the same shape) is found too.
+    h.record(parsed(finished("c", 30, gpus=8, lq="lq-c", cq="cq-b", start=T0 + 10)))
+    assert h.of_cluster_queue("cq-b") == [20, 30] and h.of_shape_anywhere(eight) == [10, 30]
+    # The oldest run goes (max_runs) and its key with it.
+    h.record(parsed(finished("d", 40, gpus=4, lq="lq-b", cq="cq-b", start=T0 + 20)))
+    assert h.of_cluster_queue("cq-a") == [] and h.of_shape_anywhere(eight) == [30]
+    assert h.of_shape_anywhere(eight, limit=None) == [30] and h.from_pods().of_shape_anywhere(eight) == [30]
+
+
 # ---------------------------------------------------------------------------------------- the file
 def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
     path = tmp_path / "kueuetop" / "run-history.json"  # the directory is created on save
