@@ -25,7 +25,11 @@ the queues are longest), or `--at`. Then, per scenario:
    pools' growth is known (`kueue/pool_growth.py`: an autoscaler's status ConfigMap, as in
    refarch; or none and no Karpenter node, fixed pools, as in `large`), `forecastOnPools` is
    what the console and `kueuetop forecast` then give: pods placed on the pools, runs measured
-   from their pods' start; it has its own goal line.
+   from their pods' start; it has its own goal line. `--known-distributions N` (scale
+   scenarios, whose classes draw runtimes log-uniform between known bounds) adds what a forecast
+   knowing the true distributions would give: `knownMedians` (each runtime at its median) and
+   `knownDraws` (the median start over N runs with drawn runtimes), a bound on what better
+   runtime estimates could reach.
 3. Speed: wall and CPU seconds of every forecast call, with ranges (three runs: expected,
    optimistic, pessimistic) and without, and the number of pending workloads; `--speed-only`
    times them with the heap kept as the console keeps it (`console_heap`). Estimated runtimes
@@ -42,6 +46,7 @@ Usage (repository root, project virtualenv):
 
     python benchmarks/forecast.py                                  # refarch, skypilot, kueue-perf-baseline
     python benchmarks/forecast.py --scenarios large --instants 2   # 20,000 workloads (opt-in)
+    python benchmarks/forecast.py --scenarios large --instants 2 --known-distributions 9
     python benchmarks/forecast.py --scenarios large,xl --speed-only --at 900   # speed alone
     python benchmarks/forecast.py --scenarios refarch --at 600,1200 --out /tmp/forecast.json
 """
@@ -54,6 +59,7 @@ import contextlib
 import gc
 import json
 import math
+import random
 import statistics
 import sys
 import time
@@ -71,6 +77,7 @@ from kueuetop.kueue.core import Node
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.pool_growth import AutoscalerRead, pool_growth
+from kueuetop.kueue.run_times import admitted_at
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import Workload
 from kueuetop.sim.clock import SimClock
@@ -86,6 +93,7 @@ from kueuetop.sim.observed import (
 )
 from kueuetop.sim.recorder import CREATED, EVICTED, QUOTA_RESERVED, SimEvent
 from kueuetop.sim.runner import VIRTUAL_EPOCH
+from kueuetop.sim.scenarios.generators import class_runtime_range
 from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.storage.objectstore import ObjectStore, WatchEvent
 from kueuetop.sim.wiring import SimParts, build_cluster
@@ -322,7 +330,44 @@ class Instant:
     speed: dict[str, Any]
 
 
-def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool = False) -> dict[str, Any]:
+def known_distributions(snap: ClusterSnapshot, now: float, draws: int, seed: int = 7,
+                        ) -> dict[str, dict[WorkloadKey, float | None]] | None:
+    """What a forecast would give knowing each workload's true runtime distribution (a scale
+    scenario draws a class's runtimes log-uniform between its min and max): `knownMedians`,
+    every runtime at its median given how long it has run; `knownDraws`, the median start over
+    `draws` forward runs with runtimes drawn from those distributions. None when some workload
+    has no known class. An upper bound on what runtime estimates alone can reach."""
+    bounds: dict[WorkloadKey, tuple[float, float]] = {}
+    for key, wl in snap.workloads.items():
+        if wl.is_finished:
+            continue
+        span = class_runtime_range(wl.meta.labels)
+        if span is None:
+            return None
+        since = admitted_at(wl) if wl.has_quota_reservation else None
+        ran = max(0.0, now - since) if since is not None else 0.0
+        lo, hi = max(span[0], ran), max(span[1], ran)  # given it has run `ran` (log-uniform on the rest)
+        bounds[key] = (lo, hi)
+    pending = pending_keys(snap)
+
+    def starts(runtime: Callable[[float, float], float]) -> list[float | None]:
+        rts = {k: RuntimeEstimate(v, v, v, "known") for k, (lo, hi) in bounds.items() for v in (runtime(lo, hi),)}
+        fc = forecast(snap, rts, now, ranges=False, resolution=RESOLUTION)
+        return [fc.workloads[k].start for k in pending]
+
+    medians = starts(lambda lo, hi: math.sqrt(lo * hi))
+    rng = random.Random(seed)
+    runs = [starts(lambda lo, hi: lo * (hi / lo) ** rng.random()) for _ in range(draws)]
+    drawn: dict[WorkloadKey, float | None] = {}
+    for i, k in enumerate(pending):
+        got = [r[i] for r in runs]
+        placed = sorted(x for x in got if x is not None)
+        drawn[k] = placed[len(got) // 2] if len(placed) > len(got) // 2 else None  # the median draw
+    return {"knownMedians": dict(zip(pending, medians, strict=True)), "knownDraws": drawn}
+
+
+def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool = False,
+                   known_draws: int = 0) -> dict[str, Any]:
     parts = build(name)
     cluster = parts.cluster
     history = RunHistory(f"sim:{name}")
@@ -363,6 +408,9 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
             on_pools = forecast(snap, estimate_runtimes(snap, history.from_pods(), now), now, ranges=False,
                                 resolution=RESOLUTION, pools=pools, placements=placements)
             predictions[ON_POOLS] = {k: on_pools.workloads[k].start for k in pending}
+        known = known_distributions(snap, now, known_draws) if known_draws else None
+        if known is not None:
+            predictions.update(known)
         taken.append(Instant(at, now, len(parts.recorder.events), pending, predictions, bands, speed))
     cluster.run_for(IDLE, until_idle=True)
     pooled: dict[str, list[float]] = {}
@@ -515,12 +563,13 @@ def reference(name: str) -> tuple[list[SimEvent], float, float]:
     return list(parts.recorder.events), parts.cluster.sim_time, time.perf_counter() - wall
 
 
-def run(name: str, n_instants: int, at: Sequence[float] | None, ranges_everywhere: bool = False) -> dict[str, Any]:
+def run(name: str, n_instants: int, at: Sequence[float] | None, ranges_everywhere: bool = False,
+        known_draws: int = 0) -> dict[str, Any]:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     events, sim_end, ref_wall = reference(name)
     instants = list(at) if at else busy_instants(events, n_instants)
     exact = [exact_mode(name, t) for t in instants]
-    estimated = estimated_mode(name, instants, ranges_everywhere)
+    estimated = estimated_mode(name, instants, ranges_everywhere, known_draws)
     return {
         "scenario": name,
         "instants": instants,
@@ -544,6 +593,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run the three-run forecast (earliest/latest) at every instant, not only the last")
     ap.add_argument("--speed-only", action="store_true",
                     help="only the forecast's speed at --at instants (no run to idle, no accuracy): for xl")
+    ap.add_argument("--known-distributions", type=int, default=0, metavar="DRAWS",
+                    help="scale scenarios: also forecast knowing each class's true runtime distribution "
+                         "(medians, and the median of DRAWS drawn runs)")
     ap.add_argument("--out", default="", help="write the JSON document here instead of stdout")
     args = ap.parse_args(argv)
     at = [float(x) for x in args.at.split(",") if x.strip()] or None
@@ -553,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.speed_only:
             results.append(speed_mode(name, at or [900.0]))
         else:
-            results.append(run(name, args.instants, at, args.ranges_everywhere))
+            results.append(run(name, args.instants, at, args.ranges_everywhere, args.known_distributions))
     doc = {"labels": LABELS, "scenarios": results}
     text = json.dumps(doc, indent=2) + "\n"
     if args.out:

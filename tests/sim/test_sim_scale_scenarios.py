@@ -121,3 +121,27 @@ def test_large_runs_to_completion():
                                       for r in p["metadata"].get("ownerReferences") or [])]
     assert any((p.get("status") or {}).get("phase") == "Succeeded" for p in wl_pods)
     assert not [p for p in wl_pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")]
+
+
+def test_each_class_of_large_runs_within_its_stated_range():
+    """`class_runtime_range` (what a benchmark may know of the true distributions) matches what
+    the generator draws: every `large` workload's runtime lies in its class's range."""
+    from kueuetop.kueue.durations import parse_duration
+    from kueuetop.sim.scenarios.generators import class_runtime_range
+
+    scenario = load_scenario("large")
+    seen = 0
+    for step in scenario.steps:
+        obj = step.obj
+        if obj is None or obj.get("kind") != "Workload":
+            continue
+        span = class_runtime_range(obj["metadata"]["labels"])
+        assert span is not None
+        runtime = parse_duration(obj["metadata"]["annotations"]["kueuetop.io/runtime"])
+        assert span[0] - 1 <= runtime <= span[1] + 1
+        seen += 1
+        if seen >= 2_000:
+            break
+    assert seen >= 2_000
+    assert class_runtime_range({"kueuetop.io/class": "notebook"}) == (7200, 28800)
+    assert class_runtime_range({}) is None and class_runtime_range({"kueuetop.io/class": "large"}) is None

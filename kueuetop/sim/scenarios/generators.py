@@ -9,7 +9,7 @@ down, which is why scenario objects are read-only data (see `scenario.py`).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -309,6 +309,18 @@ _SHAPES = (
     _Shape("train-2x8g", 0.004, 8, 2, "80", "320Gi", True, 7200, 43200),
     _Shape("train-4x8g", 0.001, 8, 4, "80", "320Gi", True, 14400, 86400),
 )
+CLASS_LABEL = "kueuetop.io/class"  # a scale scenario's workload class (a _Shape's name)
+
+
+def class_runtime_range(labels: Mapping[str, str]) -> tuple[float, float] | None:
+    """(min, max) seconds a scale-scenario workload with these labels runs, its runtime drawn
+    log-uniform between them; None for any other workload. For benchmarks that ask what knowing
+    the true runtime distributions would give a forecast."""
+    shape = _SHAPE_BY_NAME.get(labels.get(CLASS_LABEL, ""))
+    return (shape.runtime_min_s, shape.runtime_max_s) if shape is not None else None
+
+
+_SHAPE_BY_NAME = {s.name: s for s in _SHAPES}
 _IDLE_SHARE = 0.05       # admitted GPU workloads that leave their GPUs idle
 _INACTIVE_SHARE = 0.01   # created held (spec.active=false)
 _LATE_SHARE = 0.10       # arrive during the first hour instead of at start-up
@@ -494,7 +506,7 @@ def _scale_workloads(rng: random.Random, spec: ScaleSpec, cq_names: list[str],
                 wl_spec["active"] = False
             yield at, {"apiVersion": V1BETA2, "kind": "Workload",
                        "metadata": {"name": f"{shape.name}-{n:04d}", "namespace": cq,
-                                    "labels": {"kueuetop.io/class": shape.name},
+                                    "labels": {CLASS_LABEL: shape.name},
                                     "annotations": annotations},
                        "spec": wl_spec}
 
