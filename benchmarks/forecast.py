@@ -36,7 +36,8 @@ the queues are longest), or `--at`. Then, per scenario:
    are forecast as the console forecasts them, with finishes on the grid (`finish_grid`).
    `consoleWorker`: the console's own forecast worker (`tui/forecaster.py`) on a store holding
    the cluster, its history only from the finished Workloads still there: seconds until the
-   expected starts are shown and until their ranges are. `--speed-only` measures only this, with
+   soonest starts are shown (`soonestShownWallSeconds`, null when the expected run ended first),
+   until all expected starts are, and until their ranges are. `--speed-only` measures only this, with
    the grid's effect (`withoutGrid`), at `--at` instants (900 s by default): no run to idle.
 
 Prints one JSON document (or writes it to --out). Times of the cluster are virtual seconds of the
@@ -503,7 +504,9 @@ def console_worker(objects: ObjectStore, now: float) -> dict[str, Any]:
         result = worker.run_once()
         cpu = time.process_time() - cpu
     assert result is not None
-    return {"expectedShownWallSeconds": round(worker.first_seconds, 2),
+    early = worker.early_seconds
+    return {"soonestShownWallSeconds": round(early, 2) if early is not None else None,
+            "expectedShownWallSeconds": round(worker.first_seconds, 2),
             "withRangesWallSeconds": round(worker.last_seconds, 2), "cpuSeconds": round(cpu, 2),
             "complete": result.complete, "runsInHistory": len(worker.history), "podsPlaced": result.pods_placed,
             "answered": sum(1 for w in result.workloads.values() if w.start is not None)}

@@ -357,7 +357,8 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
          cache: EngineCache, horizon: float, max_steps: int, pause: Callable[[], bool | None] | None,
          pools: Mapping[str, PoolCapacity] | None = None,
          placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
-         resolution: Callable[[float, float], float] | None = None) -> _Run:
+         resolution: Callable[[float, float], float] | None = None,
+         partial: Callable[[Callable[[], _Run]], None] | None = None) -> _Run:
     world = _World(snapshot, runtimes, now, cache, pools, placements, resolution)
     loop = KueueLoop(None, cache)
     out = _Run(loop=loop)
@@ -398,8 +399,16 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
                 world.note_pending(d)
         return wrote
 
+    def so_far() -> _Run:
+        """What the run has placed up to the current instant, as if it had stopped there."""
+        return _Run(start=dict(out.start), pods_start=dict(out.pods_start), flavors=dict(out.flavors),
+                    after=dict(out.after), preempts={k: list(v) for k, v in out.preempts.items()},
+                    stable=False, end=world.now)
+
     while True:
         steps += 1
+        if partial is not None:
+            partial(so_far)
         if pause is not None and pause():
             out.stable = False  # the caller's budget: answered up to here, like the horizon
             break
@@ -483,7 +492,8 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
              ranges: bool = True, pause: Callable[[], bool | None] | None = None,
              pools: Mapping[str, PoolCapacity] | None = None,
              placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
-             resolution: float = 0.0) -> Forecast:
+             resolution: float = 0.0,
+             partial: Callable[[Callable[[], Forecast]], None] | None = None) -> Forecast:
     """Each pending workload's predicted admission (see the module docstring).
 
     `runtimes`: total runtime from admission per workload (a running workload's finish is its
@@ -502,28 +512,35 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
     `resolution`: with estimated runtimes, each finish is rounded to a grid of this step near
     `now`, coarser further out (`finish_grid`), so finishes close together are one instant; 0:
     every finish exactly where its runtime puts it.
+    `partial`: called between rounds with a function that gives the forecast as far as the
+    expected run has got (incomplete, its horizon the instant reached): a caller with nothing on
+    screen yet may show the soonest starts before the run ends.
     """
     cache = cache if cache is not None else EngineCache()
     pending = _pending(snapshot)
     end = now + horizon
     nodes = (pools, placements, _grid(now, resolution))
     full, snapshot = snapshot, (_relevant(snapshot, pending) if pools is None else snapshot)
+
+    def answer(run: _Run) -> Forecast:
+        out: dict[WorkloadKey, WorkloadForecast] = {}
+        for key in pending:
+            wl = full.workloads[key]
+            start = run.start.get(key)
+            out[key] = WorkloadForecast(
+                key=key, cluster_queue=full.cluster_queue_of(wl) or "", start=start, earliest=start, latest=start,
+                flavors=run.flavors.get(key, ()), after=run.after.get(key, ()),
+                preempts=tuple(run.preempts.get(key, ())) if start is not None else (),
+                never=_never(run, key, wl) if start is None and run.stable else "",
+                pods_start=run.pods_start.get(key))
+        return Forecast(at=now, horizon=end if run.stable else min(end, run.end), workloads=out,
+                        runtimes=dict(runtimes), complete=run.stable, ranged=not pending,
+                        pods_placed=pools is not None)
+
+    on_round = None if partial is None else (lambda so_far: partial(lambda: answer(so_far())))
     expected = _run(snapshot, {k: r.expected for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause,
-                    *nodes)
-    out: dict[WorkloadKey, WorkloadForecast] = {}
-    snapshot = full
-    for key in pending:
-        wl = snapshot.workloads[key]
-        start = expected.start.get(key)
-        out[key] = WorkloadForecast(
-            key=key, cluster_queue=snapshot.cluster_queue_of(wl) or "", start=start, earliest=start, latest=start,
-            flavors=expected.flavors.get(key, ()), after=expected.after.get(key, ()),
-            preempts=tuple(expected.preempts.get(key, ())) if start is not None else (),
-            never=_never(expected, key, wl) if start is None and expected.stable else "",
-            pods_start=expected.pods_start.get(key))
-    result = Forecast(at=now, horizon=end if expected.stable else min(end, expected.end), workloads=out,
-                      runtimes=dict(runtimes), complete=expected.stable, ranged=not pending,
-                      pods_placed=pools is not None)
+                    *nodes, partial=on_round)
+    result = answer(expected)
     if not ranges:
         return result
     return with_ranges(result, full, cache=cache, max_steps=max_steps, pause=pause, pools=pools,

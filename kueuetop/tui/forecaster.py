@@ -46,6 +46,7 @@ PoolLimits = Callable[[], AutoscalerRead]  # one read of cluster-autoscaler's st
 INTERVAL = 5.0  # seconds between forecasts at least ("at most once per few seconds")
 DUTY = 0.05  # share of one core the forecasts may take on average: a slow one runs less often
 TARGET = 10.0  # seconds one forecast (its three runs) may take: its rounds are capped to fit (with DUTY: one every 200 s at most then)
+SHOW_WITHIN = 1.5  # seconds: with nothing on screen, the starts placed by then are shown while the run goes on
 FIRST_STEPS = 400  # rounds per run before the first forecast has measured this cluster's pace
 MIN_STEPS = 100
 SAVE_EVERY = 60.0
@@ -96,6 +97,7 @@ class Forecaster:
         self.runs = 0
         self.last_seconds = 0.0  # how long the last forecast took (wall)
         self.first_seconds = 0.0  # …until its expected starts were shown (wall)
+        self.early_seconds: float | None = None  # …until the soonest were (nothing on screen yet), None: not needed
         self.max_steps = FIRST_STEPS  # rounds per forward run: what fits TARGET at the last pace
         self._rounds = 0
         self.error = ""  # the last run's failure, one line ("" after a good run)
@@ -164,7 +166,8 @@ class Forecaster:
         # whole, so that no range blinks out while they run.
         try:
             result = forecast(snap, runtimes, now, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
-                              ranges=False, resolution=RESOLUTION, pools=pools, placements=placements)
+                              ranges=False, resolution=RESOLUTION, pools=pools, placements=placements,
+                              partial=self._show_early(snap, started))
             result = dataclasses.replace(result, pods_note=self.pods)  # shown beside the forecast's age
             self.first_seconds = time.monotonic() - started
             shown = self.store.forecast()
@@ -186,6 +189,23 @@ class Forecaster:
             self.max_steps = max(MIN_STEPS, int(pace * TARGET / 3))
         self.runs += 1
         return result
+
+    def _show_early(self, snap: ClusterSnapshot, started: float) -> Callable[[Callable[[], Forecast]], None]:
+        """While nothing is on screen, the starts placed by SHOW_WITHIN seconds are shown then
+        (the forecast as far as it got: later ones read "beyond" until it ends)."""
+        self.early_seconds = None
+        asked = False
+
+        def partial(so_far: Callable[[], Forecast]) -> None:
+            nonlocal asked
+            if asked or time.monotonic() - started < SHOW_WITHIN:
+                return
+            asked = True
+            if isinstance(self.store.forecast(), Forecast):
+                return  # one is shown: it stays until this one is whole
+            self._publish(snap, dataclasses.replace(so_far(), pods_note=self.pods))
+            self.early_seconds = time.monotonic() - started
+        return partial
 
     def _pools(self, now: float) -> tuple[dict[str, PoolCapacity] | None, dict | None]:
         """The node pools and running pods' GPUs when their growth is known (the autoscaler's

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 
 from kueuetop.admission.forecast_result import Forecast
@@ -112,6 +113,26 @@ def test_the_first_forecast_shows_its_expected_starts_before_their_ranges() -> N
     # A later forecast replaces the ranged one whole: the console never goes back to bare starts.
     Forecaster(store, clock=lambda: NOW + 60).run_once()
     assert [f.ranged for f in shown[2:]] == [True]
+
+
+def test_a_first_forecast_that_runs_long_shows_the_starts_it_has_placed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kueuetop.tui.forecaster as forecaster
+
+    monkeypatch.setattr(forecaster, "SHOW_WITHIN", 0.0)  # "long": past it at the first round
+    store = _store()
+    shown: list[Forecast] = []
+    store.subscribe(lambda changes: K.FORECAST in changes and shown.append(store.forecast()))
+    worker = Forecaster(store, clock=lambda: NOW)
+    worker.run_once()
+    assert [(f.complete, f.ranged) for f in shown] == [(False, False), (True, False), (True, True)]
+    early, whole = shown[0], shown[1]
+    assert worker.early_seconds is not None and worker.early_seconds <= worker.first_seconds
+    # As far as it got: what it placed is where the whole run places it, the rest is beyond.
+    assert early.horizon == NOW and all(
+        w.start is None or w.start == whole.workloads[k].start for k, w in early.workloads.items())
+    # With a forecast on screen nothing partial replaces it.
+    Forecaster(store, clock=lambda: NOW + 60).run_once()
+    assert [(f.complete, f.ranged) for f in shown[3:]] == [(True, True)]
 
 
 def test_finished_runs_are_kept_for_the_next_console(tmp_path: Path) -> None:
