@@ -12,6 +12,7 @@ import pytest
 from textual.pilot import Pilot
 
 from kueuetop.admission.forecast_result import Forecast
+from kueuetop.sim.serve import ServedCluster
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.tui.detail import detail_text
@@ -183,7 +184,14 @@ def test_eta_in_the_workloads_and_localqueues_views_the_detail_line_and_the_sort
     run(app, body)
 
 
-def test_a_live_console_forecasts_the_pending_workloads_it_is_shown(live: Live) -> None:
+def test_a_live_console_forecasts_the_pending_workloads_it_is_shown(served: ServedCluster, live: Live) -> None:
+    # The served refarch cluster is shared by the package's tests and may have run out of
+    # pending work by now: one workload that stays pending (more GPUs than any quota) is added.
+    probe = workload("team-a", "forecast-probe", "lq-team-a-hp", {GPU: "512"}, uid="uid-forecast-probe")
+    probe.pop("status", None)
+    with served.parts.cluster.lock:
+        if served.parts.cluster.store.try_get("kueue.x-k8s.io", "workloads", "team-a", "forecast-probe") is None:
+            served.parts.cluster.store.create("kueue.x-k8s.io", "workloads", probe)
     app = make_app(live.store, live, initial_view="workloads", forecast=True)
 
     async def body(pilot: Pilot[int]) -> None:
