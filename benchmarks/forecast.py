@@ -74,10 +74,9 @@ from kueuetop.admission.forecast import forecast
 from kueuetop.admission.forecast_result import Forecast, RuntimeEstimate
 from kueuetop.admission.runtime_estimate import estimate_runtimes
 from kueuetop.kueue.autoscaler_status import STATUS_KEY, STATUS_NAME, STATUS_NAMESPACE
-from kueuetop.kueue.core import Node
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
-from kueuetop.kueue.pool_growth import AutoscalerRead, pool_growth
+from kueuetop.kueue.pool_growth import AutoscalerRead
 from kueuetop.kueue.run_times import admitted_at
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import Workload
@@ -104,7 +103,7 @@ from kueuetop.store import events as K
 from kueuetop.store.run_history import RunHistory
 from kueuetop.tui.forecaster import Forecaster
 from kueuetop.tui.heap import HeapFreezer, IdleCollector
-from kueuetop.views.forecast_report import pools_from_store
+from kueuetop.views.forecast_report import pools_from_store, store_pool_growth
 
 DEFAULT_SCENARIOS = ("refarch", "skypilot", "kueue-perf-baseline")
 ON_POOLS = "forecastOnPools"  # the forecast with pods placed on the pools (the autoscaler's limits, or fixed)
@@ -399,8 +398,7 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
                        "meanInterval": mean_interval_eta(seen, positions, now),
                        "emaThroughput": ema_throughput_eta(seen, positions, now)}
         store = console_store(cluster.store)
-        growth = pool_growth(autoscaler_read(cluster.store), (n for n in store.objects(K.NODES).values()
-                                                              if isinstance(n, Node)))
+        growth = store_pool_growth(store, autoscaler_read(cluster.store))
         if growth.placed:
             # What the console and `kueuetop forecast` do where the pools' growth is known (the
             # autoscaler's status; or none and no Karpenter node: fixed pools): pods placed on

@@ -289,13 +289,17 @@ def forecast_live_look(args: argparse.Namespace, history_path: Path) -> tuple[Fo
 
 
 def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook | None, int]:
-    from kueuetop.kueue.core import Node
-    from kueuetop.kueue.pool_growth import AUTOSCALER, pool_growth
+    from kueuetop.kueue.pool_growth import AUTOSCALER
     from kueuetop.sources.autoscaler_status import read_autoscaler_status
     from kueuetop.store import events as K
     from kueuetop.store.events import Changes
     from kueuetop.store.run_history import cluster_scope, load_run_history, record_changes, save_run_history
-    from kueuetop.views.forecast_report import FIXED_NOTE, NODE_DELAY_ASSUMED, pools_from_store
+    from kueuetop.views.forecast_report import (
+        FIXED_NOTE,
+        NODE_DELAY_ASSUMED,
+        pools_from_store,
+        store_pool_growth,
+    )
     from kueuetop.views.snapshot import observed_now
     from kueuetop.views.workload_rows import store_position
 
@@ -313,8 +317,7 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
         now = observed_now(snap, time.time())
         # How far each pool may grow: cluster-autoscaler's status, when it can be read; none and
         # no Karpenter node: the pools are fixed; else unknown (kueue/pool_growth.py).
-        nodes = [n for n in store.objects(K.NODES).values() if isinstance(n, Node)]
-        growth = pool_growth(read_autoscaler_status(session.conn.api), nodes)
+        growth = store_pool_growth(store, read_autoscaler_status(session.conn.api))
         pools, placements = pools_from_store(store, growth.groups, now)
     except KeyboardInterrupt:
         return None, _fail("interrupted")

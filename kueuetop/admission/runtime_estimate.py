@@ -213,8 +213,7 @@ def _censored_spread(samples: Sequence[float], going: Sequence[float]) -> tuple[
 class _Tier:
     samples: tuple[float, ...]  # sorted
     what: str  # "finished runs of this shape in team-a/lq-a"
-    scope: str = ""  # "shape", "shape-anywhere", "cq" or "cluster": whose running workloads are its censored runs
-    censored: tuple[float, ...] = ()  # how long the same scope's running workloads have run so far
+    censored: tuple[float, ...] = ()  # sorted: how long the running workloads of its scope have run so far
 
 
 def km_quantiles(events: Sequence[float], censored: Sequence[float], qs: Sequence[float]) -> list[float | None]:
@@ -268,14 +267,13 @@ def _thin(xs: list[float], share: float) -> tuple[float, ...]:
     return tuple(out)
 
 
-def _recent_tier(runs: Sequence[float], limit: int | None, what: str, scope: str,
-                 going: Sequence[float]) -> _Tier:
+def _recent_tier(runs: Sequence[float], limit: int | None, what: str, going: Sequence[float]) -> _Tier:
     """The `limit` most recent of `runs` (finished, oldest first) and the scope's runs still going,
     thinned in the same share: Kaplan–Meier weighs the two against each other, and every run
     still going beside a tenth of the finished ones would read as most runs being still going."""
     kept = runs[-limit:] if limit is not None and limit < len(runs) else runs
     share = len(kept) / len(runs) if runs else 1.0
-    return _Tier(_clean(kept), what, scope, _thin(sorted(going), share))
+    return _Tier(_clean(kept), what, _thin(sorted(going), share))
 
 
 def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples | None,
@@ -290,16 +288,14 @@ def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples |
     tiers: list[_Tier] = []
     if shape is not None:
         runs = history.of_shape(wl.namespace, wl.queue_name, shape, cluster_queue)
-        tiers.append(_recent_tier(runs, None, f"of this shape in {wl.namespace}/{wl.queue_name}", "shape",
-                                  going("shape")))
+        tiers.append(_recent_tier(runs, None, f"of this shape in {wl.namespace}/{wl.queue_name}", going("shape")))
         # What a job of these pods takes elsewhere says more than what other shapes take in its
         # own ClusterQueue: a queue runs notebooks, data preparation and training side by side.
         key = "shape:" + shape
         anywhere = cq_tiers.get(key) if cq_tiers is not None else None
         if anywhere is None:
             anywhere = _recent_tier(history.of_shape_anywhere(shape, None), rules.shape_runs,
-                                    "of this shape in the cluster (any queue)", "shape-anywhere",
-                                    going("shape-anywhere"))
+                                    "of this shape in the cluster (any queue)", going("shape-anywhere"))
             if cq_tiers is not None:
                 cq_tiers[key] = anywhere
         tiers.append(anywhere)
@@ -307,7 +303,7 @@ def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples |
         cq_tier = cq_tiers.get(cluster_queue) if cq_tiers is not None else None
         if cq_tier is None:
             cq_tier = _recent_tier(history.of_cluster_queue(cluster_queue, None), rules.cluster_queue_runs,
-                                   f"in ClusterQueue {cluster_queue} (any shape)", "cq", going("cq"))
+                                   f"in ClusterQueue {cluster_queue} (any shape)", going("cq"))
             if cq_tiers is not None:
                 cq_tiers[cluster_queue] = cq_tier
         tiers.append(cq_tier)
@@ -319,7 +315,7 @@ def _history_tier(wl: Workload, cluster_queue: str | None, history: RunSamples |
         cluster = cq_tiers.get("") if cq_tiers is not None else None  # "": no ClusterQueue is named so
         if cluster is None:
             cluster = _recent_tier(history.of_cluster(None), rules.cluster_runs,
-                                   "in this cluster (any queue; none in this one yet)", "cluster", going("cluster"))
+                                   "in this cluster (any queue; none in this one yet)", going("cluster"))
             if cq_tiers is not None:
                 cq_tiers[""] = cluster
         found = cluster if cluster.samples else None
@@ -434,7 +430,7 @@ def estimate_runtime(wl: Workload, *, cluster_queue: str | None = None, history:
 
 
 def _scopes(tkey: tuple[str, str, str, str | None]) -> dict[str, tuple[str, ...]]:
-    """The keys of a workload's running peers per tier scope (`_Tier.scope`), from its
+    """The keys of a workload's running peers per tier scope (what `_history_tier` asks `going` for), from its
     (namespace, LocalQueue, shape, ClusterQueue)."""
     return {"shape": ("shape", tkey[0], tkey[1], tkey[2], tkey[3] or ""), "shape-anywhere": ("shape-anywhere", tkey[2]),
             "cq": ("cq", tkey[3] or ""), "cluster": ("cluster",)}

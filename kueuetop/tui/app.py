@@ -593,7 +593,6 @@ class KueuetopApp(App[int]):
         fc = self.forecaster
         self.push_screen(WhatIfScreen(self.ctx, history=fc.history if fc is not None else None,
                                       latest=(lambda: fc.latest) if fc is not None else (lambda: None),
-                                      pools=(lambda: fc.latest_pools) if fc is not None else (lambda: None),
                                       focus_cq=focus_cq, text=text))
 
     def action_drill(self) -> None:

@@ -23,8 +23,7 @@ from kueuetop.admission.finish_grid import RESOLUTION
 from kueuetop.admission.forecast import forecast, with_ranges
 from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadForecast
 from kueuetop.admission.runtime_estimate import estimate_runtimes
-from kueuetop.kueue.core import Node
-from kueuetop.kueue.pool_growth import AutoscalerRead, pool_growth
+from kueuetop.kueue.pool_growth import AutoscalerRead
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.store import Store
@@ -37,7 +36,8 @@ from kueuetop.store.run_history import (
     load_run_history,
     save_run_history,
 )
-from kueuetop.views.forecast_report import POD_NOTE_RUN, pods_note, pools_from_store
+from kueuetop.views.forecast_report import POD_NOTE_RUN, pods_note, pools_from_store, store_pool_growth
+from kueuetop.views.what_if import Latest, Pools
 
 log = logging.getLogger(__name__)
 
@@ -102,11 +102,10 @@ class Forecaster:
         self._rounds = 0
         self.error = ""  # the last run's failure, one line ("" after a good run)
         # The latest forecast with the snapshot it was run on (the store caches one snapshot
-        # object per version): the what-if panel reuses it as its "before" when the store has not
-        # moved since. One tuple, so a reader on another thread never sees a mismatched pair.
-        self.latest: tuple[ClusterSnapshot, Forecast] | None = None
-        self.latest_pools: tuple[dict[str, PoolCapacity], dict] | None = None  # what the latest placed pods on
-        self._placed: tuple[dict[str, PoolCapacity], dict] | None = None  # the same, for the forecast under way
+        # object per version) and the pools it placed pods on (None: it did not): the what-if
+        # panel reuses it as its "before" when the store has not moved since, and places pods
+        # as it did. One tuple, so a reader on another thread never sees a mismatched set.
+        self.latest: Latest | None = None
         self._version = -1
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -154,7 +153,7 @@ class Forecaster:
         snap = self.store.snapshot()
         now = self._clock()
         pools, placements = self._pools(now)
-        self._placed = (pools, placements or {}) if pools is not None else None
+        placed = (pools, placements or {}) if pools is not None else None
         # With pools the forecast adds each wait for nodes itself: the runs count from their pods' start.
         runtimes = estimate_runtimes(snap, self.history.from_pods() if pools is not None else self.history, now)
         self._rounds = 0
@@ -167,16 +166,16 @@ class Forecaster:
         try:
             result = forecast(snap, runtimes, now, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
                               ranges=False, resolution=RESOLUTION, pools=pools, placements=placements,
-                              partial=self._show_early(snap, started))
+                              partial=self._show_early(snap, placed, started))
             result = dataclasses.replace(result, pods_note=self.pods)  # shown beside the forecast's age
             self.first_seconds = time.monotonic() - started
             shown = self.store.forecast()
             if not isinstance(shown, Forecast) or not shown.ranged:
-                self._publish(snap, result)
+                self._publish(snap, result, placed)
             if not result.ranged:
                 result = with_ranges(result, snap, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
                                      resolution=RESOLUTION, pools=pools, placements=placements)
-                self._publish(snap, result)
+                self._publish(snap, result, placed)
         finally:
             # What the engine kept is about the forecast's last virtual instant, not the next
             # snapshot: the next run rebuilds it anyway (measured on live `large`: no slower),
@@ -190,7 +189,8 @@ class Forecaster:
         self.runs += 1
         return result
 
-    def _show_early(self, snap: ClusterSnapshot, started: float) -> Callable[[Callable[[], Forecast]], None]:
+    def _show_early(self, snap: ClusterSnapshot, placed: Pools | None,
+                    started: float) -> Callable[[Callable[[], Forecast]], None]:
         """While nothing is on screen, the starts placed by SHOW_WITHIN seconds are shown then
         (the forecast as far as it got: later ones read "beyond" until it ends)."""
         self.early_seconds = None
@@ -203,7 +203,7 @@ class Forecaster:
             asked = True
             if isinstance(self.store.forecast(), Forecast):
                 return  # one is shown: it stays until this one is whole
-            self._publish(snap, dataclasses.replace(so_far(), pods_note=self.pods))
+            self._publish(snap, dataclasses.replace(so_far(), pods_note=self.pods), placed)
             self.early_seconds = time.monotonic() - started
         return partial
 
@@ -216,16 +216,15 @@ class Forecaster:
         at = time.monotonic()
         if self._limits is None or at - self._limits[0] >= POOL_LIMITS_EVERY:
             self._limits = (at, self._pool_limits())
-        growth = pool_growth(self._limits[1], (n for n in self.store.objects(K.NODES).values() if isinstance(n, Node)))
+        growth = store_pool_growth(self.store, self._limits[1])
         self.pods = pods_note(growth)
         if not growth.placed:
             return None, None
         return pools_from_store(self.store, growth.groups, now)
 
-    def _publish(self, snap: ClusterSnapshot, result: Forecast) -> None:
+    def _publish(self, snap: ClusterSnapshot, result: Forecast, placed: Pools | None) -> None:
         old = self.store.forecast()
-        self.latest = (snap, result)
-        self.latest_pools = self._placed
+        self.latest = (snap, result, placed)
         self.store.set_forecast(result, _moved(old if isinstance(old, Forecast) else None, result))
 
     def _pause(self) -> None:

@@ -24,16 +24,14 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from kueuetop.admission.forecast_changes import Change, parse_changes
-from kueuetop.admission.forecast_result import Forecast
 from kueuetop.admission.runtime_estimate import RunSamples
 from kueuetop.kueue.core import Node
-from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 from kueuetop.tui.messages import OpenWorkload
 from kueuetop.views.forecast_report import change_cell
 from kueuetop.views.safe_text import clean
-from kueuetop.views.what_if import Suggestion, WhatIfAnswer, focus_index, run_what_if, suggestions
+from kueuetop.views.what_if import Latest, Suggestion, WhatIfAnswer, focus_index, run_what_if, suggestions
 
 HINT = ("quota CQ [FLAVOR/]RESOURCE=+N|-N|=N  ·  hold NS/NAME (globs: hold team-b/*)  ·  nodes POOL=+N|-N  ·  "
         "several: separate with ;  ·  ↓ suggestions, enter runs")
@@ -69,18 +67,15 @@ class WhatIfScreen(Screen[None]):
             self.request, self.answer = request, answer
 
     def __init__(self, ctx: ViewContext, *, history: RunSamples | None = None,
-                 latest: Callable[[], tuple[ClusterSnapshot, Forecast] | None] = lambda: None,
-                 pools: Callable[[], tuple[dict, dict] | None] = lambda: None,
+                 latest: Callable[[], Latest | None] = lambda: None,
                  focus_cq: str = "", text: str = "") -> None:
         """`history`: the forecast worker's runs (runtimes when no forecast ran yet); `latest`: its
-        latest forecast with the snapshot it ran on; `pools`: the node pools that forecast placed
-        pods on, None when it did not; `focus_cq`: the ClusterQueue whose suggestion
+        latest forecast with the snapshot it ran on and the pools it placed pods on; `focus_cq`: the ClusterQueue whose suggestion
         is preselected; `text`: a change to run at once (`:whatif quota …`)."""
         super().__init__()
         self.ctx = ctx
         self.history = history
         self.latest = latest
-        self.pools = pools
         self.focus_cq = focus_cq
         self.initial = text
         self.request = 0  # the request whose answer is wanted; older answers are dropped
@@ -172,7 +167,7 @@ class WhatIfScreen(Screen[None]):
 
         try:
             answer = run_what_if(self.ctx.store, changes, now, history=self.history, latest=self.latest(),
-                                 pools=self.pools(), pause=pause)
+                                 pause=pause)
         except _Replaced:
             return
         except ValueError as exc:  # a change that does not apply to this cluster: one line

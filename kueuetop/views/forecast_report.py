@@ -53,7 +53,7 @@ from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadF
 from kueuetop.admission.pod_placement import GpuPlacement, placements_from_cluster, pools_from_cluster
 from kueuetop.kueue.autoscaler_status import NodeGroupStatus, pool_limits
 from kueuetop.kueue.core import Node, Pod
-from kueuetop.kueue.pool_growth import AUTOSCALER, FIXED, PoolGrowth
+from kueuetop.kueue.pool_growth import AUTOSCALER, FIXED, AutoscalerRead, PoolGrowth, pool_growth
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.store import Store
 from kueuetop.store import events as K
@@ -164,6 +164,11 @@ def pods_note(growth: PoolGrowth) -> str:
     if growth.basis == FIXED:
         return POD_NOTE_FIXED
     return pods_not_modelled(growth.why)
+
+
+def store_pool_growth(store: Store, read: AutoscalerRead) -> PoolGrowth:
+    """`pool_growth` of a read of the autoscaler's status and the store's Nodes."""
+    return pool_growth(read, (n for n in store.objects(K.NODES).values() if isinstance(n, Node)))
 
 
 def pools_from_store(store: Store, groups: Iterable[NodeGroupStatus] | None = None, now: float | None = None,

@@ -119,6 +119,10 @@ def focus_index(items: Sequence[Suggestion], cluster_queue: str) -> int | None:
 
 
 # ---------------------------------------------------------------------------------------- running
+Pools = tuple[dict[str, PoolCapacity], dict[Key, tuple[GpuPlacement, ...]]]  # node pools, running pods' GPUs
+Latest = tuple[ClusterSnapshot, Forecast, Pools | None]  # a console forecast, its snapshot, the pools it placed pods on
+
+
 @dataclass(frozen=True)
 class WhatIfAnswer:
     specs: tuple[str, ...]
@@ -149,19 +153,18 @@ def _runtimes(snap: ClusterSnapshot, latest: Forecast | None, history: RunSample
 
 
 def run_what_if(store: Store, changes: Sequence[Change], now: float, *, history: RunSamples | None = None,
-                latest: tuple[ClusterSnapshot, Forecast] | None = None,
-                pools: tuple[dict[str, PoolCapacity], dict[Key, tuple[GpuPlacement, ...]]] | None = None,
-                pause: Callable[[], bool | None] | None = None) -> WhatIfAnswer:
+                latest: Latest | None = None, pause: Callable[[], bool | None] | None = None) -> WhatIfAnswer:
     """The store's cluster forecast before and after `changes`. `latest`: the console's latest
-    forecast with the snapshot it ran on; it is the "before" (and its `at` the instant) when that
-    snapshot is still the store's. `pools`: the node pools and placements that forecast placed
-    pods on (None: it did not); both forecasts place pods on them, as it did, and a `nodes`
-    change places pods on the pools at their current size when it did not. A change that does not
+    forecast with the snapshot it ran on and the node pools and placements it placed pods on
+    (None: it did not); it is the "before" (and its `at` the instant) when that snapshot is
+    still the store's. Both forecasts place pods on those pools, as it did; a `nodes` change
+    places pods on the pools at their current size when it did not. A change that does not
     apply (an unknown queue, flavor, resource or pool) is a ValueError with a one-line message.
     Meant for a worker thread: the engine gets a cache of its own; `pause` is called between its
     rounds."""
     specs = tuple(c.spec for c in changes)
     snap = store.snapshot()
+    pools = latest[2] if latest is not None else None
     model = pools is not None or any(isinstance(c, NodesChange) for c in changes)
     fc = store.forecast()
     fc = fc if isinstance(fc, Forecast) else None

@@ -55,10 +55,10 @@ def test_pods_are_placed_as_the_consoles_forecast_placed_them() -> None:
     # No autoscaler status and no Karpenter node: the console's forecast placed pods on the pools.
     f = Forecaster(store, clock=lambda: NOW, pool_limits=lambda: AutoscalerRead(None, "no configmap", absent=True))
     fc = f.run_once()
-    assert fc is not None and fc.pods_placed and f.latest_pools is not None
+    assert fc is not None and fc.pods_placed and f.latest is not None and f.latest[2] is not None
     change = [parse_change("quota cq nvidia.com/gpu=+4")]
-    placed = run_what_if(store, change, NOW, latest=f.latest, pools=f.latest_pools)
+    placed = run_what_if(store, change, NOW, latest=f.latest)
     assert placed.reused and placed.pods == POD_NOTE_FIXED  # the same forecast, the same pools, its note
     # Without the pools the console's forecast is not a "before" for it: both are run anew.
-    unplaced = run_what_if(store, change, NOW, latest=f.latest)
+    unplaced = run_what_if(store, change, NOW, latest=(*f.latest[:2], None))
     assert not unplaced.reused and unplaced.pods == POD_NOTE_RUN
