@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 from typing import Any, NoReturn
@@ -142,7 +143,68 @@ def build_parser() -> argparse.ArgumentParser:
                     help="give up on a cluster that has not synced after this long (default 30s)")
     _add_forecast_parser(sub)
     _add_action_parsers(sub)
+    _share_console_options(p)
     return p
+
+
+# Console options that every command heeds: an action refuses to run under them.
+_ANY_COMMAND = frozenset({"read_only", "read_only_context"})
+_NOT_OPTIONS = frozenset({"help", "version", "command", "sim_command"})
+
+
+def _subparsers(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {name: sp for a in p._actions if isinstance(a, argparse._SubParsersAction)
+            for name, sp in a.choices.items()}
+
+
+def _share_console_options(top: argparse.ArgumentParser) -> None:
+    """A console option given before the command applies to it (`kueuetop --context prod hold …`),
+    as kubectl's global flags do wherever they stand. argparse would let the command's own default
+    overwrite it (the command would act on the current context, not on prod); with no default of
+    their own, the command's copies only set the value when they are given (the later one wins)."""
+    shared = {a.dest for a in top._actions} - _NOT_OPTIONS
+
+    def walk(p: argparse.ArgumentParser) -> None:
+        for sp in _subparsers(p).values():
+            for a in sp._actions:
+                if a.dest in shared:
+                    a.default = argparse.SUPPRESS
+            walk(sp)
+
+    walk(top)
+
+
+def _command_options(top: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """Settle the console options given with a command; a usage error, or "".
+
+    An option of the console the command has no use for (`--theme`, `--demo`, …) is an error
+    rather than silently dropped; `--context` given once before a one-cluster command is its
+    context; before `clusters`, each is one more context to read."""
+    command = _subparsers(top).get(args.command)
+    if command is None:
+        return ""
+    own = {a.dest for a in command._actions}
+    nested = _subparsers(command).get(getattr(args, "sim_command", None) or "")
+    if nested is not None:
+        own |= {a.dest for a in nested._actions}
+    name = " ".join(n for n in (args.command, getattr(args, "sim_command", None)) if n)
+    given = getattr(args, "context", None)
+    if args.command == "clusters" and given:
+        args.contexts = [*given, *args.contexts]
+        args.context = None
+    stray = [max(a.option_strings, key=len) for a in top._actions
+             if a.option_strings and a.dest not in own | _ANY_COMMAND | _NOT_OPTIONS
+             and getattr(args, a.dest, a.default) != a.default]
+    if stray:
+        return (f"{', '.join(stray)} {'applies' if len(stray) == 1 else 'apply'} to the console, "
+                f"not to `kueuetop {name}`")
+    given = getattr(args, "context", None)
+    if isinstance(given, list):
+        if len(given) > 1:
+            return (f"`kueuetop {name}` reads one cluster: give one --context (several at once: "
+                    "`kueuetop clusters` or the console)")
+        args.context = given[0] if given else None
+    return ""
 
 
 def _add_record_parser(sub: Any) -> None:
@@ -600,6 +662,9 @@ def _run_action(args: argparse.Namespace) -> int:
     from kueuetop.redact import one_line
     from kueuetop.sources.connection import ConnectionProblem, check_api_server
 
+    why = _read_only_why(args)
+    if why and not args.dry_run:  # a server-side dry run changes nothing: allowed, as in the console's preview
+        return _fail(f"refusing to {args.action} {args.target}: {why}")
     try:
         check_api_server(args.kubeconfig, args.context)
     except ConnectionProblem as exc:
@@ -608,6 +673,20 @@ def _run_action(args: argparse.Namespace) -> int:
         return cmd_action(args)
     except Exception as exc:  # the server answered something no Kubernetes API server sends
         return _fail(f"{args.action} {args.target}: failed: {type(exc).__name__}: {one_line(str(exc), 300)}")
+
+
+def _read_only_why(args: argparse.Namespace) -> str:
+    """Why the console's read-only options forbid an action here, or "" (k9s --readonly: no
+    command that changes the cluster). The context is the one the action would use: --context,
+    else the kubeconfig's current one."""
+    if getattr(args, "read_only", False):
+        return "read-only (--read-only)"
+    guarded = set(getattr(args, "read_only_context", None) or ())
+    if guarded:
+        context = _kube_identity(args.kubeconfig, args.context)[0]
+        if context in guarded:
+            return f"context {context} is read-only (--read-only-context)"
+    return ""
 
 
 def _join_relative_moments(argv: list[str]) -> list[str]:
@@ -625,6 +704,17 @@ def _join_relative_moments(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # `kueuetop forecast | head`: the reader left; no traceback, and none from the final
+        # flush either (stdout is pointed at /dev/null). 141 = 128 + SIGPIPE, as a shell reports.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+def _main(argv: list[str] | None) -> int:
     from kueuetop.redact import install_log_redaction
 
     install_log_redaction()
@@ -634,6 +724,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("urllib3").setLevel(logging.ERROR)
     parser = build_parser()
     args = parser.parse_args(_join_relative_moments(sys.argv[1:] if argv is None else argv))
+    problem = _command_options(parser, args)
+    if problem:
+        return _fail(problem, EXIT_USAGE)
+    if args.command is None and args.demo in _subparsers(parser):
+        # `kueuetop --demo forecast`: argparse took the command for --demo's scenario.
+        return _fail(f"--demo {args.demo}: `{args.demo}` is a command, not a scenario; --demo opens the "
+                     f"console on a simulated cluster (a command on one: `kueuetop sim serve`, then "
+                     f"`kueuetop {args.demo} --kubeconfig FILE`)", EXIT_USAGE)
     if args.command == "version":
         print(f"kueuetop {__version__}")
         return EXIT_OK

@@ -260,7 +260,9 @@ def run_console(args: argparse.Namespace) -> int:
 
         app = KueuetopApp(store, api=conn.api, kueue_version=conn.kueue.version,
                           context=conn.info.context or conn.info.server, server=conn.info.server,
-                          user=conn.info.user, read_only=bool(getattr(args, "read_only", False)),
+                          user=conn.info.user,
+                          read_only=bool(getattr(args, "read_only", False))
+                          or conn.info.context in set(getattr(args, "read_only_context", None) or ()),
                           demo=args.demo if demo else None, theme_name=getattr(args, "theme", None),
                           ascii_only=bool(getattr(args, "ascii", False)),
                           namespace=getattr(args, "namespace", None),
