@@ -230,7 +230,7 @@ def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequen
     from kueuetop.admission.engine_cache import EngineCache
     from kueuetop.admission.forecast_changes import NodesChange, apply_changes, run_forecast
     from kueuetop.admission.runtime_estimate import estimate_runtimes
-    from kueuetop.views.forecast_report import forecast_doc, render_text
+    from kueuetop.views.forecast_report import awaits_checks, checks_text, forecast_doc, render_text
 
     for w in look.warnings:
         print(f"kueuetop: warning: {w}", file=sys.stderr)
@@ -245,12 +245,15 @@ def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequen
         if wl is None:
             return _fail(f"workload {target[0]}/{target[1]} not found (hint: `kubectl get workloads -n {target[0]}` "
                          "lists them; the name is the Workload's, not the Job's)")
+        if awaits_checks(wl):
+            return _fail(f"workload {target[0]}/{target[1]} holds quota and waits for its admission checks "
+                         f"({checks_text(wl)}): it is admitted when they pass, which is not forecast")
         if wl.is_finished or wl.has_quota_reservation:
             state = "finished" if wl.is_finished else "already holds quota"
             return _fail(f"workload {target[0]}/{target[1]} {state}: only pending workloads have an ETA")
-    keys = [target] if target is not None else sorted(
-        k for k, w in snap.workloads.items() if not w.is_finished and not w.has_quota_reservation
-        and (args.namespace is None or k[0] == args.namespace))
+    asked = [k for k in snap.workloads if args.namespace is None or k[0] == args.namespace] \
+        if target is None else [target]
+    keys = sorted(k for k in asked if not snap.workloads[k].is_finished and not snap.workloads[k].has_quota_reservation)
     # Pods wait for nodes only where the pools are known: a scenario's NodePools, a live cluster's
     # cluster-autoscaler status, or pools taken at their current size because a `nodes` change
     # asks about them. Otherwise pods run when their workload is admitted.
@@ -268,7 +271,7 @@ def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequen
         before = result
         result = run_forecast(changed[0], changed[1] if model else None, runtimes, look.now, cache, look.placements)
     doc = forecast_doc(snap, result, keys, source=source, position_of=look.position_of,
-                       at_most=args.at_most, before=before, changes=[c.spec for c in changes])
+                       at_most=args.at_most, before=before, changes=[c.spec for c in changes], awaiting=asked)
     if args.output == "json":
         indent = 2 if sys.stdout.isatty() else None
         sys.stdout.write(json.dumps(doc, indent=indent, ensure_ascii=False) + "\n")

@@ -238,3 +238,24 @@ def test_on_a_scenario(tmp_path: Path) -> None:
     # taint here): on the scenario's node pools its 1 h default run starts when the forecast places
     # it, now, so a-wait was an hour away.
     assert doc["whatIf"]["moved"][0]["before"]["startInSeconds"] == 3600
+
+
+def test_workloads_waiting_for_admission_checks_are_listed_with_their_checks(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """refarch at 46m: the two DWS fine-tuning jobs hold quota in dws-cluster-queue while their
+    ProvisioningRequests wait for nodes. They get no ETA (when a check passes is not forecast) but
+    are listed with their check's state; asked about by name, the one line says so."""
+    assert main(["forecast", "--scenario", "refarch", "--at", "46m", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    waiting = {w["name"].rsplit("-", 1)[0]: w for w in doc["awaitingChecks"]}
+    assert set(waiting) == {"job-finetune-gemma-2xa100", "job-finetune-gemma-8xh100"}
+    one = waiting["job-finetune-gemma-2xa100"]
+    assert one["clusterQueue"] == "dws-cluster-queue" and one["reservedForSeconds"] == 180.0
+    assert [(c["name"], c["state"]) for c in one["checks"]] == [("dws-prov", "Pending")]
+    assert not {w["name"] for w in doc["workloads"]} & {w["name"] for w in doc["awaitingChecks"]}
+    assert main(["forecast", "--scenario", "refarch", "--at", "46m"]) == 0
+    text = capsys.readouterr().out
+    assert "Holding quota, waiting for admission checks" in text and "dws-prov Pending" in text
+    assert main(["forecast", "--scenario", "refarch", "--at", "46m", f"team-a/{one['name']}"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "waits for its admission checks (dws-prov Pending)" in err

@@ -52,6 +52,7 @@ from kueuetop.tui.yaml_view import fetch_yaml, yaml_text
 from kueuetop.views import pod_evidence as PE
 from kueuetop.views.eta_text import eta_sentence, forecast_of
 from kueuetop.views.explain_text import explain_lines
+from kueuetop.views.forecast_report import awaits_checks, checks_text
 from kueuetop.views.rows import age
 from kueuetop.views.safe_text import clean
 from kueuetop.views.workload_rows import QUEUED
@@ -220,6 +221,10 @@ def detail_text(ctx: ViewContext, key: Key, events: Sequence[ObjectEvent] | None
         forecast, wf = forecast_of(store, key)
         t.append("Forecast: ", style="bold")
         t.append(clean(eta_sentence(wf, forecast, now)) + "\n")
+    elif awaits_checks(wl):
+        t.append("Forecast: ", style="bold")
+        t.append(f"holds quota; admitted when its admission checks pass ({checks_text(wl)}), "
+                 "which a forecast cannot tell\n")
 
     _head(t, "Conditions")
     for c in sorted(wl.conditions, key=lambda c: c.last_transition or 0.0):

@@ -31,6 +31,11 @@ seconds from the forecast's `at` (`…InSeconds`, ≥ 0).
                   horizon); after: the workloads whose finish or eviction lets it in; basis: the
                   runtime estimates that ETA rests on; runtime: its own estimate
     shown         how many workloads are listed; omitted: how many --at-most left out
+    awaitingChecks [{namespace, name, clusterQueue, reservedAt, reservedForSeconds,
+                    checks: [{name, state, message}]}]
+                  workloads holding quota whose admission checks have not all passed (a
+                  ProvisioningRequest waiting for capacity, say): when a check passes is not
+                  forecast, so they get no ETA; each check's state and message as Kueue wrote them
     whatIf        null, or {changes: [spec], moved: [{namespace, name, clusterQueue,
                     before: eta, after: eta, change, deltaSeconds}],
                     summary: {sooner, soonerMedianSeconds, later, laterMedianSeconds,
@@ -54,7 +59,9 @@ from kueuetop.admission.pod_placement import GpuPlacement, placements_from_clust
 from kueuetop.kueue.autoscaler_status import NodeGroupStatus, pool_limits
 from kueuetop.kueue.core import Node, Pod
 from kueuetop.kueue.pool_growth import AUTOSCALER, FIXED, AutoscalerRead, PoolGrowth, pool_growth
+from kueuetop.kueue.run_times import admitted_at
 from kueuetop.kueue.snapshot import ClusterSnapshot
+from kueuetop.kueue.workload import Workload
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.views.ages import age_text
@@ -240,12 +247,48 @@ def move_summary(moves: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "nowStart": starts, "noLongerStart": gone, "text": text}
 
 
+# ---------------------------------------------------------------------------------------- checks
+def awaits_checks(wl: Workload) -> bool:
+    """Holding quota, not admitted: an admission check has not passed yet (Kueue admits once every
+    check of the workload is Ready: pkg/workload admissionchecks.go HasAllChecksReady)."""
+    return (wl.has_quota_reservation and not wl.is_admitted and not wl.is_finished and not wl.is_evicted
+            and any(c.state != "Ready" for c in wl.admission_checks))
+
+
+def checks_text(wl: Workload) -> str:
+    """"dws-prov Pending: Waiting for resources…": the checks not Ready yet, as Kueue wrote them."""
+    return "; ".join(clean(f"{c.name} {c.state}" + (f": {c.message}" if c.message else ""))
+                     for c in wl.admission_checks if c.state != "Ready")
+
+
+def awaiting_rows(snap: ClusterSnapshot, keys: Iterable[Key], now: float) -> list[dict[str, Any]]:
+    """One row per workload of `keys` that awaits its admission checks (the `awaitingChecks` key),
+    the longest waiting first."""
+    rows = []
+    for key in keys:
+        wl = snap.workloads.get(key)
+        if wl is None or not awaits_checks(wl):
+            continue
+        since = admitted_at(wl)
+        rows.append({
+            "namespace": clean(key[0]), "name": clean(key[1]),
+            "clusterQueue": clean(wl.admission.cluster_queue) if wl.admission is not None else None,
+            "reservedAt": rfc3339(since), "reservedForSeconds": max(0.0, now - since) if since is not None else None,
+            "checks": [{"name": clean(c.name), "state": clean(c.state), "message": clean(c.message) or None}
+                       for c in wl.admission_checks if c.state != "Ready"],
+        })
+    rows.sort(key=lambda r: (-(r["reservedForSeconds"] or 0.0), r["namespace"], r["name"]))
+    return rows
+
+
 # ---------------------------------------------------------------------------------------- document
 def forecast_doc(snap: ClusterSnapshot, fc: Forecast, keys: Sequence[Key], *, source: Mapping[str, Any],
                  position_of: PositionOf | None = None, at_most: int | None = None,
-                 before: Forecast | None = None, changes: Sequence[str] = ()) -> dict[str, Any]:
+                 before: Forecast | None = None, changes: Sequence[str] = (),
+                 awaiting: Iterable[Key] = ()) -> dict[str, Any]:
     """The `-o json` document. `fc`: the forecast shown (after the changes, with --with);
-    `before`: the forecast without them; `keys`: the workloads asked about."""
+    `before`: the forecast without them; `keys`: the workloads asked about; `awaiting`: those
+    holding quota to look at for admission checks not passed yet."""
     rows = workload_rows(snap, fc, keys, position_of)
     shown = rows if at_most is None else rows[:max(0, at_most)]
     what_if = None
@@ -254,7 +297,8 @@ def forecast_doc(snap: ClusterSnapshot, fc: Forecast, keys: Sequence[Key], *, so
         what_if = {"changes": [clean(c) for c in changes], "moved": moves, "summary": move_summary(moves)}
     return {"schema": SCHEMA, "at": rfc3339(fc.at), "horizon": rfc3339(fc.horizon), "complete": fc.complete,
             "source": dict(source), "assumptions": [CHECKS_ASSUMED], "workloads": shown,
-            "shown": len(shown), "omitted": len(rows) - len(shown), "whatIf": what_if}
+            "shown": len(shown), "omitted": len(rows) - len(shown), "whatIf": what_if,
+            "awaitingChecks": awaiting_rows(snap, awaiting, fc.at)}
 
 
 # ---------------------------------------------------------------------------------------- text
@@ -322,4 +366,12 @@ def render_text(doc: Mapping[str, Any]) -> str:
                         [[w["namespace"], w["name"], w["clusterQueue"], w["never"]] for w in never])
     if doc["omitted"]:
         lines.append(f"{doc['omitted']} more not shown (--at-most {doc['shown']})")
+    waiting = doc.get("awaitingChecks") or []
+    if waiting:
+        lines += _table("Holding quota, waiting for admission checks (when a check passes is not forecast)",
+                        ["NAMESPACE", "NAME", "CLUSTERQUEUE", "RESERVED", "CHECKS"],
+                        [[w["namespace"], w["name"], w["clusterQueue"],
+                          f"{age_text(w['reservedForSeconds'])} ago" if w["reservedForSeconds"] is not None else None,
+                          "; ".join(f"{c['name']} {c['state']}" + (f": {c['message']}" if c["message"] else "")
+                                    for c in w["checks"])] for w in waiting])
     return "\n".join(lines).rstrip("\n") + "\n"

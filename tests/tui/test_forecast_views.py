@@ -27,6 +27,7 @@ from tests.builders import (
     fq,
     group,
     local_queue,
+    ts,
     workload,
 )
 from tests.tui.test_app import make_app, run, table_cells, until
@@ -204,5 +205,22 @@ def test_a_live_console_forecasts_the_pending_workloads_it_is_shown(served: Serv
         assert isinstance(f, Forecast) and f.workloads
         assert set(f.workloads) <= set(live.store.objects(K.WORKLOADS))  # answers only for workloads the store has
         assert all(w.start is None or w.start >= f.at for w in f.workloads.values())
+
+    run(app, body)
+
+
+def test_the_detail_of_a_workload_waiting_for_its_admission_checks_says_which() -> None:
+    """It holds quota, so the forecast gives it no ETA; the detail says what it waits for."""
+    store = _store()
+    w = admit(workload("team-a", "dws", "lq", {GPU: "4"}, created=T0 - 30), "cq", {GPU: "l4"}, at=T0, admitted=False)
+    w["status"]["admissionChecks"] = [{"name": "dws-prov", "state": "Pending", "lastTransitionTime": ts(T0),
+                                       "message": "Waiting for resources. Currently there are not enough resources"}]
+    put(store, w)
+    app = make_app(store, forecast=False)
+
+    async def body(pilot: Pilot[int]) -> None:
+        text = " ".join(detail_text(app.ctx, ("team-a", "dws")).plain.split())
+        assert ("Forecast: holds quota; admitted when its admission checks pass (dws-prov Pending: Waiting for "
+                "resources. Currently there are not enough resources), which a forecast cannot tell") in text
 
     run(app, body)
