@@ -292,9 +292,11 @@ def forecast_live_look(args: argparse.Namespace, history_path: Path) -> tuple[Fo
 
 
 def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook | None, int]:
+    from kueuetop.kueue.core import Node
     from kueuetop.kueue.pool_growth import AUTOSCALER
     from kueuetop.sources.autoscaler_status import read_autoscaler_status
     from kueuetop.store import events as K
+    from kueuetop.store import known_pools as KP
     from kueuetop.store.events import Changes
     from kueuetop.store.run_history import cluster_scope, load_run_history, record_changes, save_run_history
     from kueuetop.views.forecast_report import (
@@ -312,7 +314,9 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
     try:
         store = session.store
         info = session.conn.info
-        history, warning = load_run_history(path, cluster_scope(info.server, info.context))
+        scope = cluster_scope(info.server, info.context)
+        history, warning = load_run_history(path, scope)
+        known, known_warning = KP.load_known_pools(path.with_name(KP.FILE_NAME), scope)
         # The finished Workloads still in the cluster are runs too (what follow_store feeds from
         # the initial list; the store has synced already, so they are fed here at once).
         record_changes(store, history, Changes({K.WORKLOADS: frozenset(store.keys(K.WORKLOADS))}))
@@ -321,14 +325,20 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
         # How far each pool may grow: cluster-autoscaler's status, when it can be read; none and
         # no Karpenter node: the pools are fixed; else unknown (kueue/pool_growth.py).
         growth = store_pool_growth(store, read_autoscaler_status(session.conn.api))
-        pools, placements = pools_from_store(store, growth.groups, now)
+        # What each pool's nodes carry, remembered for when it has scaled to zero.
+        known.learn_nodes((n for n in store.objects(K.NODES).values() if isinstance(n, Node)), now)
+        pools, placements = pools_from_store(store, growth.groups, now, known=known)
     except KeyboardInterrupt:
         return None, _fail("interrupted")
     finally:
         session.close()
-    warnings = [warning] if warning else []
+    warnings = [w for w in (warning, known_warning) if w]
     if history.unsaved:
         saved = save_run_history(path, history)
+        if saved:
+            warnings.append(saved)
+    if known.unsaved:
+        saved = KP.save_known_pools(path.with_name(KP.FILE_NAME), known)
         if saved:
             warnings.append(saved)
     source = {"kind": "cluster", "server": info.server, "context": info.context}

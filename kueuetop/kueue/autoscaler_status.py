@@ -122,15 +122,18 @@ def _base(group: str) -> str:
     return last[:-4] if last.endswith("-grp") else last
 
 
-def pool_limits(groups: Iterable[NodeGroupStatus], nodes: Iterable[Node]) -> dict[str, PoolLimit]:
-    """Per node pool (as `kueue.node_pool` names it), the limits of its node groups summed."""
-    pools: set[str] = set()
-    by_base: dict[str, str] = {}  # a GKE node is "<instance group base>-<4 chars>"
+def pool_limits(groups: Iterable[NodeGroupStatus], nodes: Iterable[Node],
+                known: Mapping[str, str] | None = None) -> dict[str, PoolLimit]:
+    """Per node pool (as `kueue.node_pool` names it), the limits of its node groups summed.
+    `known`: node-name base → pool of pools seen before (`store.known_pools`), which ties the
+    groups of a pool with no node now to it."""
+    by_base: dict[str, str] = dict(known or {})  # a GKE node is "<instance group base>-<4 chars>"
+    pools: set[str] = set(by_base.values())
     for n in nodes:
         pool = node_pool(n)
         if pool:
             pools.add(pool)
-            by_base.setdefault(n.name.rsplit("-", 1)[0], pool)
+            by_base[n.name.rsplit("-", 1)[0]] = pool  # what the nodes say now wins over memory
     out: dict[str, PoolLimit] = {}
     for g in groups:
         base = _base(g.name)

@@ -24,12 +24,9 @@ runs the store saw finish are kept in a JSON file the caller names (the console 
 from __future__ import annotations
 
 import bisect
-import contextlib
-import json
 import math
-import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,17 +34,14 @@ from typing import Any
 from kueuetop.kueue.local_queue import LocalQueue
 from kueuetop.kueue.run_times import admitted_at, pods_ready_at
 from kueuetop.kueue.workload import PodSet, Workload
+from kueuetop.store import cluster_state_file as SF
 from kueuetop.store import events as K
 from kueuetop.store.events import Changes
 from kueuetop.store.state import Store
 
-try:  # advisory locking is POSIX; elsewhere the write is still atomic, only not serialized
-    import fcntl
-except ImportError:  # pragma: no cover - not on the platforms kueuetop runs on
-    fcntl = None  # type: ignore[assignment]
-
 FILE_NAME = "run-history.json"  # in kueuetop's state directory (xdg.state_dir())
 FILE_VERSION = 1
+WHAT = "run history"  # the file's kind, in its warnings
 PER_KEY = 200
 MAX_RUNS = 20_000
 
@@ -330,58 +324,6 @@ def follow_store(store: Store, history: RunHistory) -> Callable[[], None]:
 
 
 # ====================================================================== the file
-def _bad_path(path: Path) -> Path:
-    return path.with_name(path.name + ".bad")
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fcntl is None:
-        yield
-        return
-    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-class _Unreadable(OSError):
-    """The file is there but cannot be read; str() is the one-line warning."""
-
-
-def _read(path: Path) -> tuple[dict[str, Any], str]:
-    """The file's clusters mapping, and a one-line warning when the file had to be set aside."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}, ""
-    except UnicodeDecodeError:
-        return _set_aside(path, "is not UTF-8 text")
-    except OSError as exc:  # permissions, a directory in the way: nothing to set aside
-        raise _Unreadable(f"run history {path} cannot be read ({exc.strerror or exc}): starting empty") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return _set_aside(path, f"is not valid JSON ({exc.msg} at line {exc.lineno})")
-    if not isinstance(data, dict) or not isinstance(data.get("clusters"), dict):
-        return _set_aside(path, "is not a run history (no clusters mapping)")
-    if data.get("version") != FILE_VERSION:
-        return _set_aside(path, f"has version {data.get('version')!r}, this kueuetop reads {FILE_VERSION}")
-    return data["clusters"], ""
-
-
-def _set_aside(path: Path, why: str) -> tuple[dict[str, Any], str]:
-    bad = _bad_path(path)
-    try:
-        os.replace(path, bad)
-    except OSError as exc:
-        return {}, f"run history {path} {why} and could not be moved aside ({exc.strerror}): starting empty"
-    return {}, f"run history {path} {why}: kept as {bad.name}, starting empty"
-
-
 def load_run_history(path: Path | str, cluster: str, *, per_key: int = PER_KEY,
                      max_runs: int = MAX_RUNS) -> tuple[RunHistory, str]:
     """The runs kept for `cluster` in the file at `path`, and a one-line warning ("" when none).
@@ -392,9 +334,9 @@ def load_run_history(path: Path | str, cluster: str, *, per_key: int = PER_KEY,
     path = Path(path)
     history = RunHistory(cluster, per_key=per_key, max_runs=max_runs)
     try:
-        with _locked(path):
-            clusters, warning = _read(path)
-    except _Unreadable as exc:
+        with SF.locked(path):
+            clusters, warning = SF.read_clusters(path, WHAT, FILE_VERSION)
+    except SF.Unreadable as exc:
         return history, str(exc)
     except OSError as exc:
         return history, f"run history {path} cannot be opened ({exc.strerror or exc}): starting empty"
@@ -420,29 +362,11 @@ def save_run_history(path: Path | str, history: RunHistory) -> str:
     file found corrupt is kept as `.bad` first; a failed write leaves the old file as it was."""
     path = Path(path)
     try:
-        with _locked(path):
-            clusters, warning = _read(path)
-            clusters = dict(clusters)
-            clusters[history.cluster] = [r.to_json() for r in history.records()]
-            _write_atomic(path, {"version": FILE_VERSION, "clusters": clusters})
-    except _Unreadable:
+        warning = SF.write_cluster(path, WHAT, FILE_VERSION, history.cluster, [r.to_json() for r in history.records()])
+    except SF.Unreadable:
         return f"run history {path} could not be saved: the file there cannot be read"
     except OSError as exc:
         return f"run history {path} could not be saved ({exc.strerror or exc})"
     history.unsaved = 0
     return warning
 
-
-def _write_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        # 0600: which namespaces and queues a user watches is theirs to share
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as f:
-            json.dump(data, f, separators=(",", ":"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

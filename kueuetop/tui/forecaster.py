@@ -6,7 +6,8 @@ every running and pending workload's runtime from the history, runs the admissio
 (`admission.forecast`) and hands the result to the store, which tells the views which rows moved.
 The UI never waits for it; while a change is on its way to the screen or keys come, it waits.
 The history of finished runs is saved to `$XDG_STATE_HOME/kueuetop/run-history.json` every
-minute and on stop, so a fresh console on a long-lived cluster starts with it.
+minute and on stop, so a fresh console on a long-lived cluster starts with it; the node pools
+seen (`store/known_pools.py`), for when they have scaled to zero, beside it in `known-pools.json`.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from kueuetop.admission.finish_grid import RESOLUTION
 from kueuetop.admission.forecast import forecast, with_ranges
 from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadForecast
 from kueuetop.admission.runtime_estimate import estimate_runtimes
+from kueuetop.kueue.core import Node
 from kueuetop.kueue.pool_growth import AutoscalerRead
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.store import Store
 from kueuetop.store import events as K
+from kueuetop.store import known_pools as KP
 from kueuetop.store.run_history import (
     FILE_NAME,
     RunHistory,
@@ -90,8 +93,12 @@ class Forecaster:
         scope = cluster_scope(server, context)
         if self._path is not None:
             self.history, self.warning = load_run_history(self._path, scope)
+            # The pools seen before, for those at zero now (`store/known_pools.py`).
+            self.known, known_warning = KP.load_known_pools(self._path.with_name(KP.FILE_NAME), scope)
+            self.warning = "; ".join(w for w in (self.warning, known_warning) if w)
         else:
             self.history, self.warning = RunHistory(scope), ""
+            self.known = KP.KnownPools(scope)
         # This worker's own (the UI thread's explains keep theirs); a new one per forecast.
         self.cache = EngineCache()
         self.runs = 0
@@ -136,7 +143,13 @@ class Forecaster:
         self._wake.set()
 
     def save(self) -> None:
-        if self._path is None or not self.history.unsaved:
+        if self._path is None:
+            return
+        if self.known.unsaved:  # rare: a pool seen for the first time, or its nodes changed
+            warning = KP.save_known_pools(self._path.with_name(KP.FILE_NAME), self.known)
+            if warning:
+                log.warning("%s", warning)
+        if not self.history.unsaved:
             return
         warning = save_run_history(self._path, self.history)
         if warning:
@@ -218,9 +231,10 @@ class Forecaster:
             self._limits = (at, self._pool_limits())
         growth = store_pool_growth(self.store, self._limits[1])
         self.pods = pods_note(growth)
+        self.known.learn_nodes((n for n in self.store.objects(K.NODES).values() if isinstance(n, Node)), now)
         if not growth.placed:
             return None, None
-        return pools_from_store(self.store, growth.groups, now)
+        return pools_from_store(self.store, growth.groups, now, known=self.known)
 
     def _publish(self, snap: ClusterSnapshot, result: Forecast, placed: Pools | None) -> None:
         old = self.store.forecast()

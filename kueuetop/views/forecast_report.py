@@ -64,6 +64,7 @@ from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.store import Store
 from kueuetop.store import events as K
+from kueuetop.store.known_pools import KnownPools
 from kueuetop.views.ages import age_text
 from kueuetop.views.eta_text import NOW_WITHIN, eta_basis, eta_cell, eta_range
 from kueuetop.views.safe_text import clean
@@ -179,18 +180,25 @@ def store_pool_growth(store: Store, read: AutoscalerRead) -> PoolGrowth:
 
 
 def pools_from_store(store: Store, groups: Iterable[NodeGroupStatus] | None = None, now: float | None = None,
-                     delay: float = NODE_DELAY_ASSUMED) -> tuple[dict[str, PoolCapacity], dict[Key, tuple[GpuPlacement, ...]]]:
+                     delay: float = NODE_DELAY_ASSUMED, known: KnownPools | None = None,
+                     ) -> tuple[dict[str, PoolCapacity], dict[Key, tuple[GpuPlacement, ...]]]:
     """The node pools of the store's cluster and the GPUs running workloads hold on them.
     `kueuetop forecast` and the console's what-if panel both start from these.
 
     Without `groups` each pool is at its current size (Nodes do not say how far an autoscaler may
     grow it). With cluster-autoscaler's node groups (`sources.autoscaler_status`), a pool they
     cover may grow to their summed maxSize, a new node Ready `delay` after it is asked for; the
-    nodes already asked for and not yet joined are taken to be Ready `delay` after `now`."""
+    nodes already asked for and not yet joined are taken to be Ready `delay` after `now`.
+    `known`: the pools seen before (`store.known_pools`); one with no Ready node now that the
+    groups cover is a pool at zero that may grow, its nodes as they were when last seen."""
     nodes = [n for n in store.objects(K.NODES).values() if isinstance(n, Node)]
     pods = [p for p in store.objects(K.PODS).values() if isinstance(p, Pod)]
-    limits = pool_limits(groups, nodes) if groups is not None else {}
+    limits = pool_limits(groups, nodes, known.bases() if known is not None else None) if groups is not None else {}
     pools = pools_from_cluster(nodes, pods, {name: (lim.max_nodes, delay) for name, lim in limits.items()})
+    for name, shape in (known.pools.items() if known is not None else ()):
+        lim = limits.get(name)
+        if name not in pools and lim is not None and lim.max_nodes > 0 and shape.gpus_per_node > 0:
+            pools[name] = PoolCapacity(name, dict(shape.node_labels), shape.gpus_per_node, (), lim.max_nodes, delay)
     for name, lim in limits.items():
         if name in pools and lim.coming and now is not None:
             pools[name] = dataclasses.replace(pools[name], coming=(now + delay,) * lim.coming)
