@@ -16,14 +16,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 try:  # advisory locking is POSIX; elsewhere the write is still atomic, only not serialized
     import fcntl
 except ImportError:  # pragma: no cover - not on the platforms kueuetop runs on
     fcntl = None  # type: ignore[assignment]
+
+
+T = TypeVar("T")
 
 
 class Unreadable(OSError):
@@ -70,6 +73,35 @@ def read_clusters(path: Path, what: str, version: int) -> tuple[dict[str, Any], 
     if data.get("version") != version:
         return set_aside(path, what, f"has version {data.get('version')!r}, this kueuetop reads {version}")
     return data["clusters"], ""
+
+
+def read_cluster(path: Path, what: str, version: int, scope: str) -> tuple[Any, str]:
+    """`scope`'s entry (None when it has none) and a one-line warning; never raises: a file that
+    cannot be opened or read is no entry, said in the warning."""
+    try:
+        with locked(path):
+            clusters, warning = read_clusters(path, what, version)
+    except Unreadable as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"{what} {path} cannot be opened ({exc.strerror or exc}): starting empty"
+    return clusters.get(scope), warning
+
+
+def read_entries(path: Path, what: str, version: int, scope: str, parse: Callable[[Any], T | None],
+                 noun: str) -> tuple[list[T], str]:
+    """`scope`'s entry as a list of items, each through `parse` (None: malformed, skipped and
+    counted in the warning, as "skipped 2 malformed run(s) of <scope>"); never raises."""
+    raw, warning = read_cluster(path, what, version, scope)
+    if raw is None:
+        return [], warning
+    if not isinstance(raw, list):
+        return [], f"{what} {path}: the {noun}s of {scope} are not a list: starting empty"
+    items = [parse(d) for d in raw]
+    out = [i for i in items if i is not None]
+    if len(out) < len(items) and not warning:
+        warning = f"{what} {path}: skipped {len(items) - len(out)} malformed {noun}(s) of {scope}"
+    return out, warning
 
 
 def set_aside(path: Path, what: str, why: str) -> tuple[dict[str, Any], str]:

@@ -118,24 +118,8 @@ def load_known_pools(path: Path | str, scope: str) -> tuple[KnownPools, str]:
     Never raises on the file's content (see `cluster_state_file`); malformed entries are skipped."""
     path = Path(path)
     known = KnownPools(scope)
-    try:
-        with SF.locked(path):
-            clusters, warning = SF.read_clusters(path, WHAT, FILE_VERSION)
-    except OSError as exc:  # Unreadable included
-        return known, str(exc) if isinstance(exc, SF.Unreadable) else \
-            f"{WHAT} {path} cannot be opened ({exc.strerror or exc}): starting empty"
-    raw = clusters.get(scope, [])
-    if not isinstance(raw, list):
-        return known, f"{WHAT} {path}: the pools of {scope} are not a list: starting empty"
-    skipped = 0
-    for d in raw:
-        shape = _shape_from_json(d)
-        if shape is None:
-            skipped += 1
-        else:
-            known.pools[shape.name] = shape
-    if skipped and not warning:
-        warning = f"{WHAT} {path}: skipped {skipped} malformed pool(s) of {scope}"
+    shapes, warning = SF.read_entries(path, WHAT, FILE_VERSION, scope, _shape_from_json, "pool")
+    known.pools = {p.name: p for p in shapes}
     return known, warning
 
 

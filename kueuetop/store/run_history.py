@@ -333,26 +333,10 @@ def load_run_history(path: Path | str, cluster: str, *, per_key: int = PER_KEY,
     good file are skipped and counted in the warning."""
     path = Path(path)
     history = RunHistory(cluster, per_key=per_key, max_runs=max_runs)
-    try:
-        with SF.locked(path):
-            clusters, warning = SF.read_clusters(path, WHAT, FILE_VERSION)
-    except SF.Unreadable as exc:
-        return history, str(exc)
-    except OSError as exc:
-        return history, f"run history {path} cannot be opened ({exc.strerror or exc}): starting empty"
-    raw = clusters.get(cluster, [])
-    if not isinstance(raw, list):
-        return history, f"run history {path}: the runs of {cluster} are not a list: starting empty"
-    skipped = 0
-    for d in raw:
-        rec = _record_from_json(d)
-        if rec is None:
-            skipped += 1
-        else:
-            history.add(rec)
+    records, warning = SF.read_entries(path, WHAT, FILE_VERSION, cluster, _record_from_json, "run")
+    for rec in records:
+        history.add(rec)
     history.unsaved = 0
-    if skipped and not warning:
-        warning = f"run history {path}: skipped {skipped} malformed run(s) of {cluster}"
     return history, warning
 
 
