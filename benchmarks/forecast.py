@@ -74,6 +74,7 @@ from kueuetop.admission.forecast import forecast
 from kueuetop.admission.forecast_result import Forecast, RuntimeEstimate
 from kueuetop.admission.runtime_estimate import estimate_runtimes
 from kueuetop.kueue.autoscaler_status import STATUS_KEY, STATUS_NAME, STATUS_NAMESPACE
+from kueuetop.kueue.core import Node
 from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.pool_growth import AutoscalerRead
@@ -100,6 +101,7 @@ from kueuetop.sim.wiring import SimParts, build_cluster
 from kueuetop.sources.autoscaler_status import parse_autoscaler_status
 from kueuetop.store import Entry, Store, StoreEvent
 from kueuetop.store import events as K
+from kueuetop.store.known_pools import KnownPools
 from kueuetop.store.run_history import RunHistory
 from kueuetop.tui.forecaster import Forecaster
 from kueuetop.tui.heap import HeapFreezer, IdleCollector
@@ -189,6 +191,24 @@ def follow_finishes(parts: SimParts, history: RunHistory) -> None:
             history.record(parse_object(ev.obj))
 
     parts.cluster.store.subscribe(on_event)
+
+
+def follow_nodes(parts: SimParts) -> dict[str, Node]:
+    """Every Node the simulator's store has shown so far, as last seen (deleted ones kept): what
+    a console watching the cluster since its start has learnt of its pools (store/known_pools.py),
+    pools scaled to zero included."""
+    seen: dict[str, Node] = {}
+
+    def on_event(ev: WatchEvent) -> None:
+        if ev.kind.kind != "Node" or ev.type == "DELETED":
+            return
+        with contextlib.suppress(KueueParseError):
+            node = parse_object(ev.obj)
+            if isinstance(node, Node):
+                seen[node.name] = node
+
+    parts.cluster.store.subscribe(on_event)
+    return seen
 
 
 def _finished(obj: Mapping[str, Any] | None) -> bool:
@@ -372,6 +392,7 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
     cluster = parts.cluster
     history = RunHistory(f"sim:{name}")
     follow_finishes(parts, history)
+    nodes_seen = follow_nodes(parts)
     taken: list[Instant] = []
     for at in sorted(instants):
         cluster.run_for(at - cluster.sim_time)
@@ -403,7 +424,9 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
             # What the console and `kueuetop forecast` do where the pools' growth is known (the
             # autoscaler's status; or none and no Karpenter node: fixed pools): pods placed on
             # the pools, runs measured from their pods' start.
-            pools, placements = pools_from_store(store, growth.groups, now)
+            remembered = KnownPools("sim")  # the pools seen so far, those at zero now included
+            remembered.learn_nodes(nodes_seen.values(), now)
+            pools, placements = pools_from_store(store, growth.groups, now, known=remembered)
             on_pools = forecast(snap, estimate_runtimes(snap, history.from_pods(), now), now, ranges=False,
                                 resolution=RESOLUTION, pools=pools, placements=placements)
             predictions[ON_POOLS] = {k: on_pools.workloads[k].start for k in pending}
