@@ -210,15 +210,19 @@ def test_a_live_console_forecasts_the_pending_workloads_it_is_shown(served: Serv
 
 
 def test_the_detail_of_a_workload_waiting_for_its_admission_checks_says_which() -> None:
-    """It holds quota, so the forecast gives it no ETA; the detail says what it waits for."""
+    """It holds quota, so the forecast gives it no ETA: its ETA cell reads "checks" and the
+    detail says which check and what it reported."""
     store = _store()
     w = admit(workload("team-a", "dws", "lq", {GPU: "4"}, created=T0 - 30), "cq", {GPU: "l4"}, at=T0, admitted=False)
     w["status"]["admissionChecks"] = [{"name": "dws-prov", "state": "Pending", "lastTransitionTime": ts(T0),
                                        "message": "Waiting for resources. Currently there are not enough resources"}]
     put(store, w)
-    app = make_app(store, forecast=False)
+    app = make_app(store, initial_view="workloads", forecast=False, clock=lambda: NOW)
 
     async def body(pilot: Pilot[int]) -> None:
+        await pilot.press("ctrl+w")  # every column
+        assert await until(pilot, lambda: "dws" in _cells(app, "workloads"))
+        assert _cells(app, "workloads")["dws"]["ETA"] == "checks"
         text = " ".join(detail_text(app.ctx, ("team-a", "dws")).plain.split())
         assert ("Forecast: holds quota; admitted when its admission checks pass (dws-prov Pending: Waiting for "
                 "resources. Currently there are not enough resources), which a forecast cannot tell") in text

@@ -15,6 +15,7 @@ from kueuetop.tui.gpu_focus import nodes_of_workloads
 from kueuetop.tui.messages import OpenWorkload, RunAction
 from kueuetop.tui.views.base import TableView, scope_bindings
 from kueuetop.views.eta_text import eta_cell, eta_sort, forecast_of
+from kueuetop.views.forecast_report import awaits_checks
 from kueuetop.views.rows import Row, age, cell
 from kueuetop.views.workload_rows import QUEUED
 from kueuetop.views.workload_rows import workload_row as build_workload_row
@@ -33,6 +34,8 @@ def workload_row(ctx: ViewContext, key: tuple[str, str], wl: Workload, now: floa
     st, util = r.state, r.gpu_util
     forecast, wf = forecast_of(ctx.store, key) if st.phase in QUEUED else (None, None)
     eta = eta_cell(wf, now, complete=forecast.complete, horizon=forecast.horizon) if forecast is not None else "-"
+    if st.phase is Phase.RESERVED and awaits_checks(wl):
+        eta = "checks"  # admitted when its admission checks pass, which is not forecast (detail: which)
     colour = ctx.state_style(PHASE_COLOUR.get(st.phase, ""))
     idle = st.phase is Phase.ADMITTED and util is not None and util < ctx.idle_below
     cells = (
