@@ -510,16 +510,12 @@ def _forecast_scenario_look(args: argparse.Namespace) -> tuple[Any, int]:
 
 
 def _kube_identity(kubeconfig: str | None, context: str | None) -> tuple[str, str, str]:
-    """(context, cluster, user) names from the kubeconfig, for the audit log; never credentials."""
-    from kubernetes.config import list_kube_config_contexts
+    """(context, cluster, user) names for the audit log and the read-only check; never credentials.
+    Resolved as kubectl and the client resolve them: with several files in KUBECONFIG, the first
+    current-context wins (the kubernetes library's own loader would take the last one's)."""
+    from kueuetop.sources.connection import context_identity
 
-    try:
-        contexts, active = list_kube_config_contexts(config_file=kubeconfig)
-    except Exception:  # identity is best effort; the client load reports real errors
-        return context or "", "", ""
-    chosen = next((c for c in contexts if c.get("name") == context), None) if context else active
-    ctx = (chosen or {}).get("context") or {}
-    return str((chosen or {}).get("name") or context or ""), str(ctx.get("cluster") or ""), str(ctx.get("user") or "")
+    return context_identity(kubeconfig, context)
 
 
 def _fail(message: str, code: int = EXIT_FAILED) -> int:
@@ -556,16 +552,19 @@ def cmd_action(args: argparse.Namespace) -> int:
         return _fail(f"refusing to {action} {target}: {problem} (every action is journaled there first; "
                      "set XDG_STATE_HOME or KUEUETOP_STATE_DIR to a writable directory)")
 
-    from kubernetes.config import new_client_from_config
+    from kueuetop.sources.connection import ConnectionProblem, load_client
 
     try:
-        api_client = new_client_from_config(config_file=args.kubeconfig, context=args.context)
-    except Exception as exc:  # ConfigException, missing file, bad YAML: all bad input
-        return _fail(f"cannot load kubeconfig: {type(exc).__name__}: {exc}", EXIT_USAGE)
+        # The client every other command and the console use: the context kubectl would use
+        # (the kubernetes library's loader lets the last KUBECONFIG file's current-context win).
+        api_client, info = load_client(args.kubeconfig, args.context)
+    except ConnectionProblem as exc:
+        return _fail(f"{action} {target}: {exc.describe()}", EXIT_USAGE)
 
     from kueuetop.actions.executor import Executor
     from kueuetop.actions.preview import preview
     from kueuetop.actions.rbac import check_access, whoami
+    from kueuetop.views.safe_text import clean
 
     ctx_name, cluster, kube_user = _kube_identity(args.kubeconfig, args.context)
     secrets = [str(v) for v in (api_client.configuration.api_key or {}).values()]
@@ -600,14 +599,15 @@ def cmd_action(args: argparse.Namespace) -> int:
         if not args.no_preview:
             pv = preview(action, target, api_client=api_client)
             preview_lines = pv.lines
-            print(f"{action} {target}" + (" (dry run)" if args.dry_run else "") + ":")
+            print(f"{action} {target} on {clean(ctx_name or '-')} ({clean(info.server)})"
+                  + (" (dry run)" if args.dry_run else "") + ":")
             for line in pv.lines:
                 print(f"  {line}")
             sys.stdout.flush()
         if not args.yes and not args.dry_run:
             warn = " This evicts running work." if action in DANGEROUS else ""
             try:
-                answer = input(f"Proceed with {action} {target}?{warn} [y/N] ")
+                answer = input(f"Proceed with {action} {target} on {clean(ctx_name or info.server)}?{warn} [y/N] ")
             except (EOFError, KeyboardInterrupt):
                 answer = ""
             if answer.strip().lower() not in ("y", "yes"):

@@ -184,3 +184,24 @@ def test_the_console_on_a_read_only_context_is_read_only(served: ServedCluster, 
                  ["--read-only-context", "sim", "--context", "sim"]):
         run_console(p.parse_args(["--kubeconfig", str(current_sim), "--no-forecast", *argv]))
     assert opened == [True, False, True]
+
+
+def test_with_several_kubeconfig_files_an_action_uses_the_context_kubectl_would(
+        served: ServedCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """KUBECONFIG=a:b, a's current-context `sim`, b's `dead`: kubectl, the read commands and now
+    the actions use a's (the first file's wins). The kubernetes library's own loader took b's:
+    the access check read one cluster and the PATCH went to the other."""
+    first = _kubeconfig(tmp_path / "a.kubeconfig", served.url, current="sim")
+    second = _kubeconfig(tmp_path / "b.kubeconfig", served.url, current="dead")
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
+    try:
+        assert main(["hold", "team-a/a-wait", "--yes", "--wait-timeout", "20s"]) == 0, capsys.readouterr().err
+        out = capsys.readouterr().out
+        assert not _active(served, "a-wait")
+        assert f"hold team-a/a-wait on sim ({served.url})" in out  # the preview names where it acts
+        # --read-only-context guards that same context.
+        assert main(["--read-only-context", "sim", "resume", "team-a/a-wait", "--yes"]) == 1
+        assert "context sim is read-only" in capsys.readouterr().err
+    finally:
+        _resume(served, "a-wait")

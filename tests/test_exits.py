@@ -96,6 +96,45 @@ def test_command_against_an_html_server(cmd: list[str], html_server: str, tmp_pa
     assert "not a Kubernetes API server" in err
 
 
+@pytest.fixture
+def not_found_server() -> Iterator[str]:
+    """A web server answering every request with a bare 404, as a catch-all proxy may."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = do_PATCH = do_PUT = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.mark.parametrize("cmd", [["hold", "team-a/w", "--yes"], ["stop", "cq/x", "--yes"], ["snapshot"]])
+def test_command_against_a_server_answering_404_everywhere(cmd: list[str], not_found_server: str,
+                                                           tmp_path: Path) -> None:
+    """Not "workload not found": the server is no API server at all, said before anything is sent."""
+    kc = write_kubeconfig(tmp_path / "kc", not_found_server)
+    err = assert_one_line_error(kueuetop(*cmd, "--kubeconfig", str(kc), home=tmp_path))
+    assert "does not look like a Kubernetes API server (no /version)" in err
+
+
+@pytest.mark.parametrize("target", ["cq/.", "team-c/..", "lq/team-c/.", "team-a/w\x1b[31m", "Team-A/w",
+                                    "team-a/w?x=1", "cq/-x"])
+def test_a_target_that_is_no_object_name_is_bad_usage(target: str, tmp_path: Path) -> None:
+    r = kueuetop("stop" if target.startswith(("cq/", "lq/")) else "hold", target, "--yes", home=tmp_path)
+    err = assert_one_line_error(r)
+    assert r.returncode == 2 and "bad target" in err and "\x1b" not in err
+
+
 def _failing_plugin(tmp_path: Path, lines: int = 12) -> Path:
     plugin = tmp_path / "auth-plugin"
     noise = "".join(f"echo 'plugin diagnostic line {i}' >&2\n" for i in range(lines))

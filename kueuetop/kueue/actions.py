@@ -14,6 +14,7 @@ The same plan drives live API calls (actions/executor), the simulator's scripted
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,16 +57,32 @@ class WaitFor:
 Step = Patch | WaitFor
 
 
+# What the API server accepts as names (apimachinery validation): a namespace is a DNS-1123
+# label; Workloads, ClusterQueues and LocalQueues are DNS-1123 subdomains. Anything else would be
+# sent as a path: "." and ".." are dropped by the HTTP client, turning a PATCH of one object into
+# one of the whole list, and control characters reach the terminal in the preview.
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
 def parse_target(text: str) -> Target:
     """`NS/NAME` (workload), `cq/NAME`, `lq/NS/NAME`; ValueError with a usable message otherwise."""
     parts = text.split("/")
     if len(parts) == 2 and parts[0] in ("cq", "clusterqueue") and parts[1]:
-        return Target(CLUSTER_QUEUE, parts[1])
-    if len(parts) == 3 and parts[0] in ("lq", "localqueue") and parts[1] and parts[2]:
-        return Target(LOCAL_QUEUE, parts[2], parts[1])
-    if len(parts) == 2 and all(parts):
-        return Target(WORKLOAD, parts[1], parts[0])
-    raise ValueError(f"bad target {text!r}: use NAMESPACE/WORKLOAD, cq/NAME or lq/NAMESPACE/NAME")
+        target = Target(CLUSTER_QUEUE, parts[1])
+    elif len(parts) == 3 and parts[0] in ("lq", "localqueue") and parts[1] and parts[2]:
+        target = Target(LOCAL_QUEUE, parts[2], parts[1])
+    elif len(parts) == 2 and all(parts):
+        target = Target(WORKLOAD, parts[1], parts[0])
+    else:
+        raise ValueError(f"bad target {text!r}: use NAMESPACE/WORKLOAD, cq/NAME or lq/NAMESPACE/NAME")
+    if target.namespace and not _LABEL.fullmatch(target.namespace):
+        raise ValueError(f"bad target {text!r}: {target.namespace!r} is not a namespace name "
+                         "(lowercase letters, digits and '-')")
+    if not _SUBDOMAIN.fullmatch(target.name):
+        raise ValueError(f"bad target {text!r}: {target.name!r} is not an object name "
+                         "(lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)")
+    return target
 
 
 def plan(action: str, target: Target) -> tuple[Step, ...]:

@@ -306,13 +306,16 @@ def check_api_server(kubeconfig: str | None = None, context: str | None = None, 
     except ConnectionProblem:
         return
     try:
-        _get(api, "/version", info, timeout)
+        found = _get(api, "/version", info, timeout)
     except NotKubernetes:
         raise
     except ConnectionProblem:
         return
     finally:
         api.close()
+    if found is None:  # a 404 for /version: a web server, a proxy's catch-all, not an API server
+        raise NotKubernetes(f"{info.server} does not look like a Kubernetes API server (no /version)",
+                            "check the server URL in your kubeconfig")
 
 
 def _sa_namespace() -> str:
@@ -410,6 +413,19 @@ def connect(kubeconfig: str | None = None, context: str | None = None, timeout: 
         api.close()
         raise
     return Connection(api, info, kueue)
+
+
+def context_identity(kubeconfig: str | None = None, context: str | None = None) -> tuple[str, str, str]:
+    """(context, cluster, user) names the client would use, resolved as kubectl resolves them
+    (`load_client`: the first file's current-context wins); ("", "", "") when the kubeconfig
+    cannot be read (the client load reports that). Names only, never credentials."""
+    try:
+        contexts, current = _read_contexts(kubeconfig_paths(kubeconfig))
+    except ConnectionProblem:
+        return context or "", "", ""
+    chosen = context or current
+    ctx = contexts.get(chosen) or {}
+    return chosen, str(ctx.get("cluster") or ""), str(ctx.get("user") or "")
 
 
 def list_contexts(kubeconfig: str | None = None) -> tuple[list[str], str]:
