@@ -59,6 +59,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     sources: Any = None
     poller: Any = None
     started = time.monotonic()
+    gaps = _Gaps()
     try:
         sources = KubeSources(conn, store, include_events=True, wire_keeper=keeper,
                               unmanaged_gpu_pods=False).start()
@@ -71,6 +72,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                 break
             if rec.error:
                 break
+            gaps.see(store, time.monotonic() - started)
     except KeyboardInterrupt:
         pass
     finally:
@@ -85,7 +87,46 @@ def cmd_record(args: argparse.Namespace) -> int:
         return _fail(rec.error)
     print(f"kueuetop: recorded {time.monotonic() - started:.0f}s to {path} ({rec.bytes / 1e6:.1f} MB, "
           f"{rec.frames} frames)", file=sys.stderr)
+    if gaps.seconds >= GAP_SAID:
+        # The recording holds the gap as it was (sources stale), but a script must not take it as whole.
+        return _fail(f"the cluster did not answer for {gaps.seconds:.0f}s of the recording ({gaps.text()}): "
+                     "those moments replay as stale data")
     return EXIT_OK
+
+
+GAP_SAID = 5.0  # seconds of a recording without an answering cluster that make it incomplete
+
+
+class _Gaps:
+    """When the cluster stopped answering during a recording: the seconds, counted every poll,
+    during which a source that had been live was stale or failing."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.spans: list[list[float]] = []  # [start, end] seconds since the recording started
+        self._last: float | None = None
+        self._live: set[str] = set()
+
+    def see(self, store: Any, at: float) -> None:
+        from kueuetop.store import SourceState
+
+        states = {n: s.state for n, s in store.sources().items()}
+        self._live |= {n for n, st in states.items() if st is SourceState.LIVE}
+        # Not RELISTING: a watch the server ends is relisted in a moment, many times in a long recording.
+        down = any(states.get(n) in (SourceState.STALE, SourceState.ERROR)
+                   for n in self._live)
+        if down and self._last is not None:
+            self.seconds += at - self._last
+            if self.spans and self.spans[-1][1] == self._last:
+                self.spans[-1][1] = at
+            else:
+                self.spans.append([self._last, at])
+        self._last = at
+
+    def text(self) -> str:
+        shown = [f"{a:.0f}s–{b:.0f}s" for a, b in self.spans[:3]]
+        more = len(self.spans) - len(shown)
+        return "from the start: " + ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def _on_signals(done: threading.Event) -> Any:
