@@ -33,6 +33,13 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _positive_duration(text: str) -> float:
+    seconds = _duration(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: more than 0 (leave the option out for no limit)")
+    return seconds
+
+
 def _port(text: str) -> int:
     try:
         port = int(text)
@@ -108,8 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("workload", metavar="NAMESPACE/NAME")
     ex.add_argument("--scenario", help="explain on a simulated scenario (built-in or file) instead of "
                                        "the live cluster")
-    ex.add_argument("--at", type=_duration, default=_duration("5m"),
-                    help="simulated time at which to explain (default 5m)")
+    ex.add_argument("--at", type=_duration, default=None,
+                    help="with --scenario: simulated time at which to explain (default 5m)")
     ex.add_argument("-o", "--output", choices=("text", "json"), default="text")
     ex.add_argument("--timeout", type=_duration, default=_duration("30s"),
                     help="live: give up when the cluster has not synced after this long (default 30s)")
@@ -212,7 +219,7 @@ def _add_record_parser(sub: Any) -> None:
     add_connection_args(rec)
     rec.add_argument("-o", "--output", metavar="FILE",
                      help="the recording to create (default: kueuetop-CONTEXT-TIME.ktrec here)")
-    rec.add_argument("--for", dest="duration", type=_duration, default=0.0,
+    rec.add_argument("--for", dest="duration", type=_positive_duration, default=0.0,
                      help="stop after this long (e.g. 10m, 2h; default: until Ctrl-C or SIGTERM)")
     rec.add_argument("--prometheus", metavar="URL",
                      help="read GPU telemetry from this Prometheus (default: scrape the dcgm-exporter pods)")
@@ -418,7 +425,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(f"kueuetop: bad workload {args.workload!r}: use NAMESPACE/NAME", file=sys.stderr)
         return EXIT_USAGE
     if args.scenario is None:
+        if args.at is not None:
+            return _fail("explain: --at needs --scenario (a live cluster is explained as it is now)", EXIT_USAGE)
         return cmd_explain_live(args, *args.workload.split("/"))
+    unused = _unused_with(args, "--scenario", "kubeconfig", "context")
+    if unused:
+        return _fail(unused, EXIT_USAGE)
+    args.at = _duration("5m") if args.at is None else args.at
     scenario = _load(args.scenario)
     if scenario is None:
         return EXIT_USAGE
@@ -440,6 +453,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _unused_with(args: argparse.Namespace, source: str, *names: str) -> str:
+    """A usage error naming the options given that `source` (a scenario, a recording) has no use
+    for, or "": an option silently ignored would let a user believe it took effect."""
+    given = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n, None)]
+    if not given:
+        return ""
+    return f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to a live cluster, not to {source}"
+
+
 def cmd_forecast(args: argparse.Namespace) -> int:
     """`kueuetop forecast` (live_cli.print_forecast): the changes are checked before anything
     connects or simulates, so a typo costs nothing."""
@@ -452,12 +474,18 @@ def cmd_forecast(args: argparse.Namespace) -> int:
             return _fail(f"bad workload {args.workload!r}: use NAMESPACE/NAME", EXIT_USAGE)
         ns, name = args.workload.split("/")
         target = (ns, name)
+        if args.namespace is not None and args.namespace != ns:
+            return _fail(f"workload {args.workload} is not in namespace {args.namespace} (-n)", EXIT_USAGE)
     try:
         changes = parse_changes(args.changes)
     except ValueError as exc:
         return _fail(str(exc), EXIT_USAGE)
     if args.scenario is not None and args.replay is not None:
         return _fail("forecast: give --scenario or --replay, not both", EXIT_USAGE)
+    if args.scenario is not None or args.replay is not None:
+        unused = _unused_with(args, "--scenario" if args.scenario is not None else "--replay", "kubeconfig", "context")
+        if unused:
+            return _fail(unused, EXIT_USAGE)
     if args.scenario is not None:
         try:
             args.at = _duration(args.at or "5m")
@@ -754,6 +782,10 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "snapshot":
         if args.replay:
             from kueuetop.recording_cli import cmd_snapshot_replay
+
+            unused = _unused_with(args, "--replay", "kubeconfig", "context", "prometheus")
+            if unused:
+                return _fail(unused, EXIT_USAGE)
 
             return cmd_snapshot_replay(args)
         if args.replay_at:

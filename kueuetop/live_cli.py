@@ -271,7 +271,8 @@ def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequen
         before = result
         result = run_forecast(changed[0], changed[1] if model else None, runtimes, look.now, cache, look.placements)
     doc = forecast_doc(snap, result, keys, source=source, position_of=look.position_of,
-                       at_most=args.at_most, before=before, changes=[c.spec for c in changes], awaiting=asked)
+                       at_most=args.at_most, before=before, changes=[c.spec for c in changes], awaiting=asked,
+                       namespace=args.namespace)
     if args.output == "json":
         indent = 2 if sys.stdout.isatty() else None
         sys.stdout.write(json.dumps(doc, indent=indent, ensure_ascii=False) + "\n")

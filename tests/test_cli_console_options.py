@@ -205,3 +205,39 @@ def test_with_several_kubeconfig_files_an_action_uses_the_context_kubectl_would(
         assert "context sim is read-only" in capsys.readouterr().err
     finally:
         _resume(served, "a-wait")
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["explain", "team-a/w", "--at", "2m"], "explain: --at needs --scenario"),
+    (["explain", "team-a/w", "--scenario", "refarch", "--context", "c"],
+     "--context applies to a live cluster, not to --scenario"),
+    (["forecast", "--scenario", "refarch", "--kubeconfig", "k", "--context", "c"],
+     "--kubeconfig, --context apply to a live cluster, not to --scenario"),
+    (["forecast", "--replay", "r.ktrec", "--context", "c"], "--context applies to a live cluster, not to --replay"),
+    (["snapshot", "--replay", "r.ktrec", "--prometheus", "http://p"],
+     "--prometheus applies to a live cluster, not to --replay"),
+    (["forecast", "team-a/w", "-n", "team-b"], "workload team-a/w is not in namespace team-b (-n)"),
+    (["record", "--for", "0s"], "more than 0 (leave the option out for no limit)"),
+])
+def test_an_option_the_source_ignores_is_a_one_line_usage_error(argv: list[str], says: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own usage errors exit
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kueuetop: ") and len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def test_a_namespace_without_pending_work_is_named(kc: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    live = ["--kubeconfig", str(kc), "--context", "sim", "--timeout", "20s"]
+    assert main(["forecast", "-n", "team-nope", *live]) == 0
+    assert "No pending workloads in namespace team-nope." in capsys.readouterr().out
+    assert main(["forecast", "-n", "team-nope", "-o", "json", *live]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["namespace"] == "team-nope" and doc["workloads"] == []
+    # --at-most 0 lists none and says how many it left out, not that there are none.
+    assert main(["forecast", "--at-most", "0", *live]) == 0
+    out = capsys.readouterr().out
+    assert "No pending workloads" not in out and "more not shown (--at-most 0)" in out

@@ -31,6 +31,7 @@ seconds from the forecast's `at` (`…InSeconds`, ≥ 0).
                   horizon); after: the workloads whose finish or eviction lets it in; basis: the
                   runtime estimates that ETA rests on; runtime: its own estimate
     shown         how many workloads are listed; omitted: how many --at-most left out
+    namespace     the namespace asked about (-n), null for all
     awaitingChecks [{namespace, name, clusterQueue, reservedAt, reservedForSeconds,
                     checks: [{name, state, message}]}]
                   workloads holding quota whose admission checks have not all passed (a
@@ -293,7 +294,7 @@ def awaiting_rows(snap: ClusterSnapshot, keys: Iterable[Key], now: float) -> lis
 def forecast_doc(snap: ClusterSnapshot, fc: Forecast, keys: Sequence[Key], *, source: Mapping[str, Any],
                  position_of: PositionOf | None = None, at_most: int | None = None,
                  before: Forecast | None = None, changes: Sequence[str] = (),
-                 awaiting: Iterable[Key] = ()) -> dict[str, Any]:
+                 awaiting: Iterable[Key] = (), namespace: str | None = None) -> dict[str, Any]:
     """The `-o json` document. `fc`: the forecast shown (after the changes, with --with);
     `before`: the forecast without them; `keys`: the workloads asked about; `awaiting`: those
     holding quota to look at for admission checks not passed yet."""
@@ -306,7 +307,7 @@ def forecast_doc(snap: ClusterSnapshot, fc: Forecast, keys: Sequence[Key], *, so
     return {"schema": SCHEMA, "at": rfc3339(fc.at), "horizon": rfc3339(fc.horizon), "complete": fc.complete,
             "source": dict(source), "assumptions": [CHECKS_ASSUMED], "workloads": shown,
             "shown": len(shown), "omitted": len(rows) - len(shown), "whatIf": what_if,
-            "awaitingChecks": awaiting_rows(snap, awaiting, fc.at)}
+            "awaitingChecks": awaiting_rows(snap, awaiting, fc.at), "namespace": clean(namespace) if namespace else None}
 
 
 # ---------------------------------------------------------------------------------------- text
@@ -364,8 +365,9 @@ def render_text(doc: Mapping[str, Any]) -> str:
     rows = [[w["namespace"], w["name"], w["clusterQueue"], None if w["position"] is None else f"#{w['position']}",
              w["eta"]["text"], _flavors_cell(w), _names_cell(w["after"]), _names_cell(w["preempts"]),
              w["basis"]] for w in starting]
-    if not ws:
-        lines.append("No pending workloads.")
+    if not ws and not doc["omitted"]:
+        ns = doc.get("namespace")
+        lines.append(f"No pending workloads in namespace {ns}." if ns else "No pending workloads.")
     lines += [] if not rows else _table("Pending workloads", ["NAMESPACE", "NAME", "CLUSTERQUEUE", "POS", "ETA", "FLAVORS",
                                           "WAITS FOR", "PREEMPTS", "BASIS"], rows)
     never = [w for w in ws if w["never"] is not None]
