@@ -177,14 +177,19 @@ def positions_from(store: Any) -> str:
 def replay_snapshot_doc(recording: Any, at: float) -> dict[str, Any]:
     """`snapshot -o json`'s document for the recorded moment `at`."""
     from kueuetop.sources.replay import Replay
-    from kueuetop.views.snapshot import build_snapshot
+    from kueuetop.views.safe_text import clean
+    from kueuetop.views.snapshot import _rfc3339, build_snapshot
 
     store = Replay(recording).seek(at)
     h = recording.header
     gpu_source = next((s for s in GPU_SOURCES if store.source(s) is not None), None)
-    return build_snapshot(store, now=at, context=str(h.get("context") or ""), server=str(h.get("server") or ""),
-                          kueue_api=str(h.get("kueueApi") or ""), positions=positions_from(store),
-                          gpu_source=gpu_source, gpu_use=_gpu_use(store))
+    doc = build_snapshot(store, now=at, context=str(h.get("context") or ""), server=str(h.get("server") or ""),
+                         kueue_api=str(h.get("kueueApi") or ""), positions=positions_from(store),
+                         gpu_source=gpu_source, gpu_use=_gpu_use(store))
+    # Said in the document itself, so a replayed moment is never read as the cluster now.
+    doc["replay"] = {"recording": clean(recording.name) or None,
+                     "at": _rfc3339(at), "start": _rfc3339(recording.start), "end": _rfc3339(recording.end_time)}
+    return doc
 
 
 def cmd_snapshot_replay(args: argparse.Namespace) -> int:

@@ -39,6 +39,8 @@ version, new keys may be added; lists are sorted as noted; absent values are `nu
                       Kueue-managed pods bound there
     gpus              [{node, index, model, util, memUsedMiB, memTotalMiB, namespace, pod, stale}]
                       sorted by (node, index); stale: sample or source stale (never shown as 0 %)
+    replay            only in `snapshot --replay`: {recording, at, start, end}, the recording's
+                      name, the replayed moment and the span it covers (a live snapshot has none)
 """
 
 from __future__ import annotations
@@ -327,6 +329,12 @@ def render_text(doc: Mapping[str, Any]) -> str:
     """The same document as aligned text tables (`-o table`)."""
     c = doc["cluster"]
     lines = [f"cluster {c['context'] or '-'} ({c['server']}), kueue.x-k8s.io/{c['kueueApi']}, at {doc['generatedAt']}"]
+    replay = doc.get("replay")
+    if replay:
+        lines[0] = (f"replayed from recording {replay['recording'] or '-'} ({replay['start']} to {replay['end']}): "
+                    + lines[0])
+        if all(s["state"] == "connecting" for s in doc["sources"]):  # none yet, or none synced
+            lines.append("  nothing had been read yet at this moment of the recording: try a later --at")
     for s in doc["sources"]:
         if s["stale"] or s["message"]:
             age = f", {s['ageSeconds']:.0f}s old" if s["ageSeconds"] is not None else ""

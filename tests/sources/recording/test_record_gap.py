@@ -1,5 +1,6 @@
 """`kueuetop record` whose cluster stops answering part-way: the recording is kept, but the
-command says for how long it was blind and exits 1, so a script does not take it as whole."""
+command says for how long it was blind and exits 1, so a script does not take it as whole. And a
+replayed snapshot says it is one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from kueuetop.cli import main
 from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.serve import start_served
 from tests.test_forecast_cli import SCENARIO
@@ -47,3 +51,22 @@ def test_a_whole_recording_exits_0(tmp_path: Path) -> None:
         served.stop()
     assert proc.returncode == 0, err
     assert "did not answer" not in err
+
+
+def test_a_replayed_snapshot_says_it_is_one_and_when_nothing_was_read_yet(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "s.yaml").write_text(SCENARIO)
+    served = start_served(load_scenario(str(tmp_path / "s.yaml")), speed=1, kubeconfig=str(tmp_path / "kc"))
+    out = tmp_path / "r.ktrec"
+    try:
+        proc = _record(tmp_path / "kc", out, "4s")
+        _, err = proc.communicate(timeout=120)
+    finally:
+        served.stop()
+    assert proc.returncode == 0, err
+    assert main(["snapshot", "--replay", str(out)]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.startswith("replayed from recording r.ktrec (") and "cluster kueuetop-sim (" in head
+    assert main(["snapshot", "--replay", str(out), "--at", "start"]) == 0
+    text = capsys.readouterr().out
+    assert "nothing had been read yet at this moment of the recording: try a later --at" in text

@@ -66,7 +66,7 @@ def _caught_up(served: ServedCluster, path: Path, since: float) -> bool:
 
 
 def _normalised(doc: dict[str, Any], names: set[str]) -> dict[str, Any]:
-    out = {k: v for k, v in doc.items() if k not in ("generatedAt", "sources")}
+    out = {k: v for k, v in doc.items() if k not in ("generatedAt", "sources", "replay")}
     out["sources"] = {s["name"]: (s["state"], s["message"], s["stale"]) for s in doc["sources"] if s["name"] in names}
     return out
 
@@ -117,6 +117,9 @@ def test_replayed_snapshots_equal_the_live_ones(served_rec: ServedCluster, tmp_p
         assert code == 0, err
         replayed = json.loads(out)
         assert replayed["generatedAt"] == _rfc3339(t)
+        # Said to be a replay, where from and of which span; a live snapshot says nothing of the kind.
+        assert replayed["replay"]["recording"] == path.name and replayed["replay"]["at"] == _rfc3339(t)
+        assert "replay" not in live
         names = {s["name"] for s in live["sources"]}
         assert names <= {s["name"] for s in replayed["sources"]}
         if os.environ.get("KT_DUMP"):
