@@ -56,6 +56,7 @@ class Shortfall:
     limited_by: str  # nominalQuota | borrowingLimit | cohort
     reason: str  # WaitingForQuota | ExceedsMaxQuota | "" (preemption would be needed)
     message: str
+    potential: int = 0  # the most the flavor could ever give it (potentialAvailable, zero usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +130,7 @@ def _shortfalls(result: AssignmentResult) -> tuple[tuple[tuple[str, FlavorAttemp
                     continue
                 shorts.append(Shortfall(ps.name, rf.flavor, rf.resource, rf.total, rf.available, rf.more_needed,
                                         rf.nominal, rf.borrowing_limit, rf.lending_limit, rf.limited_by,
-                                        rf.reason, rf.message))
+                                        rf.reason, rf.message, rf.potential))
     return tuple(attempts), tuple(shorts)
 
 
@@ -139,12 +140,18 @@ def _quota_verdict(shorts: tuple[Shortfall, ...], attempts: tuple[tuple[str, Fla
         parts = []
         for s in shorts:
             part = f"{s.resource} in {s.flavor} short by {qty(s.resource, s.more_needed)}"
-            if s.limited_by == "borrowingLimit":
+            if s.reason == "ExceedsMaxQuota":
+                # Short of the maximum capacity, whatever finishes: the number that never changes
+                # (Kueue's message: "... > maximum capacity (N)"). What is free now is in the details.
+                limit = (f", borrowingLimit {qty(s.resource, s.borrowing_limit or 0)}"
+                         if s.limited_by == "borrowingLimit" else "")
+                part = (f"{s.resource} in {s.flavor} short by {qty(s.resource, max(0, s.needed - s.potential))} "
+                        f"(asks {qty(s.resource, s.needed)}, exceeds the maximum capacity "
+                        f"{qty(s.resource, s.potential)}{limit})")
+            elif s.limited_by == "borrowingLimit":
                 part += f" (borrowingLimit {qty(s.resource, s.borrowing_limit or 0)})"
             elif s.limited_by == "cohort":
                 part += " (cohort has no more to lend)"
-            elif s.reason == "ExceedsMaxQuota":
-                part += " (exceeds the maximum capacity)"
             parts.append(part)
         return "waiting for quota: " + "; ".join(parts)
     mismatches = [a.mismatch for _, a in attempts if a.mismatch]

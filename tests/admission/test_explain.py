@@ -49,13 +49,24 @@ def test_quota_short_everywhere_names_each_flavor() -> None:
     assert [(s.flavor, s.more_needed) for s in e.shortfalls] == [("reserved", 2000), ("spot", 1000)]
 
 
+def test_more_than_the_maximum_capacity_is_short_of_that_not_of_what_is_free_now() -> None:
+    """Asking 6 of a flavor of 3, 2 in use: short by 3 of the maximum, whatever finishes (and
+    `kueuetop forecast`, which answers once everything has finished, says the same)."""
+    cq = cluster_queue("cq", group("cpu", fq("spot", cpu="3")))
+    snap = base(admit(wl("x", "2"), "cq", {"cpu": "spot"}), wl("w", "6"), cq=cq)
+    e = explain(snap, (NS, "w"), T0)
+    assert e.verdict == "waiting for quota: cpu in spot short by 3 (asks 6, exceeds the maximum capacity 3)"
+    assert [(s.more_needed, s.potential) for s in e.shortfalls] == [(5000, 3000)]  # the details: 5 short now
+
+
 def test_borrowing_limit_in_the_way() -> None:
     cq_a = cluster_queue("cq", group("cpu", fq("reserved", cpu=("1", "1"))), cohort="co")
     cq_b = cluster_queue("other", group("cpu", fq("reserved", cpu="10")), cohort="co")
     snap = base(wl("w", "3"), cq=cq_a, extra=(cq_b,))
     e = explain(snap, (NS, "w"), T0)
     assert e.shortfalls[0].limited_by == "borrowingLimit"
-    assert "(borrowingLimit 1)" in e.verdict
+    assert e.verdict == ("waiting for quota: cpu in reserved short by 1 (asks 3, exceeds the maximum capacity 2, "
+                         "borrowingLimit 1)")
 
 
 def test_namespace_selector_mismatch() -> None:
