@@ -127,7 +127,10 @@ def preview(action: str, target: Target, objects: Iterable[Mapping[str, Any]] | 
             notes = [f"could not list {p}" for p in failed]
         result = what_if(list(objects), action, target, now if now is not None else (server_now or time.time()))
     except KeyError:
-        return Preview((f"preview unavailable: {target} not found in the listed objects",), False, notes=tuple(notes))
+        # Not found because nothing could be listed is not "not found": say what failed.
+        unlisted = [n.removeprefix("could not list ") for n in notes]
+        why = ("could not list " + ", ".join(unlisted)) if unlisted else f"{target} not found in the listed objects"
+        return Preview((f"preview unavailable: {why}",), False, notes=tuple(notes))
     except Exception as exc:  # the preview is advice; it must never stop the action flow
         return Preview((f"preview unavailable: {type(exc).__name__}: {exc}",), False, notes=tuple(notes))
     return Preview(tuple(summary_lines(result)), True, result, _names(result.admitted), _names(result.evicted),

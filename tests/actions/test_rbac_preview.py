@@ -68,3 +68,25 @@ def test_preview_never_raises() -> None:
                                                      "metadata": {"name": "x", "namespace": "team-a"},
                                                      "spec": {"podSets": "garbage"}}])
     assert not pv.ok and pv.lines[0].startswith("preview unavailable")
+
+
+def test_a_preview_that_could_list_nothing_says_so_not_that_the_target_is_missing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    from kubernetes import config as kube_config
+
+    from kueuetop.actions.preview import preview
+    from kueuetop.sim.apiserver import write_kubeconfig
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    api = kube_config.new_client_from_config(str(write_kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{port}")))
+    api.configuration.retries = 0
+    try:
+        pv = preview("hold", parse_target("team-a/w"), api_client=api)
+    finally:
+        api.close()
+    assert not pv.ok and pv.lines[0].startswith("preview unavailable: could not list clusterqueues, "), pv.lines
+    assert "workloads" in pv.lines[0]
+    assert "not found" not in pv.lines[0]
