@@ -624,6 +624,11 @@ def cmd_action(args: argparse.Namespace) -> int:
                 return _fail(access.reason)
             if not access.known:
                 print(f"kueuetop: warning: {access.reason}", file=sys.stderr)
+        copy_of = _multikueue_origin(executor().get, target)
+        if copy_of:
+            # The manager's Kueue owns this copy: what happens to it there is the manager's to decide.
+            print(f"kueuetop: warning: {target} is a MultiKueue copy of a workload of manager {clean(copy_of)!r}; "
+                  "act on the manager's workload instead (its context)", file=sys.stderr)
         if not args.no_preview:
             pv = preview(action, target, api_client=api_client)
             preview_lines = pv.lines
@@ -701,6 +706,23 @@ def _run_action(args: argparse.Namespace) -> int:
         return cmd_action(args)
     except Exception as exc:  # the server answered something no Kubernetes API server sends
         return _fail(f"{args.action} {args.target}: failed: {type(exc).__name__}: {one_line(str(exc), 300)}")
+
+
+def _multikueue_origin(get: Any, target: Any) -> str:
+    """The MultiKueue origin a workload target is a worker's copy for, "" when it is none (or
+    cannot be read: the action reports that in its own words)."""
+    from kueuetop.kueue.actions import WORKLOAD
+    from kueuetop.kueue.workload import MULTIKUEUE_ORIGIN_LABEL
+
+    if target.kind != WORKLOAD:
+        return ""
+    try:
+        obj = get(target)
+    except Exception:  # a courtesy check: the action's own reads report a failing server
+        return ""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    origin = labels.get(MULTIKUEUE_ORIGIN_LABEL) if isinstance(labels, dict) else None
+    return str(origin) if origin else ""
 
 
 def _read_only_why(args: argparse.Namespace) -> str:

@@ -20,6 +20,9 @@ ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
+# On a MultiKueue worker's copy of a manager's Workload: the manager's origin name (Kueue:
+# pkg/controller/admissionchecks/multikueue, kueue.MultiKueueOriginLabel).
+MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
 
 # (flavor, resource) → Kueue resource value

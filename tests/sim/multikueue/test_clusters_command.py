@@ -5,6 +5,7 @@ data; a context that does not exist is its own row."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -109,3 +110,38 @@ def test_a_silent_cluster_does_not_hold_up_the_others(served: ServedWorld, tmp_p
             pool.close()
     finally:
         hole.close()
+
+
+def test_an_action_on_a_workers_copy_warns_that_the_manager_owns_it(served: ServedWorld, tmp_path: Path) -> None:
+    """A worker's copy of a manager's workload (label kueue.x-k8s.io/multikueue-origin): the
+    action warns before anything is sent; the manager's own workload gets no such warning."""
+    from kubernetes import client, config
+
+    def copies() -> list[tuple[str, str, str]]:
+        api = config.new_client_from_config(config_file=str(served.kubeconfig), context="europe-west4")
+        try:
+            items = client.CustomObjectsApi(api).list_cluster_custom_object(
+                "kueue.x-k8s.io", "v1beta2", "workloads")["items"]
+        finally:
+            api.close()
+        return [(w["metadata"]["namespace"], w["metadata"]["name"],
+                 (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/multikueue-origin", "")) for w in items]
+
+    deadline = time.monotonic() + 60
+    while not [c for c in copies() if c[2]]:
+        assert time.monotonic() < deadline, "no workload was dispatched to europe-west4"
+        time.sleep(0.5)
+    ns, name, origin = next(c for c in copies() if c[2])
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+
+    def hold(context: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "kueuetop", "hold", f"{ns}/{name}", "--dry-run", "--kubeconfig",
+                               str(served.kubeconfig), "--context", context], capture_output=True, text=True,
+                              timeout=60, env={**os.environ, **env})
+
+    on_worker = hold("europe-west4")
+    assert on_worker.returncode == 0, on_worker.stderr
+    assert f"{ns}/{name} is a MultiKueue copy of a workload of manager '{origin}'" in on_worker.stderr
+    on_manager = hold("manager")
+    assert on_manager.returncode == 0, on_manager.stderr
+    assert "MultiKueue copy" not in on_manager.stderr
