@@ -198,6 +198,12 @@ def test_holding_a_namespace_starts_the_other_queue_now(served: ServedCluster,
     assert moved["c-wait"]["change"] == "sooner" and moved["c-wait"]["after"]["startInSeconds"] == 0
     after = {w["name"]: w for w in doc["workloads"]}
     assert after["c-wait"]["after"] == ["team-b/b-run"]  # its eviction lets c-wait in
+    # --at-most bounds the moved list as it bounds the workloads; the summary still counts all.
+    capped = _json(served, capsys, "--with", "hold team-b/*", "--at-most", "0")
+    assert capped["whatIf"]["moved"] == [] and capped["whatIf"]["movedOmitted"] == 1
+    assert capped["whatIf"]["summary"] == doc["whatIf"]["summary"]
+    code, out, _ = _forecast(served, capsys, "--with", "hold team-b/*", "--at-most", "0")
+    assert code == 0 and "1 more moved, not shown (--at-most 0)" in out and "No workload's ETA moved" not in out
 
 
 @pytest.mark.parametrize("spec, message", [

@@ -42,7 +42,8 @@ seconds from the forecast's `at` (`…InSeconds`, ≥ 0).
                     summary: {sooner, soonerMedianSeconds, later, laterMedianSeconds,
                               nowStart, noLongerStart, text}}
                   moved: every workload whose expected start moved by 5 s or more, sorted by deltaSeconds
-                  (most sooner first); change: sooner | later | starts (had no start before) |
+                  (most sooner first), at most --at-most of them (movedOmitted: how many more; the
+                  summary counts them all); change: sooner | later | starts (had no start before) |
                   noLongerStarts; deltaSeconds: after − before (null unless both start)
 """
 
@@ -303,7 +304,10 @@ def forecast_doc(snap: ClusterSnapshot, fc: Forecast, keys: Sequence[Key], *, so
     what_if = None
     if before is not None:
         moves = eta_moves(before, fc, keys)
-        what_if = {"changes": [clean(c) for c in changes], "moved": moves, "summary": move_summary(moves)}
+        listed = moves if at_most is None else moves[:max(0, at_most)]
+        # --at-most bounds this list too; the summary counts every move.
+        what_if = {"changes": [clean(c) for c in changes], "moved": listed, "movedOmitted": len(moves) - len(listed),
+                   "summary": move_summary(moves)}
     return {"schema": SCHEMA, "at": rfc3339(fc.at), "horizon": rfc3339(fc.horizon), "complete": fc.complete,
             "source": dict(source), "assumptions": [CHECKS_ASSUMED], "workloads": shown,
             "shown": len(shown), "omitted": len(rows) - len(shown), "whatIf": what_if,
@@ -354,10 +358,13 @@ def render_text(doc: Mapping[str, Any]) -> str:
         lines.append("with " + "; ".join(what_if["changes"]))
         rows = [[f"{m['namespace']}", m["name"], m["clusterQueue"], m["before"]["text"], m["after"]["text"],
                  change_cell(m)] for m in what_if["moved"]]
-        if not rows:
+        omitted = what_if.get("movedOmitted") or 0
+        if not rows and not omitted:
             return "\n".join([*lines, "No workload's ETA moved.", what_if["summary"]["text"]]) + "\n"
         lines += _table("Workloads whose ETA moved", ["NAMESPACE", "NAME", "CLUSTERQUEUE", "BEFORE", "AFTER",
                                                       "CHANGE"], rows)
+        if omitted:
+            lines.append(f"{omitted} more moved, not shown (--at-most {len(rows)})")
         lines.append(what_if["summary"]["text"])
         return "\n".join(lines) + "\n"
     ws = doc["workloads"]
