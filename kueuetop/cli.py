@@ -624,7 +624,20 @@ def cmd_action(args: argparse.Namespace) -> int:
                 return _fail(access.reason)
             if not access.known:
                 print(f"kueuetop: warning: {access.reason}", file=sys.stderr)
-        copy_of = _multikueue_origin(executor().get, target)
+        current = _read_target(executor().get, target)
+        if current is not None:
+            # What the executor checks before its first write, checked before the preview and the
+            # prompt too: a preview of an action that will be refused would mislead.
+            from kueuetop.actions.executor import ActionError, check_precondition
+            from kueuetop.kueue.actions import Patch
+
+            first = next((st.body for st in steps if isinstance(st, Patch)), {})
+            try:
+                check_precondition(action, target, current, first)
+            except ActionError as exc:
+                audit("refused", exc.message, exc.kind)
+                return _fail(f"{action} {target}: {exc.message}")
+        copy_of = _multikueue_origin(current)
         if copy_of:
             # The manager's Kueue owns this copy: what happens to it there is the manager's to decide.
             print(f"kueuetop: warning: {target} is a MultiKueue copy of a workload of manager {clean(copy_of)!r}; "
@@ -708,18 +721,20 @@ def _run_action(args: argparse.Namespace) -> int:
         return _fail(f"{args.action} {args.target}: failed: {type(exc).__name__}: {one_line(str(exc), 300)}")
 
 
-def _multikueue_origin(get: Any, target: Any) -> str:
-    """The MultiKueue origin a workload target is a worker's copy for, "" when it is none (or
-    cannot be read: the action reports that in its own words)."""
-    from kueuetop.kueue.actions import WORKLOAD
-    from kueuetop.kueue.workload import MULTIKUEUE_ORIGIN_LABEL
-
-    if target.kind != WORKLOAD:
-        return ""
+def _read_target(get: Any, target: Any) -> dict[str, Any] | None:
+    """The target as it is now, None when missing or unreadable (the action's own reads report
+    that in their own words)."""
     try:
         obj = get(target)
-    except Exception:  # a courtesy check: the action's own reads report a failing server
-        return ""
+    except Exception:  # a courtesy read before the preview
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _multikueue_origin(obj: dict[str, Any] | None) -> str:
+    """The MultiKueue origin a Workload is a worker's copy for, "" when it is none."""
+    from kueuetop.kueue.workload import MULTIKUEUE_ORIGIN_LABEL
+
     labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
     origin = labels.get(MULTIKUEUE_ORIGIN_LABEL) if isinstance(labels, dict) else None
     return str(origin) if origin else ""

@@ -60,6 +60,18 @@ def test_dry_run_needs_no_confirmation_and_changes_nothing(served: ServedCluster
     assert '"dryRun": true' in audit_lines(tmp_path)[0]
 
 
+def test_an_action_the_target_does_not_allow_is_refused_before_its_preview(
+        served: ServedCluster, low_running_high_waiting: Kueue, tmp_path: Path) -> None:
+    """Preempting a pending workload would only requeue it: refused with the reason, and no
+    preview of an eviction that will not happen is printed first."""
+    p = kueuetop("preempt", f"{NS}/high", "--yes", "--kubeconfig", str(served.kubeconfig), home=tmp_path)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.splitlines() == [f"kueuetop: preempt {NS}/high: workload {NS}/high holds no quota; nothing to "
+                                     "preempt (use requeue or hold)"]
+    assert low_running_high_waiting.wl("high")["spec"]["active"] is True
+    assert json.loads(audit_lines(tmp_path)[-1])["result"] == "refused"
+
+
 def test_refuses_without_a_terminal_or_yes(served: ServedCluster, low_running_high_waiting: Kueue,
                                            tmp_path: Path) -> None:
     p = kueuetop("hold", f"{NS}/low", "--kubeconfig", str(served.kubeconfig), home=tmp_path)
