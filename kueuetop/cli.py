@@ -4,7 +4,8 @@ Headless commands (sim, explain, snapshot, forecast, actions) never import Textu
 so they stay fast and usable on hosts where the console can't run.
 
 Exit codes: 0 success; 1 the command ran but failed (e.g. a workload not found, an action
-refused by RBAC or the server, or declined at the prompt); 2 bad usage or bad input (unknown
+refused by RBAC or the server, or declined at the prompt, a credential plugin that failed, a
+recording that lost its cluster); 2 bad usage or bad input (unknown
 scenario, malformed file, bad duration, bad target, unreadable kubeconfig, no --yes without a
 terminal). Errors are one line on stderr starting with "kueuetop: ".
 """
@@ -580,14 +581,15 @@ def cmd_action(args: argparse.Namespace) -> int:
         return _fail(f"refusing to {action} {target}: {problem} (every action is journaled there first; "
                      "set XDG_STATE_HOME or KUEUETOP_STATE_DIR to a writable directory)")
 
-    from kueuetop.sources.connection import ConnectionProblem, load_client
+    from kueuetop.sources.connection import ConnectionProblem, ExecPluginFailed, load_client
 
     try:
         # The client every other command and the console use: the context kubectl would use
         # (the kubernetes library's loader lets the last KUBECONFIG file's current-context win).
         api_client, info = load_client(args.kubeconfig, args.context)
     except ConnectionProblem as exc:
-        return _fail(f"{action} {target}: {exc.describe()}", EXIT_USAGE)
+        return _fail(f"{action} {target}: {exc.describe()}",
+                     EXIT_FAILED if isinstance(exc, ExecPluginFailed) else EXIT_USAGE)
 
     from kueuetop.actions.executor import Executor
     from kueuetop.actions.preview import preview

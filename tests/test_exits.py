@@ -157,7 +157,9 @@ current-context: c
 @pytest.mark.parametrize("cmd", [["hold", "team-a/w", "--yes"], ["snapshot"], ["explain", "team-a/w"]])
 def test_failing_exec_plugin_is_summarised_in_one_line(cmd: list[str], tmp_path: Path) -> None:
     kc = _failing_plugin(tmp_path)
-    err = assert_one_line_error(kueuetop(*cmd, "--kubeconfig", str(kc), home=tmp_path))
+    r = kueuetop(*cmd, "--kubeconfig", str(kc), home=tmp_path)
+    err = assert_one_line_error(r)
+    assert r.returncode == 1  # the same for every command: the kubeconfig is fine, its login is not
     assert "exec credential plugin failed (exit 3): error: refresh token expired" in err
     assert "hunter2" not in err and "diagnostic line" not in err
 

@@ -6,7 +6,7 @@ reads GPU telemetry once. The console keeps its sources running instead; the hea
 take one consistent look and stop.
 
 Failures are exceptions with one line for people: `KubeconfigProblem` (bad input: exit 2),
-`ConnectionProblem` / `NoKueue` (the cluster: exit 1), `SyncTimeout` (exit 1).
+`ConnectionProblem` / `NoKueue` / `ExecPluginFailed` (the cluster or its login: exit 1), `SyncTimeout` (exit 1).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import urllib3
 
-from kueuetop.sources.connection import Connection, ConnectionProblem, discover, load_client
+from kueuetop.sources.connection import Connection, ConnectionProblem, ExecPluginFailed, discover, load_client
 from kueuetop.sources.gpu_poller import GpuPoller, gpu_source_for
 from kueuetop.sources.informer import InformerConfig
 from kueuetop.sources.kube import KubeSources
@@ -77,6 +77,8 @@ def connect_checked(kubeconfig: str | None, context: str | None, timeout: float 
     """`connection.connect`, with kubeconfig problems told apart from cluster problems."""
     try:
         api, info = load_client(kubeconfig, context)
+    except ExecPluginFailed:
+        raise  # the kubeconfig is fine; its credentials could not be had (an expired login): exit 1
     except ConnectionProblem as exc:
         raise KubeconfigProblem(exc.message, exc.hint) from None
     try:
