@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,13 +25,31 @@ from kueuetop.views.forecast_report import MOVED_WITHIN
 def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     d = tmp_path_factory.mktemp("whatif")
     served = start_served(load_scenario("refarch"), speed=20, kubeconfig=str(d / "kubeconfig"))
+    # Held still until the recorder has started: the recorded history then begins at the same
+    # simulated moment however long the recorder took to start (on a loaded machine, seconds,
+    # which at 20x was minutes of the scenario's spot scale-ups gone before the recording began).
+    clock = served.parts.cluster.clock
+    clock.pause()
     path = d / "refarch.ktrec"
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBECONFIG")}
-        p = subprocess.run([sys.executable, "-m", "kueuetop", "record", "--kubeconfig", str(served.kubeconfig),
-                            "-o", str(path), "--for", "12s"], env=env, capture_output=True, text=True, timeout=90)
-        assert p.returncode == 0, p.stderr
+        proc = subprocess.Popen([sys.executable, "-m", "kueuetop", "record", "--kubeconfig", str(served.kubeconfig),
+                                 "-o", str(path)], env=env, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # "kueuetop: recording <server> to <path> (Ctrl-C stops)", sources running
+        time.sleep(1.0)  # their first lists
+        start = clock.now()
+        clock.resume()
+        # Four simulated minutes, however fast the loaded machine runs the simulation.
+        deadline = time.monotonic() + 120
+        while clock.now() - start < 240 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # the recorder's last frames
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=90)
+        assert proc.returncode == 0, first + err
     finally:
+        clock.resume()
         served.stop()
     yield path
 
