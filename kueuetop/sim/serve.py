@@ -177,8 +177,12 @@ def default_kubeconfig_path(port: int) -> Path:
 
 def start_served(scenario: Scenario, *, port: int = 0, speed: float = 1.0, token_file: str | None = None,
                  kubeconfig: str | None = None, faults: dict | None = None,
-                 kueue_api: str = "v1beta2", tls: bool = False) -> ServedCluster:
+                 kueue_api: str = "v1beta2", tls: bool = False, paused: bool = False) -> ServedCluster:
     """Start the simulation thread and the API server; returns once both are up.
+
+    paused: the clock is held at the scenario's first instant until the caller resumes it
+    (`parts.cluster.clock.resume()`): what a test records then starts at a known moment, however
+    long the start took.
 
     kueue_api: "v1beta2" (Kueue ≥ 0.15: v1beta2 preferred, v1beta1 deprecated) or "v1beta1"
     (Kueue ≤ 0.14: v1beta1 only). tls: serve HTTPS with a CA generated now and written into
@@ -198,6 +202,8 @@ def start_served(scenario: Scenario, *, port: int = 0, speed: float = 1.0, token
         server_tls = generate_server_tls()
     first, later = split_first_instant(scenario)
     clock = SimClock(time.time(), speed)
+    if paused:
+        clock.pause()  # the caller resumes it (parts.cluster.clock): nothing happens until then
     parts = build_cluster(first, clock)
     load_first_instant(parts)
     server = ApiServer(parts.cluster.store, port=port, tokens=tokens, faults=faults, hooks=_hooks(parts),

@@ -24,12 +24,11 @@ from kueuetop.views.forecast_report import MOVED_WITHIN
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     d = tmp_path_factory.mktemp("whatif")
-    served = start_served(load_scenario("refarch"), speed=20, kubeconfig=str(d / "kubeconfig"))
-    # Held still until the recorder has started: the recorded history then begins at the same
-    # simulated moment however long the recorder took to start (on a loaded machine, seconds,
-    # which at 20x was minutes of the scenario's spot scale-ups gone before the recording began).
+    # Held still from its first instant until the recorder runs: the recorded history then begins
+    # at the scenario's start however long the cluster and the recorder took to start (on a loaded
+    # machine, seconds, which at 20x were minutes: the spot scale-ups were over before it began).
+    served = start_served(load_scenario("refarch"), speed=20, kubeconfig=str(d / "kubeconfig"), paused=True)
     clock = served.parts.cluster.clock
-    clock.pause()
     path = d / "refarch.ktrec"
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBECONFIG")}
