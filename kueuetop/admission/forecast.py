@@ -55,6 +55,7 @@ from kueuetop.admission.kueue_loop import KueueLoop
 from kueuetop.admission.pod_placement import GpuPlacement, PodPlacer, gpu_pods
 from kueuetop.admission.queue_state import same_queue_state
 from kueuetop.admission.shared_map import DELETE, SharedMap
+from kueuetop.gc_pacing import sparse_collections
 from kueuetop.kueue.run_times import admitted_at
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.kueue.workload import Workload
@@ -359,6 +360,20 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
          placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
          resolution: Callable[[float, float], float] | None = None,
          partial: Callable[[Callable[[], _Run]], None] | None = None) -> _Run:
+    # A forward run builds and drops statuses and assignments by the million, freed by reference
+    # counting: Python's young collections every 700 allocations found nothing and took a fifth
+    # of a `large` run (kueuetop/gc_pacing.py).
+    with sparse_collections():
+        return _run_forward(snapshot, runtimes, now, pending, cache, horizon, max_steps, pause, pools, placements,
+                            resolution, partial)
+
+
+def _run_forward(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: float,
+                 pending: set[WorkloadKey], cache: EngineCache, horizon: float, max_steps: int,
+                 pause: Callable[[], bool | None] | None, pools: Mapping[str, PoolCapacity] | None,
+                 placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None,
+                 resolution: Callable[[float, float], float] | None,
+                 partial: Callable[[Callable[[], _Run]], None] | None) -> _Run:
     world = _World(snapshot, runtimes, now, cache, pools, placements, resolution)
     loop = KueueLoop(None, cache)
     out = _Run(loop=loop)

@@ -14,13 +14,13 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from kueuetop.gc_pacing import sparse_collections
 from kueuetop.kueue.api_versions import to_v1beta2
 from kueuetop.kueue.json_copy import clone
 from kueuetop.sim.apiserver.defaults import apply_defaults, prepare_for_create
 from kueuetop.sim.apiserver.patch import merge_patch
 from kueuetop.sim.apiserver.validation import validate
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.gc_pacing import sparse_collections
 from kueuetop.sim.scenarios.scenario import Scenario, ScenarioStep
 from kueuetop.sim.storage.kinds import Kind, kind_for_object
 from kueuetop.sim.storage.objectstore import Invalid, ObjectStore, StoreError, WatchEvent

@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
+from kueuetop.gc_pacing import sparse_collections
 from kueuetop.kueue.durations import parse_duration
 from kueuetop.sim.apiserver.kubeconfig import kubeconfig_dict
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.gc_pacing import sparse_collections
 from kueuetop.sim.kueue import configmap as KC
 from kueuetop.sim.kueue.multikueue import (
     SECRET_KEY,

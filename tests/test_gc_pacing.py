@@ -1,9 +1,9 @@
-"""The simulator raises the collector's thresholds while it runs and puts them back after."""
+"""Simulations and forecasts raise the collector's thresholds while they run and put them back after."""
 
 import gc
 import threading
 
-from kueuetop.sim.gc_pacing import YOUNG_THRESHOLD, sparse_collections
+from kueuetop.gc_pacing import YOUNG_THRESHOLD, sparse_collections
 
 
 def test_thresholds_raised_inside_and_restored_after_nested_runs():
@@ -50,5 +50,19 @@ def test_a_disabled_young_threshold_stays_disabled():
         gc.set_threshold(0)
         with sparse_collections():
             assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*saved)
+
+
+def test_a_threshold_changed_by_someone_else_during_a_run_is_theirs_after_it():
+    # The console switches Python's full collections off (tui/heap.py IdleCollector) at start,
+    # which may fall inside a forecast: the forecast's exit must not switch them back on.
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with sparse_collections():
+            young, middle, _ = gc.get_threshold()
+            gc.set_threshold(young, middle, 1_000_000)
+        assert gc.get_threshold() == (700, 10, 1_000_000)
     finally:
         gc.set_threshold(*saved)
