@@ -26,6 +26,7 @@ from kueuetop.admission.flavor_assignment import (
     assign_flavors,
     pending_reason,
 )
+from kueuetop.admission.parked_verdicts import keepable, kept_verdict, remember, reuse
 from kueuetop.admission.partial_admission import can_be_partially_admitted, reduce_counts
 from kueuetop.admission.preemption import TargetMemo, make_oracle, memo_targets
 from kueuetop.admission.preemption_common import PreemptionContext, Target, preemption_message
@@ -34,7 +35,7 @@ from kueuetop.admission.queue_state import ParkedSets, QueueState
 from kueuetop.admission.quota_tree import FR, Node, QuotaStructure, QuotaTree
 from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.admission.workload_index import WorkloadIndex, queue_order_timestamp
-from kueuetop.kueue.cluster_queue import ANY, BEST_EFFORT_FIFO, STRICT_FIFO
+from kueuetop.kueue.cluster_queue import ANY, BEST_EFFORT_FIFO, STRICT_FIFO, ClusterQueue
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import Workload
 
@@ -174,10 +175,37 @@ def nominate_head(cc: CycleContext, wl: Workload, cq_name: str) -> Nomination:
         n.message, n.reason = "Workload namespace doesn't match ClusterQueue selector", "Misconfigured"
         n.requeue = NAMESPACE_MISMATCH
     else:
-        n.assignment, n.targets = get_assignments(cc, wl, cq_name)
+        n.assignment, n.targets = _assignments(cc, wl, cq_name, cq)
         n.message = n.assignment.message()
         n.reason = pending_reason(n.assignment)
     return n
+
+
+def _assignments(cc: CycleContext, wl: Workload, cq_name: str, cq: ClusterQueue) -> tuple[AssignmentResult, list[Target]]:
+    """get_assignments, or a parked head's last assignment when nothing it was made of has changed
+    (parked_verdicts; only for a caller that turned it on: its pending messages keep old numbers)."""
+    parked = cc.cache.parked_verdicts
+    if parked is None or not cc.cache.fast_paths:
+        return get_assignments(cc, wl, cq_name)
+    snap, tree = cc.snapshot, cc.tree
+    node = tree.cq(cq_name)
+    assert node is not None
+    last = cc.state.last_assignment(cq, wl, cc.cache)
+
+    def ask(frs: set[FR], usage: Mapping[FR, int]) -> PreemptionContext:
+        return _preemption_ctx(cc, wl, cq_name, frs, usage)
+
+    verdicts = parked.get(wl.key, ())
+    kept = reuse(verdicts, wl, cq, tree.structure, snap.flavors, snap.config, last, tree, node, ask)
+    if kept is not None:
+        return kept, []
+    assignment, targets = get_assignments(cc, wl, cq_name)
+    if keepable(assignment, bool(targets), wl, snap.config.partial_admission, snap.config.fair_sharing is not None):
+        verdict = kept_verdict(wl.pod_sets, cq, tree.structure, snap.flavors, snap.config, last, assignment)
+        parked[wl.key] = remember(list(verdicts), verdict)
+    else:
+        parked.pop(wl.key, None)
+    return assignment, targets
 
 
 def get_assignments(cc: CycleContext, wl: Workload, cq_name: str) -> tuple[AssignmentResult, list[Target]]:

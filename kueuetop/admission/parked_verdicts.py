@@ -1,0 +1,142 @@
+"""A parked head's flavor assignment, reused while every answer it was made of is still the same.
+
+A head that can neither fit nor find preemption targets waits among the inadmissible
+workloads, and Kueue requeues all of them each time a workload of their cohort tree finishes
+(pkg/queue/manager.go QueueInadmissibleWorkloads). On a busy forecast that is most of the
+engine's work: on `large` two thirds of the nominations of a forward run were such heads,
+nominated again after a finish that freed too little for them.
+
+The assignment is a function of the workload's pod sets, its ClusterQueue, the quota structure, the
+flavors, the last assignment (flavor fungibility's starting point) and, per flavor-resource
+tried, three answers: fit or not, the borrowing height, and — where the preemption oracle was
+asked — that no candidates exist. When the objects are the same ones and each answer comes out
+as before on the cycle's tree (`_same_answer`, fitsResourceQuota's own branches; the oracle's
+and the target search's answers asked with the workload as it is now, its priority included), Kueue's
+FlavorAssigner would try the same flavors in the same order and reach the same assignment, and
+the target search of a Preempt-mode head would come out empty again (`_surely_uncoverable` holds
+for it). Only the numbers in the message ("N more needed") may differ: the reused assignment
+keeps the old text. So this is for callers that read the decisions, not the pending messages:
+the forecast turns it on for its forward runs (`EngineCache.parked_verdicts`); the simulator's
+Kueue, whose statuses users read, never does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kueuetop.admission.flavor_assignment import (
+    FIT,
+    NO_FIT,
+    PREEMPT,
+    AssignmentResult,
+    LastAssignment,
+    can_preempt_while_borrowing,
+)
+from kueuetop.admission.partial_admission import can_be_partially_admitted
+from kueuetop.admission.preemption_classical import _surely_uncoverable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from kueuetop.admission.preemption_common import PreemptionContext
+    from kueuetop.admission.quota_tree import FR, Node, QuotaStructure, QuotaTree
+    from kueuetop.kueue.cluster_queue import ClusterQueue
+    from kueuetop.kueue.config import KueueConfig
+    from kueuetop.kueue.workload import Workload
+
+KEPT_PER_HEAD = 4  # verdicts kept per parked head, one per flavor its search starts from
+# The oracle's answer kept: none ("" — not asked) or no candidates.
+_KEPT_ORACLE = ("", "NoCandidates")
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedVerdict:
+    pod_sets: tuple  # the workload's (a status write keeps the object; what the assigner reads of it)
+    cq: ClusterQueue
+    structure: QuotaStructure
+    flavors: Mapping
+    config: KueueConfig
+    starts: tuple[int, ...]  # the flavor each resource's search started from (`_starts`)
+    assignment: AssignmentResult
+
+
+def kept_verdict(pod_sets: tuple, cq: ClusterQueue, structure: QuotaStructure, flavors: Mapping,
+                 config: KueueConfig, last: LastAssignment | None, assignment: AssignmentResult) -> ParkedVerdict:
+    return ParkedVerdict(pod_sets, cq, structure, flavors, config, _starts(assignment, cq, config, last), assignment)
+
+
+def _starts(a: AssignmentResult, cq: ClusterQueue, config: KueueConfig, last: LastAssignment | None) -> tuple[int, ...]:
+    """Where the flavor search of each requested resource of each pod set the assignment reached
+    starts (flavor_assignment._find_flavor): the last assignment says so only under flavor
+    fungibility, and a new one each time a head is nominated, often with the same starts."""
+    turns = last is not None and config.flavor_fungibility
+    out = []
+    for i, ps in enumerate(a.pod_sets):
+        for r in sorted(ps.requests):
+            start = last.next_flavor(i, r) if turns else 0  # type: ignore[union-attr]
+            group = cq.group_for(r)
+            out.append(start if group is not None and start < len(group.flavors) else 0)
+    return tuple(out)
+
+
+def keepable(assignment: AssignmentResult, has_targets: bool, wl: Workload, partial_admission: bool,
+             fair_sharing: bool) -> bool:
+    """A nomination whose every answer `reuse` can check again: no fit, or Preempt mode without
+    targets; no oracle that found candidates; not one partial admission would retry smaller (its
+    reduced counts ask other questions); not under fair sharing (whose oracle weighs shares)."""
+    if fair_sharing or has_targets or assignment.mode not in (PREEMPT, NO_FIT):
+        return False
+    if partial_admission and can_be_partially_admitted(wl.pod_sets):
+        return False
+    return all(rf.mode == FIT or rf.preemption in _KEPT_ORACLE
+               for ps in assignment.pod_sets for attempt in ps.attempts for rf in attempt.resources)
+
+
+def reuse(kept: Sequence[ParkedVerdict], wl: Workload, cq: ClusterQueue, structure: QuotaStructure,
+          flavors: Mapping, config: KueueConfig, last: LastAssignment | None, tree: QuotaTree, node: Node,
+          preemption: Callable[[set[FR], Mapping[FR, int]], PreemptionContext]) -> AssignmentResult | None:
+    """The assignment of the one of `kept` (the head's last few) that started where this search
+    would, when it is what assigning flavors again would give; else None.
+    `preemption(frs, usage)`: the preemption question of this head on the cycle's tree."""
+    for k in kept:
+        if k.pod_sets is not wl.pod_sets or k.cq is not cq or k.structure is not structure \
+                or k.flavors is not flavors or k.config is not config \
+                or k.starts != _starts(k.assignment, cq, config, last):
+            continue
+        a = k.assignment
+        if not all(_same_answer(rf, cq, tree, node, preemption)
+                   for ps in a.pod_sets for attempt in ps.attempts for rf in attempt.resources):
+            return None
+        if a.mode == PREEMPT and not _surely_uncoverable(preemption(a.frs_needing_preemption(), a.usage)):
+            return None  # the nomination's own search (all its resources at once) might find targets now
+        return a
+    return None
+
+
+def remember(kept: list[ParkedVerdict], verdict: ParkedVerdict) -> list[ParkedVerdict]:
+    """`kept` with `verdict` first, the one with its starts replaced. Under flavor fungibility a
+    parked head's searches take turns over its flavors (each starts after the last one tried),
+    so its verdicts are kept per start, a few at most."""
+    return [verdict, *(k for k in kept if k.starts != verdict.starts)][:KEPT_PER_HEAD]
+
+
+def _same_answer(rf, cq: ClusterQueue, tree: QuotaTree, node: Node,
+                 preemption: Callable[[set[FR], Mapping[FR, int]], PreemptionContext]) -> bool:
+    """fitsResourceQuota (flavor_assignment.fits_resource_quota) would answer as it did: the
+    same branch, the same borrowing height, the oracle (when asked) again without candidates."""
+    fr = (rf.flavor, rf.resource)
+    val = rf.earlier + rf.requested
+    if val > rf.potential:
+        return True  # ExceedsMaxQuota: the quota structure is the same object
+    available = tree.available(node, fr)
+    borrow, may_reclaim = tree.lowest_fitting_subtree(node, fr, val)
+    if rf.mode == FIT:
+        return val <= available and borrow == rf.borrow_level
+    if val <= available:
+        return False
+    asked = node.quota(fr).nominal >= val or may_reclaim or can_preempt_while_borrowing(cq, False)
+    if rf.preemption == "":
+        return not asked and borrow == rf.borrow_level
+    # The oracle answers NoCandidates with the height where it would fit as it is.
+    return asked and borrow == rf.borrow_level and _surely_uncoverable(preemption({fr}, {fr: val}))
