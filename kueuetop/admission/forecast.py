@@ -392,6 +392,8 @@ def _run_forward(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float
     roots = {cq: _cohort_root(snapshot, cq) for cq in snapshot.cluster_queues}
     world.track(lambda wl: roots.get(snapshot.cluster_queue_of(wl) or "", ""))
     steps = 0
+    freed: dict[str, dict[WorkloadKey, None]] = {}  # per cohort tree, what gave quota back at this instant
+    freed_upto = 0  # how much of world.freed_now is in `freed`
 
     def apply(decisions: tuple[Decision, ...] | list[Decision]) -> bool:
         wrote = False
@@ -451,10 +453,11 @@ def _run_forward(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float
         wrote |= world.jobs(wait_pods)
         started = world.started & waiting
         if started:
-            # Whose finish or eviction at this instant, in the same cohort tree, let them in.
-            freed: dict[str, list[WorkloadKey]] = {}
-            for k in dict.fromkeys(world.freed_now):
-                freed.setdefault(roots.get(cq_of.get(k, ""), ""), []).append(k)
+            # Whose finish or eviction at this instant, in the same cohort tree, let them in
+            # (followed as the instant's list grows: one instant may see hundreds of cycles).
+            for k in world.freed_now[freed_upto:]:
+                freed.setdefault(roots.get(cq_of.get(k, ""), ""), {})[k] = None
+            freed_upto = len(world.freed_now)
             for key in started:
                 out.start[key] = world.now
                 out.after[key] = tuple(freed.get(roots.get(cq_of.get(key, ""), ""), ()))
@@ -482,7 +485,7 @@ def _run_forward(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float
         if t > horizon:
             out.stable = False
             break
-        world.freed_now = []
+        world.freed_now, freed, freed_upto = [], {}, 0
         world.now = t
     out.end = world.now
     out.final = world.snapshot()

@@ -155,5 +155,7 @@ def find_condition(conditions: tuple[Condition, ...], type_: str) -> Condition |
 
 
 def condition_true(conditions: tuple[Condition, ...], type_: str) -> bool:
-    c = find_condition(conditions, type_)
-    return c is not None and c.status == "True"
+    for c in conditions:  # find_condition, inline: asked hundreds of thousands of times per forecast
+        if c.type == type_:
+            return c.status == "True"
+    return False

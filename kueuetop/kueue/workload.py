@@ -138,19 +138,19 @@ class Workload:
 
     @property
     def has_quota_reservation(self) -> bool:
-        return self.is_true("QuotaReserved")
+        return condition_true(self.conditions, "QuotaReserved")
 
     @property
     def is_admitted(self) -> bool:
-        return self.is_true("Admitted")
+        return condition_true(self.conditions, "Admitted")
 
     @property
     def is_finished(self) -> bool:
-        return self.is_true("Finished")
+        return condition_true(self.conditions, "Finished")
 
     @property
     def is_evicted(self) -> bool:
-        return self.is_true("Evicted")
+        return condition_true(self.conditions, "Evicted")
 
     def check_state(self, name: str) -> CheckState | None:
         for c in self.admission_checks:
