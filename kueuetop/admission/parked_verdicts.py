@@ -30,11 +30,12 @@ from kueuetop.admission.flavor_assignment import (
     NO_FIT,
     PREEMPT,
     AssignmentResult,
-    LastAssignment,
+    ResourceFit,
     can_preempt_while_borrowing,
 )
 from kueuetop.admission.partial_admission import can_be_partially_admitted
 from kueuetop.admission.preemption_classical import _surely_uncoverable
+from kueuetop.admission.queue_state import LastAssignment
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -121,7 +122,7 @@ def remember(kept: list[ParkedVerdict], verdict: ParkedVerdict) -> list[ParkedVe
     return [verdict, *(k for k in kept if k.starts != verdict.starts)][:KEPT_PER_HEAD]
 
 
-def _same_answer(rf, cq: ClusterQueue, tree: QuotaTree, node: Node,
+def _same_answer(rf: ResourceFit, cq: ClusterQueue, tree: QuotaTree, node: Node,
                  preemption: Callable[[set[FR], Mapping[FR, int]], PreemptionContext]) -> bool:
     """fitsResourceQuota (flavor_assignment.fits_resource_quota) would answer as it did: the
     same branch, the same borrowing height, the oracle (when asked) again without candidates."""
