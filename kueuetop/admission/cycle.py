@@ -183,7 +183,7 @@ def nominate_head(cc: CycleContext, wl: Workload, cq_name: str) -> Nomination:
 
 def _assignments(cc: CycleContext, wl: Workload, cq_name: str, cq: ClusterQueue) -> tuple[AssignmentResult, list[Target]]:
     """get_assignments, or a parked head's last assignment when nothing it was made of has changed
-    (parked_verdicts; only for a caller that turned it on: its pending messages keep old numbers)."""
+    (parked_verdicts; only for a caller that turned it on)."""
     parked = cc.cache.parked_verdicts
     if parked is None or not cc.cache.fast_paths:
         return get_assignments(cc, wl, cq_name)

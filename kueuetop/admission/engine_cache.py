@@ -105,8 +105,7 @@ class EngineCache:
     # (last_assignments mapping, index.serial) the cycle last pruned that mapping against.
     pruned: tuple[Mapping, int] | None = field(default=None, repr=False)
     # Per parked head, its last flavor assignment, reused while every answer it was made of is
-    # the same (admission/parked_verdicts.py). None: off, as for every caller whose pending
-    # messages are read (the reused one keeps its old numbers); a forecast's forward run sets it.
+    # the same (admission/parked_verdicts.py). None: off; a forecast's forward run sets it.
     parked_verdicts: dict | None = field(default=None, repr=False)
 
     def workload_index(self, snapshot: ClusterSnapshot) -> WorkloadIndex:

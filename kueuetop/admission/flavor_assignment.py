@@ -265,8 +265,8 @@ def can_preempt_while_borrowing(cq: ClusterQueue, fair_sharing: bool) -> bool:
             or (fair_sharing and cq.preemption.reclaim_within_cohort != POLICY_NEVER))
 
 
-def _limited_by(ctx: AssignContext, fr: FR, available: int) -> str:
-    node, tree = ctx.node, ctx.tree
+def limited_by(node: Node, tree: QuotaTree, fr: FR, available: int) -> str:
+    """Which limit keeps `available` where it is, for the explanation of a shortfall."""
     if node.parent is None:
         return "nominalQuota"
     q = node.quota(fr)
@@ -278,6 +278,10 @@ def _limited_by(ctx: AssignContext, fr: FR, available: int) -> str:
         if capped <= available:
             return "borrowingLimit"
     return "cohort"
+
+
+def unused_quota_message(res: str, flv: str, more_needed: int) -> str:
+    return f"insufficient unused quota for {res} in flavor {flv}, {qty(res, more_needed)} more needed"
 
 
 def fits_resource_quota(ctx: AssignContext, fr: FR, earlier: int, request: int) -> ResourceFit:
@@ -306,8 +310,8 @@ def fits_resource_quota(ctx: AssignContext, fr: FR, earlier: int, request: int) 
     borrow, may_reclaim = tree.lowest_fitting_subtree(node, fr, val)
     if val <= available:
         return out(PM_FIT, borrow, "", "")
-    msg = f"insufficient unused quota for {res} in flavor {flv}, {qty(res, val - available)} more needed"
-    limited = _limited_by(ctx, fr, available)
+    msg = unused_quota_message(res, flv, val - available)
+    limited = limited_by(node, tree, fr, available)
     if (q.nominal >= val or may_reclaim or can_preempt_while_borrowing(ctx.cq, ctx.fair_sharing)) \
             and ctx.oracle is not None:
         possibility, borrow_after = ctx.oracle(fr, val)

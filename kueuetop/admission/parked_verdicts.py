@@ -14,24 +14,27 @@ as before on the cycle's tree (`_same_answer`, fitsResourceQuota's own branches;
 and the target search's answers asked with the workload as it is now, its priority included), Kueue's
 FlavorAssigner would try the same flavors in the same order and reach the same assignment, and
 the target search of a Preempt-mode head would come out empty again (`_surely_uncoverable` holds
-for it). Only the numbers in the message ("N more needed") may differ: the reused assignment
-keeps the old text. So this is for callers that read the decisions, not the pending messages:
-the forecast turns it on for its forward runs (`EngineCache.parked_verdicts`); the simulator's
-Kueue, whose statuses users read, never does.
+for it). Only the available quota may differ, and with it the shortfall a pending message
+names ("N more needed"): the kept assignment is handed back with those worked out again
+(`_with_numbers`). The forecast turns it on for its forward runs (`EngineCache.parked_verdicts`);
+the simulator's Kueue runs Kueue's algorithm as written.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kueuetop.admission.flavor_assignment import (
+    EXCEEDS_MAX_QUOTA,
     FIT,
     NO_FIT,
     PREEMPT,
     AssignmentResult,
     ResourceFit,
     can_preempt_while_borrowing,
+    limited_by,
+    unused_quota_message,
 )
 from kueuetop.admission.partial_admission import can_be_partially_admitted
 from kueuetop.admission.preemption_classical import _surely_uncoverable
@@ -106,13 +109,48 @@ def reuse(kept: Sequence[ParkedVerdict], wl: Workload, cq: ClusterQueue, structu
                 or k.starts != _starts(k.assignment, cq, config, last):
             continue
         a = k.assignment
-        if not all(_same_answer(rf, cq, tree, node, preemption)
-                   for ps in a.pod_sets for attempt in ps.attempts for rf in attempt.resources):
-            return None
+        now: list[int] = []  # each resource's available quota on this tree, in order
+        for ps in a.pod_sets:
+            for attempt in ps.attempts:
+                for rf in attempt.resources:
+                    available = _same_answer(rf, cq, tree, node, preemption)
+                    if available is None:
+                        return None
+                    now.append(available)
         if a.mode == PREEMPT and not _surely_uncoverable(preemption(a.frs_needing_preemption(), a.usage)):
             return None  # the nomination's own search (all its resources at once) might find targets now
-        return a
+        return _with_numbers(a, now, tree, node)
     return None
+
+
+def _with_numbers(a: AssignmentResult, now: Sequence[int], tree: QuotaTree, node: Node) -> AssignmentResult:
+    """`a` with each resource's available quota as it is now, and the shortfalls in its pending
+    messages ("N more needed") and limits worked out again from it, as a new assignment would."""
+    it = iter(now)
+    if all(rf.available == next(it) for ps in a.pod_sets for at in ps.attempts for rf in at.resources):
+        return a
+    it = iter(now)
+    pod_sets = []
+    for ps in a.pod_sets:
+        renamed: dict[str, str] = {}
+        attempts = []
+        for at in ps.attempts:
+            fits = []
+            for rf in at.resources:
+                available = next(it)
+                if available == rf.available:
+                    fits.append(rf)
+                elif rf.mode == FIT or rf.reason == EXCEEDS_MAX_QUOTA:
+                    fits.append(rf._replace(available=available))  # their messages name no shortfall
+                else:
+                    msg = unused_quota_message(rf.resource, rf.flavor, rf.total - available)
+                    renamed[rf.message] = msg
+                    fits.append(rf._replace(available=available, message=msg, limited_by=limited_by(
+                        node, tree, (rf.flavor, rf.resource), available)))
+            attempts.append(at._replace(resources=tuple(fits)))
+        # A message names its flavor and resource, each tried once per pod set: renaming is exact.
+        pod_sets.append(replace(ps, attempts=tuple(attempts), reasons=tuple(renamed.get(r, r) for r in ps.reasons)))
+    return replace(a, pod_sets=tuple(pod_sets))
 
 
 def remember(kept: list[ParkedVerdict], verdict: ParkedVerdict) -> list[ParkedVerdict]:
@@ -123,21 +161,22 @@ def remember(kept: list[ParkedVerdict], verdict: ParkedVerdict) -> list[ParkedVe
 
 
 def _same_answer(rf: ResourceFit, cq: ClusterQueue, tree: QuotaTree, node: Node,
-                 preemption: Callable[[set[FR], Mapping[FR, int]], PreemptionContext]) -> bool:
-    """fitsResourceQuota (flavor_assignment.fits_resource_quota) would answer as it did: the
-    same branch, the same borrowing height, the oracle (when asked) again without candidates."""
+                 preemption: Callable[[set[FR], Mapping[FR, int]], PreemptionContext]) -> int | None:
+    """The available quota of `rf`'s flavor-resource now, when fitsResourceQuota
+    (flavor_assignment.fits_resource_quota) would answer as it did: the same branch, the same
+    borrowing height, the oracle (when asked) again without candidates; else None."""
     fr = (rf.flavor, rf.resource)
     val = rf.earlier + rf.requested
-    if val > rf.potential:
-        return True  # ExceedsMaxQuota: the quota structure is the same object
     available = tree.available(node, fr)
+    if val > rf.potential:
+        return available  # ExceedsMaxQuota: the quota structure is the same object
     borrow, may_reclaim = tree.lowest_fitting_subtree(node, fr, val)
     if rf.mode == FIT:
-        return val <= available and borrow == rf.borrow_level
-    if val <= available:
-        return False
+        return available if val <= available and borrow == rf.borrow_level else None
+    if val <= available or borrow != rf.borrow_level:
+        return None
     asked = node.quota(fr).nominal >= val or may_reclaim or can_preempt_while_borrowing(cq, False)
     if rf.preemption == "":
-        return not asked and borrow == rf.borrow_level
+        return None if asked else available
     # The oracle answers NoCandidates with the height where it would fit as it is.
-    return asked and borrow == rf.borrow_level and _surely_uncoverable(preemption({fr}, {fr: val}))
+    return available if asked and _surely_uncoverable(preemption({fr}, {fr: val})) else None

@@ -15,6 +15,7 @@ from kueuetop.admission import cycle
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.forecast import _run
 from kueuetop.admission.parked_verdicts import reuse
+from kueuetop.kueue.workload_api import workload_to_api
 from tests.admission.engine_runs import ClusterRun, cluster_spec
 from tests.builders import (
     T0,
@@ -87,6 +88,20 @@ def test_a_head_told_the_same_after_each_finish_is_reused_and_admitted_as_withou
     assert hits >= 6  # nominated after each of the first seven finishes, the same answer each time
 
 
+def test_a_reused_head_is_told_the_shortfall_of_its_instant():
+    # The run stops at +300, three of the eight finished: the head, told "no fit" again after each
+    # finish (reused), must say what a fresh assignment says there: 8 asked, 3 free, 5 more needed.
+    snap, rt = _queue_full_of_equals([100.0 * (i + 1) for i in range(8)])
+    now = T0 + 50
+    with counted_reuse() as hits:
+        on = _run(snap, rt, now, {(NS, "head")}, EngineCache(), T0 + 350, 5_000, None)
+    assert hits[0] >= 2 and on.final is not None
+    conditions = workload_to_api(on.final.workloads[(NS, "head")])["status"]["conditions"]
+    assert [c["message"] for c in conditions if c["type"] == "QuotaReserved"] == [
+        f"couldn't assign flavors to pod set main: insufficient unused quota for {GPU} in flavor h100, "
+        "5 more needed"]
+
+
 def test_a_head_whose_answer_changes_is_assigned_again():
     # Two finish at +100, the other six at +300: at +100 the head still does not fit and is told
     # the same (reused); at +300 it fits, and the kept "no fit" must not be handed back.
@@ -102,8 +117,8 @@ def test_a_head_whose_answer_changes_is_assigned_again():
 @given(spec=cluster_spec, runtimes=st.lists(st.integers(1, 40), min_size=12, max_size=12))
 def test_forward_runs_admit_alike_with_and_without_the_reuse(spec, runtimes):
     """Random small clusters (classical or fair sharing, cohorted or not): the admissions, their
-    flavors and preemptions, and where the run ends are the same. (The final statuses may differ
-    in a pending message's numbers only: the reused assignment keeps its text.)"""
+    flavors and preemptions, where the run ends, and every workload's final status (the
+    shortfalls its pending message names included) are the same."""
     snap = ClusterRun(spec, EngineCache()).snapshot()
     now = T0 + 100
     rt = {key: float(runtimes[i]) for i, key in enumerate(sorted(snap.workloads))}
@@ -111,3 +126,6 @@ def test_forward_runs_admit_alike_with_and_without_the_reuse(spec, runtimes):
     on, off, _ = _runs(snap, rt, now, pending)
     assert (on.start, on.flavors, on.preempts, on.after, on.stable, on.end) == \
         (off.start, off.flavors, off.preempts, off.after, off.stable, off.end)
+    assert on.final is not None and off.final is not None
+    assert {k: workload_to_api(w)["status"] for k, w in on.final.workloads.items()} == \
+        {k: workload_to_api(w)["status"] for k, w in off.final.workloads.items()}
