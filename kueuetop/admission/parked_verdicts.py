@@ -22,7 +22,7 @@ the simulator's Kueue runs Kueue's algorithm as written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kueuetop.admission.flavor_assignment import (
@@ -31,6 +31,7 @@ from kueuetop.admission.flavor_assignment import (
     NO_FIT,
     PREEMPT,
     AssignmentResult,
+    PodSetResult,
     ResourceFit,
     can_preempt_while_borrowing,
     limited_by,
@@ -149,8 +150,10 @@ def _with_numbers(a: AssignmentResult, now: Sequence[int], tree: QuotaTree, node
                         node, tree, (rf.flavor, rf.resource), available)))
             attempts.append(at._replace(resources=tuple(fits)))
         # A message names its flavor and resource, each tried once per pod set: renaming is exact.
-        pod_sets.append(replace(ps, attempts=tuple(attempts), reasons=tuple(renamed.get(r, r) for r in ps.reasons)))
-    return replace(a, pod_sets=tuple(pod_sets))
+        # Built directly: dataclasses.replace costs as much again, once per reuse.
+        pod_sets.append(PodSetResult(ps.name, ps.count, ps.requests, ps.flavors, ps.modes,
+                                     tuple(renamed.get(r, r) for r in ps.reasons), tuple(attempts), ps.no_fit_reason))
+    return AssignmentResult(tuple(pod_sets), a.borrowing, a.usage, a.last_state, a.no_fit_reason, a.fr_modes)
 
 
 def remember(kept: list[ParkedVerdict], verdict: ParkedVerdict) -> list[ParkedVerdict]:
