@@ -60,6 +60,8 @@ def test_held_traffic_turns_the_data_stale_and_release_makes_it_live(
 def test_partition_then_heal_converges_without_a_relist(
         served: ServedCluster, proxied: tuple[FaultProxy, Live]) -> None:
     proxy, live = proxied
+    # Counted once every stream has had its first list (a list still in flight would count later).
+    assert wait_until(lambda: kube_states(live) == {SourceState.LIVE}, 10), kube_states(live)
     lists = {i.spec.source: i.lists for i in live.sources.informers}
     proxy.partition()
     assert wait_until(lambda: SourceState.STALE in kube_states(live), 8)
