@@ -122,6 +122,7 @@ class _World:
         self.queued: dict[str, set[WorkloadKey]] = {}  # per tree: active workloads holding no quota
         self.pools = pools
         self.pods = PodPlacer(pools, now) if pools is not None else None  # None: pods run at admission
+        self.pod_pools: dict = {}  # gpu_pods' memo: the pools per pod shape and flavor
         self.pods_started: set[WorkloadKey] = set()  # pods started this round
         running = [(admitted_at(w) or 0.0, k) for k, w in self.wls.items() if w.has_quota_reservation and not w.is_evicted]
         for since, key in sorted(running):
@@ -233,7 +234,7 @@ class _World:
     # -- the job side --------------------------------------------------------------------------
     def _gpu_pods(self, wl: Workload) -> list:
         assert self.pools is not None
-        return gpu_pods(wl, self.base.flavors, self.pools)
+        return gpu_pods(wl, self.base.flavors, self.pools, self.pod_pools)
 
     def stopped(self, key: WorkloadKey) -> None:
         """It gave its quota back: no end to wait for; its pods are deleted, their GPUs free."""

@@ -96,12 +96,15 @@ def placements_from_cluster(nodes: Iterable[Node], pods: Iterable[Pod],
     return {k: tuple(v) for k, v in out.items()}
 
 
-def gpu_pods(wl: Workload, flavors: Mapping[str, ResourceFlavor], pools: Mapping[str, PoolCapacity]) -> list[GpuPod]:
+def gpu_pods(wl: Workload, flavors: Mapping[str, ResourceFlavor], pools: Mapping[str, PoolCapacity],
+             memo: dict | None = None) -> list[GpuPod]:
     """The GPU pods of an admitted workload: per pod set, the admitted count of pods, each on the
     pools whose node labels include every nodeLabels entry of its `nvidia.com/gpu` flavor (Kueue
     adds those to the pods' nodeSelector) and satisfy the pod template's own nodeSelector and
     required node affinity (kube-scheduler's NodeAffinity filter: a compact-placement Job selects
-    its own placement group's pool). Pods no pool is known for are left out: they run at once."""
+    its own placement group's pool). Pods no pool is known for are left out: they run at once.
+    `memo`: the caller's, for these `flavors` and `pools`: the pools per pod shape and flavor
+    (a forward run asks for every running and admitted workload, most sharing a few shapes)."""
     assigned = {a.name: a for a in wl.admission.pod_set_assignments} if wl.admission is not None else {}
     out: list[GpuPod] = []
     for ps in wl.pod_sets:
@@ -109,12 +112,19 @@ def gpu_pods(wl: Workload, flavors: Mapping[str, ResourceFlavor], pools: Mapping
         a = assigned.get(ps.name)
         if gpus <= 0 or a is None:
             continue
-        flavor = flavors.get(a.flavors.get(GPU_RESOURCE, ""))
-        want = {**ps.shape.node_selector, **(flavor.node_labels if flavor is not None else {})}
-        terms = ps.shape.required_affinity
-        names = tuple(n for n in sorted(pools)
-                      if all(pools[n].node_labels.get(k) == v for k, v in want.items())
-                      and (not terms or any(t.matches(pools[n].node_labels) for t in terms)))
+        flavor_name = a.flavors.get(GPU_RESOURCE, "")
+        selector, terms = ps.shape.node_selector, ps.shape.required_affinity
+        # What the answer depends on, by value: each parsed workload has its own shape objects.
+        mkey = (flavor_name, tuple(sorted(selector.items())) if selector else (), terms)
+        names = memo.get(mkey) if memo is not None else None
+        if names is None:
+            flavor = flavors.get(flavor_name)
+            want = {**selector, **(flavor.node_labels if flavor is not None else {})}
+            names = tuple(n for n in sorted(pools)
+                          if all(pools[n].node_labels.get(k) == v for k, v in want.items())
+                          and (not terms or any(t.matches(pools[n].node_labels) for t in terms)))
+            if memo is not None:
+                memo[mkey] = names
         if names:
             out.extend([(names, gpus)] * (a.count if a.count is not None else ps.count))
     return out
