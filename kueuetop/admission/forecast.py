@@ -563,7 +563,7 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
                         pods_placed=pools is not None)
 
     on_round = None if partial is None else (lambda so_far: partial(lambda: answer(so_far())))
-    expected = _run(snapshot, {k: r.expected for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause,
+    expected = _run(snapshot, {k: r.forward for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause,
                     *nodes, partial=on_round)
     result = answer(expected)
     if not ranges:

@@ -23,6 +23,15 @@ class RuntimeEstimate:
     basis: str  # "12 finished runs of this shape in team-a/lq-a", "maximumExecutionTimeSeconds 3600", …
     upper_bound: float | None = None  # a hard limit Kueue or the Job enforces, when one is set
     note: str = ""  # why a stated bound was not used ("label … is not a number"), "" when none
+    # The runtime the expected forward run gives it, when not `expected`: a quantile of its
+    # distribution at its place among its peers, so that they finish spread as they will
+    # (runtime_estimate._spread_over_peers).
+    in_run: float | None = None
+
+    @property
+    def forward(self) -> float:
+        """What the expected forward run takes its runtime to be."""
+        return self.expected if self.in_run is None else self.in_run
 
 
 @dataclass(frozen=True, slots=True)
