@@ -105,8 +105,9 @@ def test_cluster_queue_history_beside_quota_and_switched_when_narrow(live: Live)
     async def body_wide(pilot: Pilot[int]) -> None:
         assert await until(pilot, lambda: table_cells(wide, "clusterqueues"))
         cq = wide.main.query_one("#clusterqueues", TableView).cursor_row().key
-        assert await until(pilot, lambda: f"cq/{cq}" in screen_text(wide) and f"{cq} quota" in screen_text(wide))
-        assert "pending" in screen_text(wide) and "admitted" in screen_text(wide)
+        # The history's chart (its "pending" and "admitted" series) is drawn once its data is in.
+        assert await until(pilot, lambda: all(s in screen_text(wide) for s in (
+            f"cq/{cq}", f"{cq} quota", "pending", "admitted"))), screen_text(wide)
 
     run(wide, body_wide, (160, 48))
     narrow = make_app(live.store, live, initial_view="clusterqueues")
