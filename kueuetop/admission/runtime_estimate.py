@@ -535,7 +535,7 @@ def _spread_over_peers(group: list[tuple[WorkloadKey, _Tier, float, float | None
     One forward run with every runtime at its median has peers that in truth finish one after
     the other all finish at once, at their median: the first finish, which the first workload
     waiting for them needs, comes far later than it will (on `large`, knowing every class's true
-    distribution, the median error of the starts was 3,801 s with medians and 952 s spread).
+    distribution, the median error of the starts was 3,786 s with medians and 930 s spread).
     Only where finished runs lasted longer than the workload has run (else the estimate's own
     rule stands: ending soon, or `past_the_data`)."""
     group.sort(key=lambda row: (zlib.crc32(f"{row[0][0]}/{row[0][1]}".encode()), row[0]))
