@@ -72,7 +72,10 @@ def test_history_and_distribution(source: PrometheusSource) -> None:
 
 def test_prometheus_down_keeps_last_data_stale_then_recovers(source: PrometheusSource,
                                                              prometheus: PrometheusProcess) -> None:
-    before = source.gpus()
+    # Waits for data of its own: the tests of this module may run on several workers, each with
+    # its own Prometheus, and this one may be the first to ask it.
+    before = wait_for("samples before the kill", lambda: (r := source.gpus()) and r.samples and not r.stale and r,
+                      timeout=25)
     assert before.samples and not before.stale
     prometheus.kill()
     down = source.gpus()
