@@ -46,12 +46,13 @@ def test_held_traffic_turns_the_data_stale_and_release_makes_it_live(
     assert wait_until(lambda: kube_states(live) == {SourceState.LIVE}, 10)
     proxy.hold()  # the streams stay open and say nothing, as behind a stalled middlebox
     # The probe (every 0.5 s, 2 s to answer) notices; the watches' own read timeout would take 15 s.
-    assert wait_until(lambda: SourceState.STALE in kube_states(live), 8), kube_states(live)
+    # It marks the streams one by one: wait for the one read below, not only the first.
+    assert wait_until(lambda: "no answer from the API server" in live.store.source("workloads").message, 8), \
+        live.store.source("workloads").message
+    assert SourceState.STALE in kube_states(live), kube_states(live)
     status = dict((label, (text, bad)) for label, text, bad in summarize_sources(live.store.sources(),
                                                                                  time.time()))
     assert status["kube"][0].startswith("stale") and status["kube"][1], status
-    msg = live.store.source("workloads").message
-    assert "no answer from the API server" in msg
     proxy.release()
     assert wait_until(lambda: kube_states(live) == {SourceState.LIVE}, 15), kube_states(live)
     assert_converges(served, live.store)
