@@ -29,7 +29,10 @@ the queues are longest), or `--at`. Then, per scenario:
    scenarios, whose classes draw runtimes log-uniform between known bounds) adds what a forecast
    knowing the true distributions would give: `knownMedians` (each runtime at its median) and
    `knownDraws` (the median start over N runs with drawn runtimes), a bound on what better
-   runtime estimates could reach.
+   runtime estimates could reach; `knownSpread`, the true distributions spread over peers as the
+   forward run spreads estimates. `--long-lived-history` adds `longLivedHistory`: the forecast
+   with the history a cluster running the scenario for long would have (every run of the
+   scenario but those being forecast, at random times: `long_lived_history`), with its goal line.
 3. Speed: wall and CPU seconds of every forecast call, with ranges (three runs: expected,
    optimistic, pessimistic) and without, and the number of pending workloads; `--speed-only`
    times them with the heap kept as the console keeps it (`console_heap`). Estimated runtimes
@@ -47,7 +50,7 @@ Usage (repository root, project virtualenv):
 
     python benchmarks/forecast.py                                  # refarch, skypilot, kueue-perf-baseline
     python benchmarks/forecast.py --scenarios large --instants 2   # 20,000 workloads (opt-in)
-    python benchmarks/forecast.py --scenarios large --instants 2 --known-distributions 9
+    python benchmarks/forecast.py --scenarios large --instants 2 --known-distributions 9 --long-lived-history
     python benchmarks/forecast.py --scenarios large,xl --speed-only --at 900   # speed alone
     python benchmarks/forecast.py --scenarios refarch --at 600,1200 --out /tmp/forecast.json
 """
@@ -57,6 +60,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import contextlib
+import dataclasses
 import gc
 import json
 import math
@@ -64,6 +68,7 @@ import random
 import statistics
 import sys
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,7 +99,7 @@ from kueuetop.sim.observed import (
 )
 from kueuetop.sim.recorder import CREATED, EVICTED, QUOTA_RESERVED, SimEvent
 from kueuetop.sim.runner import VIRTUAL_EPOCH
-from kueuetop.sim.scenarios.generators import class_runtime_range
+from kueuetop.sim.scenarios.generators import CLASS_LABEL, class_runtime_range
 from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.storage.objectstore import ObjectStore, WatchEvent
 from kueuetop.sim.wiring import SimParts, build_cluster
@@ -102,14 +107,15 @@ from kueuetop.sources.autoscaler_status import parse_autoscaler_status
 from kueuetop.store import Entry, Store, StoreEvent
 from kueuetop.store import events as K
 from kueuetop.store.known_pools import KnownPools
-from kueuetop.store.run_history import RunHistory
+from kueuetop.store.run_history import RunHistory, RunRecord
 from kueuetop.tui.forecaster import Forecaster
 from kueuetop.tui.heap import HeapFreezer, IdleCollector
 from kueuetop.views.forecast_report import pools_from_store, store_pool_growth
 
 DEFAULT_SCENARIOS = ("refarch", "skypilot", "kueue-perf-baseline")
 ON_POOLS = "forecastOnPools"  # the forecast with pods placed on the pools (the autoscaler's limits, or fixed)
-FORECASTS = ("forecast", ON_POOLS)
+LONG_LIVED = "longLivedHistory"  # the forecast with a long-lived cluster's history (`long_lived_history`)
+FORECASTS = ("forecast", ON_POOLS, LONG_LIVED)
 BASELINES = ("meanInterval", "emaThroughput")
 IDLE = 30 * 24 * 3600.0  # a bound on simulated time only: runs end when the cluster is idle
 LABELS = {
@@ -348,13 +354,16 @@ class Instant:
     predictions: dict[str, Mapping[WorkloadKey, float | None]]
     ranges: Mapping[WorkloadKey, tuple[float | None, float | None]]
     speed: dict[str, Any]
+    snap: ClusterSnapshot | None = None  # kept for `longLivedHistory`, forecast after the run
 
 
 def known_distributions(snap: ClusterSnapshot, now: float, draws: int, seed: int = 7,
                         ) -> dict[str, dict[WorkloadKey, float | None]] | None:
     """What a forecast would give knowing each workload's true runtime distribution (a scale
     scenario draws a class's runtimes log-uniform between its min and max): `knownMedians`,
-    every runtime at its median given how long it has run; `knownDraws`, the median start over
+    every runtime at its median given how long it has run; `knownSpread`, the runs of a class
+    spread over its distribution as the forward run spreads estimated ones (each at the quantile
+    of its place among its peers); `knownDraws`, the median start over
     `draws` forward runs with runtimes drawn from those distributions. None when some workload
     has no known class. An upper bound on what runtime estimates alone can reach."""
     bounds: dict[WorkloadKey, tuple[float, float]] = {}
@@ -370,12 +379,26 @@ def known_distributions(snap: ClusterSnapshot, now: float, draws: int, seed: int
         bounds[key] = (lo, hi)
     pending = pending_keys(snap)
 
-    def starts(runtime: Callable[[float, float], float]) -> list[float | None]:
-        rts = {k: RuntimeEstimate(v, v, v, "known") for k, (lo, hi) in bounds.items() for v in (runtime(lo, hi),)}
+    def starts(runtime: Callable[[float, float], float],
+               given: Mapping[WorkloadKey, float] | None = None) -> list[float | None]:
+        rts = {k: RuntimeEstimate(v, v, v, "known") for k, (lo, hi) in bounds.items()
+               for v in ((given[k] if given is not None else runtime(lo, hi)),)}
         fc = forecast(snap, rts, now, ranges=False, resolution=RESOLUTION)
         return [fc.workloads[k].start for k in pending]
 
     medians = starts(lambda lo, hi: math.sqrt(lo * hi))
+    # The spread the forward run gives peers (runtime_estimate._spread_over_peers), with the true
+    # distributions: per class, running and pending apart, each at the quantile of its rank.
+    place: dict[WorkloadKey, float] = {}
+    groups: dict[tuple[str, bool], list[WorkloadKey]] = {}
+    for key in bounds:
+        wl = snap.workloads[key]
+        groups.setdefault((wl.meta.labels.get(CLASS_LABEL, ""), wl.has_quota_reservation), []).append(key)
+    for keys in groups.values():
+        keys.sort(key=lambda k: (zlib.crc32(f"{k[0]}/{k[1]}".encode()), k))
+        place.update((k, (i + 0.5) / len(keys)) for i, k in enumerate(keys))
+    spread_runtimes = {k: lo * (hi / lo) ** place[k] for k, (lo, hi) in bounds.items()}
+    spread = starts(lambda lo, hi: 0.0, spread_runtimes)
     rng = random.Random(seed)
     runs = [starts(lambda lo, hi: lo * (hi / lo) ** rng.random()) for _ in range(draws)]
     drawn: dict[WorkloadKey, float | None] = {}
@@ -383,15 +406,37 @@ def known_distributions(snap: ClusterSnapshot, now: float, draws: int, seed: int
         got = [r[i] for r in runs]
         placed = sorted(x for x in got if x is not None)
         drawn[k] = placed[len(got) // 2] if len(placed) > len(got) // 2 else None  # the median draw
-    return {"knownMedians": dict(zip(pending, medians, strict=True)), "knownDraws": drawn}
+    return {"knownMedians": dict(zip(pending, medians, strict=True)),
+            "knownSpread": dict(zip(pending, spread, strict=True)), "knownDraws": drawn}
+
+
+def long_lived_history(runs: Iterable[RunRecord], snap: ClusterSnapshot, seed: int = 3) -> RunHistory:
+    """A long-lived cluster's history for a snapshot of a scenario: every run of the whole
+    scenario but those of the workloads unfinished in the snapshot (their own runs are what is
+    forecast), each moved to a random finish time keeping its length, then kept as the console
+    keeps runs (the latest per key). Moved, as in a scenario the runs that end late are the
+    long ones: a long-lived cluster's latest runs are no longer than the others."""
+    unfinished = {w.uid for w in snap.workloads.values() if not w.is_finished}
+    rng = random.Random(seed)
+    out = RunHistory("sim:long-lived")
+    for r in runs:
+        if r.uid in unfinished:
+            continue
+        shift = rng.uniform(0.0, 1e6) - r.admitted_at
+        out.add(dataclasses.replace(r, admitted_at=r.admitted_at + shift, finished_at=r.finished_at + shift,
+                                    started_at=r.started_at + shift if r.started_at is not None else None))
+    return out
 
 
 def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool = False,
-                   known_draws: int = 0) -> dict[str, Any]:
+                   known_draws: int = 0, long_lived: bool = False) -> dict[str, Any]:
     parts = build(name)
     cluster = parts.cluster
     history = RunHistory(f"sim:{name}")
     follow_finishes(parts, history)
+    every_run = RunHistory(f"sim:{name}", per_key=10**9, max_runs=10**9)  # for `longLivedHistory`
+    if long_lived:
+        follow_finishes(parts, every_run)
     nodes_seen = follow_nodes(parts)
     taken: list[Instant] = []
     for at in sorted(instants):
@@ -433,8 +478,18 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
         known = known_distributions(snap, now, known_draws) if known_draws else None
         if known is not None:
             predictions.update(known)
-        taken.append(Instant(at, now, len(parts.recorder.events), pending, predictions, bands, speed))
+        taken.append(Instant(at, now, len(parts.recorder.events), pending, predictions, bands, speed,
+                             snap if long_lived else None))
     cluster.run_for(IDLE, until_idle=True)
+    for it in taken:
+        if it.snap is not None:
+            # What a long-lived cluster's history would give at the same instant (after the run:
+            # it holds every run of the scenario).
+            mature = long_lived_history(every_run.records(), it.snap)
+            fc = forecast(it.snap, estimate_runtimes(it.snap, mature, it.now), it.now, ranges=False,
+                          resolution=RESOLUTION)
+            it.predictions[LONG_LIVED] = {k: fc.workloads[k].start for k in it.pending}
+            it.snap = None
     pooled: dict[str, list[float]] = {}
     common: dict[str, list[float]] = {}
     per_instant = []
@@ -601,12 +656,12 @@ def reference(name: str) -> tuple[list[SimEvent], float, float]:
 
 
 def run(name: str, n_instants: int, at: Sequence[float] | None, ranges_everywhere: bool = False,
-        known_draws: int = 0) -> dict[str, Any]:
+        known_draws: int = 0, long_lived: bool = False) -> dict[str, Any]:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     events, sim_end, ref_wall = reference(name)
     instants = list(at) if at else busy_instants(events, n_instants)
     exact = [exact_mode(name, t) for t in instants]
-    estimated = estimated_mode(name, instants, ranges_everywhere, known_draws)
+    estimated = estimated_mode(name, instants, ranges_everywhere, known_draws, long_lived)
     return {
         "scenario": name,
         "instants": instants,
@@ -633,6 +688,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--known-distributions", type=int, default=0, metavar="DRAWS",
                     help="scale scenarios: also forecast knowing each class's true runtime distribution "
                          "(medians, and the median of DRAWS drawn runs)")
+    ap.add_argument("--long-lived-history", action="store_true",
+                    help="also forecast with a long-lived cluster's history: every run of the scenario "
+                         "but those being forecast, at random times")
     ap.add_argument("--out", default="", help="write the JSON document here instead of stdout")
     args = ap.parse_args(argv)
     at = [float(x) for x in args.at.split(",") if x.strip()] or None
@@ -642,7 +700,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.speed_only:
             results.append(speed_mode(name, at or [900.0]))
         else:
-            results.append(run(name, args.instants, at, args.ranges_everywhere, args.known_distributions))
+            results.append(run(name, args.instants, at, args.ranges_everywhere, args.known_distributions,
+                               args.long_lived_history))
     doc = {"labels": LABELS, "scenarios": results}
     text = json.dumps(doc, indent=2) + "\n"
     if args.out:
