@@ -355,6 +355,21 @@ def _conditioned(tier: _Tier, e: float) -> tuple[int, int]:
     return i, j
 
 
+PAST_DATA_PLACES = 10  # places peers past the data are spread over (`_spread_over_peers`)
+
+
+def _most_still_run(tier: _Tier, memo: dict | None) -> bool:
+    """Kaplan–Meier over all of the tier's runs, finished and still going, does not reach their
+    median: most of its runs are still going, longer than every finished one."""
+    key = ("most", id(tier))
+    found = memo.get(key) if memo is not None else None
+    if found is None:
+        found = bool(tier.censored) and km_quantiles(tier.samples, tier.censored, (0.5,))[0] is None
+        if memo is not None:
+            memo[key] = found
+    return found
+
+
 def _soon(elapsed: float, typical: float | None = None) -> tuple[float, float, float]:
     """A run past what was expected of it ends soon: within a tenth (expected) or a half
     (pessimistic) of what it has run, or of a typical run (`typical`: the median of the runs it
@@ -378,6 +393,14 @@ def _estimate(tier: _Tier | None, bound: float | None, bound_text: str, note: st
             low, exp, high = past_the_data(longest)
             basis = (f"none of {len(going)} runs {tier.what} has finished yet; the longest has run "
                      f"{_dur(longest)}: twice that expected")
+        elif not samples and n_all and _most_still_run(tier, memo):
+            # Past every finished run while most runs of its kind still run (Kaplan–Meier does
+            # not reach their median): those that finished are the short ones, and nothing is
+            # known of the rest — as when none has finished (on a young cluster, its long jobs).
+            longest = max(e, going[-1]) if going else e  # sorted
+            low, exp, high = past_the_data(longest)
+            basis = (f"already ran {_dur(e)}, longer than all {_runs(n_all)} {tier.what}, but most runs "
+                     f"still go on ({len(tier.censored)}): twice {_dur(longest)} expected")
         elif going and not samples:
             # It outlasted every finished run, but others have run longer still: it is no
             # outlier, and the longest of them is the least it is likely to take (runs started
@@ -523,12 +546,12 @@ def estimate_runtimes(snapshot: ClusterSnapshot, history: RunSamples | None, now
         if tier is not None:
             peers.setdefault((id(tier), elapsed is None), []).append((key, tier, elapsed or 0.0, bound))
     for group in peers.values():
-        _spread_over_peers(group, out)
+        _spread_over_peers(group, out, spreads)
     return out
 
 
 def _spread_over_peers(group: list[tuple[WorkloadKey, _Tier, float, float | None]],
-                       out: dict[WorkloadKey, RuntimeEstimate]) -> None:
+                       out: dict[WorkloadKey, RuntimeEstimate], memo: dict | None = None) -> None:
     """Give each of `group` (the running, or the pending, workloads of one history tier) the
     runtime its forward run uses (`in_run`): its own distribution's quantile at its place among
     them, the places spread evenly over (0, 1) in an order that says nothing of their queue.
@@ -536,8 +559,10 @@ def _spread_over_peers(group: list[tuple[WorkloadKey, _Tier, float, float | None
     the other all finish at once, at their median: the first finish, which the first workload
     waiting for them needs, comes far later than it will (on `large`, knowing every class's true
     distribution, the median error of the starts was 3,786 s with medians and 930 s spread).
-    Only where finished runs lasted longer than the workload has run (else the estimate's own
-    rule stands: ending soon, or `past_the_data`)."""
+    Past every finished run, while none has finished or most runs of the tier still go on, the
+    places are taken on `past_the_data`'s distribution (Gott's: the total L/(1−q), L the longest
+    run so far), a tenth of the peers ending together; past every finished run as an outlier,
+    the estimate's own rule stands (ending soon)."""
     group.sort(key=lambda row: (zlib.crc32(f"{row[0][0]}/{row[0][1]}".encode()), row[0]))
     n = len(group)
     curves: dict[tuple[int, int], tuple[list[float], list[float]]] = {}
@@ -545,9 +570,24 @@ def _spread_over_peers(group: list[tuple[WorkloadKey, _Tier, float, float | None
         est = out[key]
         i, j = _conditioned(tier, e)
         samples, going = tier.samples[i:], tier.censored[j:]
-        if not samples:
-            continue  # past every finished run: the estimate's own rule stands
         q = (rank + 0.5) / n
+        if not samples:
+            if not (going or e) or (tier.samples and not _most_still_run(tier, memo)):
+                continue  # past every finished run, an outlier: the estimate's own rule stands
+            # Past the data, nothing known beyond: Gott's argument (`past_the_data`) as a
+            # distribution, the total being L/(1−q) at its quantile q, L the longest run so far;
+            # q taken at the middle of its tenth (`PAST_DATA_PLACES`), each tenth of the peers
+            # ending together: finishes none of which the data place cost the forward run an
+            # instant each (on `large`, spread one by one, a forecast of 400 rounds placed half
+            # the starts it places so).
+            longest = max(e, going[-1]) if going else e
+            value = longest / (1 - (int(q * PAST_DATA_PLACES) + 0.5) / PAST_DATA_PLACES)
+            if bound is not None:
+                value = min(value, max(bound, e))
+            value = max(value, e)
+            if value != est.expected:
+                out[key] = dataclasses.replace(est, in_run=value)
+            continue
         if going:
             curve = curves.get((i, j))
             if curve is None:

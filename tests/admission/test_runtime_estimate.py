@@ -350,17 +350,36 @@ def test_when_most_runs_are_still_going_the_longest_so_far_is_taken_as_halfway()
 
 
 def test_a_run_past_every_finished_one_is_not_ending_soon_while_others_ran_longer() -> None:
+    # Most runs have finished (Kaplan–Meier reaches the median, 400 s): one past them all is an
+    # outlier, but one that others have outlasted is not about to end.
+    history = history_with([300.0, 400.0, 500.0])
+    out = estimate_runtimes(snapshot(*_queue(2000, 2400)), history, NOW)
+    first, last = out[("team-a", "run-0")], out[("team-a", "run-1")]
+    assert (first.optimistic, first.expected, first.pessimistic) == (2000, 2400, 4800)
+    assert first.basis == ("already ran 33m20s, longer than all 3 finished runs of this shape in team-a/lq-a, and 1 "
+                           "still running ran longer: at least 40m")
+    # The longest running one is past everything known: it is taken to end soon.
+    assert last.expected == 2640 and "expected to end soon" in last.basis
+    # Runs started together are seconds apart: one a second behind the longest is not about to end.
+    tied = estimate_runtimes(snapshot(*_queue(2000, 2001)), history_with([300.0, 400.0]), NOW)[("team-a", "run-0")]
+    assert (tied.expected, tied.pessimistic) == (2200, 4002)
+
+
+def test_a_run_past_every_finished_one_while_most_still_go_on_is_past_the_data() -> None:
+    # 2 finished runs, 3 still going past them: Kaplan–Meier stops at 40 % over. The finished
+    # ones are the short ones (on a young cluster, only they have had time to end): nothing is
+    # known of the rest, and a running one is taken as a pending one is, at twice the longest
+    # run so far — not as about to end, which made every long job of a young cluster end now.
     history = history_with([300.0, 400.0])
     out = estimate_runtimes(snapshot(*_queue(2000, 2400, 3000)), history, NOW)
-    first, last = out[("team-a", "run-0")], out[("team-a", "run-2")]
-    assert (first.optimistic, first.expected, first.pessimistic) == (2000, 3000, 6000)
-    # Runs started together are seconds apart: one a second behind the longest is not about to end.
-    tied = estimate_runtimes(snapshot(*_queue(2000, 2001)), history, NOW)[("team-a", "run-0")]
-    assert (tied.expected, tied.pessimistic) == (2200, 4002)
-    assert first.basis == ("already ran 33m20s, longer than all 2 finished runs of this shape in team-a/lq-a, and 2 "
-                           "still running ran longer: at least 50m")
-    # The longest running one is past everything known: it is taken to end soon, as before.
-    assert last.expected == 3300 and "expected to end soon" in last.basis
+    pending = out[("team-a", "pend")]
+    for name in ("run-0", "run-1", "run-2"):
+        est = out[("team-a", name)]
+        assert (est.optimistic, est.expected, est.pessimistic) == (3000, 6000, 30000) == (
+            pending.optimistic * 10, pending.expected, pending.pessimistic)
+    assert out[("team-a", "run-0")].basis == (
+        "already ran 33m20s, longer than all 2 finished runs of this shape in team-a/lq-a, but most runs still go "
+        "on (3): twice 50m expected")
 
 
 def test_runs_still_going_are_thinned_as_the_finished_ones_are() -> None:

@@ -78,3 +78,29 @@ def test_with_runs_still_going_the_places_follow_kaplan_meier_and_past_the_data_
     wanted = sorted(km_quantiles(RUNS, going, [(k + 0.5) / 10])[0] or pending[0].pessimistic for k in range(10))
     assert sorted(e.forward for e in pending) == wanted
     assert wanted[-1] == pending[0].pessimistic > 1000.0 and wanted[0] == 100.0
+
+
+def _gott(longest: float, tenth: int) -> float:
+    return longest / (1 - (tenth + 0.5) / 10)
+
+
+def test_running_peers_past_the_data_are_spread_over_gotts_distribution_in_tenths() -> None:
+    # 2 finished runs, 20 still going past them (1,000 s to 2,900 s): Kaplan–Meier stops short
+    # of the median. Each running one is placed on Gott's distribution past the longest run so
+    # far (L = 2,900 s), L/(1−q), `past_the_data`'s (2·L at the median): q at the middle of its
+    # tenth, two peers per tenth — not all twenty at twice the longest, nor about to end.
+    snap = _snap(*(running(1000.0 + 100 * i, name=f"r{i}") for i in range(20)))
+    out = estimate_runtimes(snap, history_with([300.0, 400.0]), NOW)
+    assert sorted(e.forward for e in out.values()) == sorted(_gott(2900.0, k) for k in range(10) for _ in range(2))
+    assert {e.expected for e in out.values()} == {5800.0}  # what the user is told: twice the longest
+
+
+def test_pending_peers_none_of_whose_runs_has_finished_are_spread_past_the_longest() -> None:
+    # Ten runs of the shape still going (500 s to 590 s), none finished: ten pending ones of it
+    # take one tenth each of Gott's distribution past the longest, 590 s.
+    snap = _snap(*(wl_dict(f"p{i}") for i in range(10)), *(running(500.0 + 10 * i, name=f"r{i}") for i in range(10)))
+    out = estimate_runtimes(snap, history_with([100.0], gpus=1), NOW)
+    pending = [out[("team-a", f"p{i}")] for i in range(10)]
+    assert "none of 10 runs" in pending[0].basis
+    assert sorted(e.forward for e in pending) == [_gott(590.0, k) for k in range(10)]
+    assert {e.expected for e in pending} == {1180.0}
