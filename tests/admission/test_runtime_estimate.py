@@ -394,3 +394,10 @@ def test_runs_still_going_are_thinned_as_the_finished_ones_are() -> None:
                          lambda scope: going if scope == "cluster" else ())
     assert tier is not None and tier.samples == (104.0, 105.0, 106.0, 107.0)
     assert len(tier.censored) == 20 and tier.censored[-1] == 590.0 and tier.censored[:2] == (210.0, 230.0)
+
+
+def test_durations_in_a_basis_read_as_format_duration_writes_them() -> None:
+    from kueuetop.admission.runtime_estimate import _dur
+    from kueuetop.kueue.durations import format_duration
+    for x in [*range(0, 4000), 3599.5, 86399.4, 86400 * 3 + 61, 123456.7, -5.0, 0.4]:
+        assert _dur(x) == format_duration(max(0, round(x))), x
