@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 
 from kueuetop.admission.forecast import forecast
-from kueuetop.admission.runtime_estimate import _quantile, estimate_runtimes, km_quantiles
+from kueuetop.admission.runtime_estimate import PAST_DATA_PLACES, _quantile, estimate_runtimes, km_quantiles
 from tests.admission.test_runtime_estimate import NOW, history_with, running, wl_dict
 from tests.builders import cluster_queue, flavor, fq, group, local_queue, namespace, snapshot
 
@@ -80,27 +80,33 @@ def test_with_runs_still_going_the_places_follow_kaplan_meier_and_past_the_data_
     assert wanted[-1] == pending[0].pessimistic > 1000.0 and wanted[0] == 100.0
 
 
-def _gott(longest: float, tenth: int) -> float:
-    return longest / (1 - (tenth + 0.5) / 10)
+def _gott(longest: float, rank: int, n: int) -> float:
+    """Gott's total L/(1−q) at the middle of the place (of PAST_DATA_PLACES) where the peer of
+    this rank among n falls."""
+    place = int((rank + 0.5) / n * PAST_DATA_PLACES)
+    return longest / (1 - (place + 0.5) / PAST_DATA_PLACES)
 
 
-def test_running_peers_past_the_data_are_spread_over_gotts_distribution_in_tenths() -> None:
+def test_running_peers_past_the_data_are_spread_over_gotts_distribution_in_places() -> None:
     # 2 finished runs, 20 still going past them (1,000 s to 2,900 s): Kaplan–Meier stops short
     # of the median. Each running one is placed on Gott's distribution past the longest run so
-    # far (L = 2,900 s), L/(1−q), `past_the_data`'s (2·L at the median): q at the middle of its
-    # tenth, two peers per tenth — not all twenty at twice the longest, nor about to end.
+    # far (L = 2,900 s), L/(1−q), `past_the_data`'s (2·L at the median), q at the middle of
+    # its place — not all twenty at twice the longest, nor about to end.
     snap = _snap(*(running(1000.0 + 100 * i, name=f"r{i}") for i in range(20)))
     out = estimate_runtimes(snap, history_with([300.0, 400.0]), NOW)
-    assert sorted(e.forward for e in out.values()) == sorted(_gott(2900.0, k) for k in range(10) for _ in range(2))
+    forward = sorted(e.forward for e in out.values())
+    assert forward == sorted(_gott(2900.0, k, 20) for k in range(20))
+    assert len(set(forward)) == PAST_DATA_PLACES  # a few instants, not one per peer
+    assert forward[0] < 5800.0 < forward[-1]
     assert {e.expected for e in out.values()} == {5800.0}  # what the user is told: twice the longest
 
 
 def test_pending_peers_none_of_whose_runs_has_finished_are_spread_past_the_longest() -> None:
     # Ten runs of the shape still going (500 s to 590 s), none finished: ten pending ones of it
-    # take one tenth each of Gott's distribution past the longest, 590 s.
+    # are spread over Gott's distribution past the longest, 590 s.
     snap = _snap(*(wl_dict(f"p{i}") for i in range(10)), *(running(500.0 + 10 * i, name=f"r{i}") for i in range(10)))
     out = estimate_runtimes(snap, history_with([100.0], gpus=1), NOW)
     pending = [out[("team-a", f"p{i}")] for i in range(10)]
     assert "none of 10 runs" in pending[0].basis
-    assert sorted(e.forward for e in pending) == [_gott(590.0, k) for k in range(10)]
+    assert sorted(e.forward for e in pending) == sorted(_gott(590.0, k, 10) for k in range(10))
     assert {e.expected for e in pending} == {1180.0}
