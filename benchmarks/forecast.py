@@ -379,14 +379,12 @@ def known_distributions(snap: ClusterSnapshot, now: float, draws: int, seed: int
         bounds[key] = (lo, hi)
     pending = pending_keys(snap)
 
-    def starts(runtime: Callable[[float, float], float],
-               given: Mapping[WorkloadKey, float] | None = None) -> list[float | None]:
-        rts = {k: RuntimeEstimate(v, v, v, "known") for k, (lo, hi) in bounds.items()
-               for v in ((given[k] if given is not None else runtime(lo, hi)),)}
+    def starts(runtime: Callable[[WorkloadKey, float, float], float]) -> list[float | None]:
+        rts = {k: RuntimeEstimate(v, v, v, "known") for k, (lo, hi) in bounds.items() for v in (runtime(k, lo, hi),)}
         fc = forecast(snap, rts, now, ranges=False, resolution=RESOLUTION)
         return [fc.workloads[k].start for k in pending]
 
-    medians = starts(lambda lo, hi: math.sqrt(lo * hi))
+    medians = starts(lambda k, lo, hi: math.sqrt(lo * hi))
     # The spread the forward run gives peers (runtime_estimate._spread_over_peers), with the true
     # distributions: per class, running and pending apart, each at the quantile of its rank.
     place: dict[WorkloadKey, float] = {}
@@ -397,10 +395,9 @@ def known_distributions(snap: ClusterSnapshot, now: float, draws: int, seed: int
     for keys in groups.values():
         keys.sort(key=lambda k: (zlib.crc32(f"{k[0]}/{k[1]}".encode()), k))
         place.update((k, (i + 0.5) / len(keys)) for i, k in enumerate(keys))
-    spread_runtimes = {k: lo * (hi / lo) ** place[k] for k, (lo, hi) in bounds.items()}
-    spread = starts(lambda lo, hi: 0.0, spread_runtimes)
+    spread = starts(lambda k, lo, hi: lo * (hi / lo) ** place[k])
     rng = random.Random(seed)
-    runs = [starts(lambda lo, hi: lo * (hi / lo) ** rng.random()) for _ in range(draws)]
+    runs = [starts(lambda k, lo, hi: lo * (hi / lo) ** rng.random()) for _ in range(draws)]
     drawn: dict[WorkloadKey, float | None] = {}
     for i, k in enumerate(pending):
         got = [r[i] for r in runs]
@@ -434,9 +431,9 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
     cluster = parts.cluster
     history = RunHistory(f"sim:{name}")
     follow_finishes(parts, history)
-    every_run = RunHistory(f"sim:{name}", per_key=10**9, max_runs=10**9)  # for `longLivedHistory`
+    every_run = RunHistory(f"sim:{name}", per_key=10**9, max_runs=10**9)  # for `longLivedHistory`, all kept
     if long_lived:
-        follow_finishes(parts, every_run)
+        follow_finishes(parts, every_run)  # else it stays empty and unread
     nodes_seen = follow_nodes(parts)
     taken: list[Instant] = []
     for at in sorted(instants):

@@ -220,10 +220,8 @@ class _World:
         self.pending_written[key] = (d, self.data[key])
 
     def flush_all(self) -> None:
-        for key in list(self.deferred):
-            if key in self.wls:
-                self.flush(key)
-        self.deferred.clear()
+        for key in list(self.deferred):  # a finished workload's was dropped with it (`_set`)
+            self.flush(key)
 
     def note_pending(self, d: Pending) -> None:
         """`d` was just applied to the workload (written, or found already there)."""

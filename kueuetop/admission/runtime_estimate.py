@@ -584,9 +584,10 @@ def _spread_over_peers(group: list[tuple[WorkloadKey, _Tier, float, float | None
             # distribution, the total being L/(1−q) at its quantile q, L the longest run so far;
             # q taken at the middle of its third (`PAST_DATA_PLACES`: early, halfway, late),
             # each third of the peers ending together: finishes the data do not place cost the
-            # forward run an instant each (on `large` the console's first forecast took 5.1 s
-            # with tenths, 3.2 s with thirds; spread one by one, a forecast of 400 rounds placed
-            # half the starts it places in tenths; the error moved within ±70 s either way).
+            # forward run an instant each (on `large` at 3,816 s the console's first forecast
+            # took 5.1 s with tenths, 3.2 s with thirds, side by side; spread one by one, a
+            # forecast of 400 rounds placed half the starts it places in tenths; the error moved
+            # within ±70 s either way).
             longest = max(e, going[-1]) if going else e
             value = longest / (1 - (int(q * PAST_DATA_PLACES) + 0.5) / PAST_DATA_PLACES)
             if bound is not None:
