@@ -9,7 +9,9 @@ for 100,000; a change to a few rows costs as much as those rows (`set_order(...,
   (`~` with `--ascii`).
 - Columns have priorities (0: always shown). When they don't all fit the width, the least
   important ones are left out — as k9s keeps NAME and STATUS on an 80-column terminal — until
-  `wide` is set (k9s' ctrl-w), which shows every column with horizontal scroll.
+  `wide` is set (k9s' ctrl-w), which shows every column with horizontal scroll. The first
+  column of priority 1 that does not fit whole is drawn cut short in the space left (when at
+  least `SQUEEZE_MIN` cells are), rather than vanishing because one long cell widened it.
 - The cursor follows its row id across re-sorts, filters and updates; when that row goes away it
   stays at the same position. `RowHighlighted` / `RowSelected` mirror DataTable's messages.
 - An optional first column shows marks (`*`) from a set the owner shares with the table.
@@ -36,6 +38,7 @@ CellsOf = Callable[[str], Sequence[Text] | None]
 PAD = 1  # spaces either side of a cell, as DataTable's default cell_padding
 MARK_WIDTH = 1
 STRIP_CACHE = 2000  # rows kept drawn; a few screens' worth, bounded whatever the table's size
+SQUEEZE_MIN = 10  # narrowest a priority-1 column is cut to rather than left out
 _NULL = Style.null()
 _BOLD = Style(bold=True)
 
@@ -142,6 +145,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self.max_column_width = max_column_width
         self._order: list[str] = []
         self._widths = [len(c) for c in self.columns]
+        self._squeezed: dict[int, int] = {}  # column index → width it is drawn at this frame
         self._strips: dict[str, tuple[bool, Strip]] = {}  # row id → (marked, line as drawn)
         self._styles: dict[str, Style] = {}  # cell style string → parsed
         self.cursor_row = 0
@@ -301,7 +305,7 @@ class VirtualTable(ScrollView, can_focus=True):
         pos = max(0, min(pos + step, len(shown) - 1))
         self.cursor_column = shown[pos]
         start = self._column_offset(pos)
-        end = start + self._widths[self.cursor_column] + 2 * PAD
+        end = start + self._width(self.cursor_column) + 2 * PAD
         width = self.scrollable_content_region.width
         if start < self.scroll_x:
             self.scroll_to(x=start, animate=False, immediate=True)
@@ -327,16 +331,22 @@ class VirtualTable(ScrollView, can_focus=True):
     def _mark_width(self) -> int:
         return 0 if self.marks is None else MARK_WIDTH + 2 * PAD
 
+    def _width(self, i: int) -> int:
+        """The width column `i` is drawn at: its fitted width, or less when squeezed."""
+        return self._squeezed.get(i, self._widths[i])
+
     def _column_offset(self, pos: int) -> int:
         """Where the `pos`-th shown column starts."""
-        return self._mark_width() + sum(self._widths[i] + 2 * PAD for i in self._shown[:pos])
+        return self._mark_width() + sum(self._width(i) + 2 * PAD for i in self._shown[:pos])
 
     def _update_virtual_size(self) -> None:
         width = self._column_offset(len(self._shown))
         self.virtual_size = Size(width, len(self._order) + 1)
 
     def _choose_columns(self, width: int) -> None:
-        """Columns by priority (then position) while they fit `width`; priority 0 always."""
+        """Columns by priority (then position) while they fit `width`; priority 0 always; the
+        first priority-1 column that doesn't fit whole is cut to the space left."""
+        squeezed: dict[int, int] = {}
         if self._wide or width <= 0:
             shown = list(range(len(self.columns)))
         else:
@@ -349,9 +359,16 @@ class VirtualTable(ScrollView, can_focus=True):
                 if self.priorities[i] == 0 or used + w <= width:
                     keep.add(i)
                     used += w
+                elif self.priorities[i] == 1 and not squeezed and width - used - 2 * PAD >= SQUEEZE_MIN:
+                    # One long reason must not cost the whole column at 80 columns (k9s cuts a
+                    # cell short; it does not drop the column the row needs).
+                    squeezed[i] = width - used - 2 * PAD
+                    keep.add(i)
+                    used = width
             shown = sorted(keep)
-        if shown != self._shown:
+        if shown != self._shown or squeezed != self._squeezed:
             self._shown = shown
+            self._squeezed = squeezed
             self._strips.clear()
             self._update_virtual_size()
         hidden = tuple(c for i, c in enumerate(self.columns) if i not in shown)
@@ -433,7 +450,7 @@ class VirtualTable(ScrollView, can_focus=True):
         cursor = self.get_component_rich_style("vtable--header-cursor")
         line = Text(" " * self._mark_width(), style=style, no_wrap=True, end="")
         for i in self._shown:
-            label, w = self.columns[i], self._widths[i]
+            label, w = self.columns[i], self._width(i)
             cell = fit(Text(label), w, self.ellipsis)
             line.append(" " * PAD + cell.plain.ljust(w) + " " * PAD,
                         cursor if i == self.cursor_column and self.has_focus else style)
@@ -464,7 +481,7 @@ class VirtualTable(ScrollView, can_focus=True):
         for i in self._shown:
             if i >= len(cells):
                 break
-            c, w = cells[i], self._widths[i]
+            c, w = cells[i], self._width(i)
             cell = fit(c, w, self.ellipsis)
             pad += " " * PAD
             if cell.spans:

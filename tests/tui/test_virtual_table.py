@@ -359,6 +359,50 @@ def test_columns_of_priority_zero_stay_however_narrow() -> None:
     run(app, body, size=(22, 10))
 
 
+class SqueezeApp(PriorityApp):
+    """NOTE (30 wide) is the first column after NAME and STATE: cut short, not left out."""
+
+    def compose(self) -> ComposeResult:
+        yield VirtualTable(self.COLUMNS, self.cells.get, priorities=(0, 2, 1, 0))
+
+
+def test_a_priority_one_column_too_wide_is_cut_to_the_space_left() -> None:
+    app = SqueezeApp()
+
+    async def body(pilot: Pilot[Any]) -> None:
+        t = app.query_one(VirtualTable)
+        t.set_order(sorted(app.cells))
+        await pilot.pause()
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        # 40 columns: NAME (9+2) and STATE (7+2) leave 20; NOTE takes 18 of them (+2 padding),
+        # so GROUP, narrower but less important, does not come in.
+        assert lines[0].split() == ["NAME", "NOTE", "STATE"], lines[0]
+        assert t.hidden_columns == ("GROUP",)
+        row = lines[1]
+        assert "Pending" in row and "row-000" in row
+        assert "n" * 17 + "…" in row and "n" * 18 not in row, row
+        t.wide = True
+        await pilot.pause()
+        await pilot.pause()
+        assert t.hidden_columns == ()
+        row = screen_text(app).splitlines()[1]
+        assert "…" not in row and row.rstrip().endswith("n" * 19), row  # whole, running off the edge
+
+    run(app, body, size=(40, 10))
+
+    # Too little room left (under SQUEEZE_MIN): the column is left out, as before.
+    app = SqueezeApp()
+
+    async def narrow(pilot: Pilot[Any]) -> None:
+        t = app.query_one(VirtualTable)
+        t.set_order(sorted(app.cells))
+        await pilot.pause()
+        assert t.shown_columns == ("NAME", "STATE"), t.shown_columns
+
+    run(app, narrow, size=(28, 10))
+
+
 def test_one_priority_per_column() -> None:
     import pytest
 
