@@ -15,12 +15,16 @@ the queues are longest), or `--at`. Then, per scenario:
    pool as the autoscaler knows it, scaled-to-zero ones included, `sim.observed.node_pools_of`)
    does. The same snapshot is also forecast with the runtimes the simulator actually observed
    (last admission → finish); the difference is that wait's share of the error (`podStartError`).
+   Workloads holding quota at T while ProvisioningRequest checks wait are answered only by the
+   forecast on the pools (the checks pass when their pods find nodes): `awaitingProvisioningWithPools`.
 2. **Estimated mode** (one run, what a user gets): arrivals continue; at each T the runtimes are
    `estimate_runtimes` from a RunHistory fed, as the console's is, with every Workload seen to
    finish before T; the two naive baselines of `admission/eta_baselines.py` read the admissions a
    watch saw before T and each workload's position in its ClusterQueue at T (the simulator's
    visibility order, `sim/kueue/queue_view.py`). Errors are |predicted − actual admission| over the
-   workloads pending at T that were admitted within the run; coverage is how many got an answer;
+   workloads not admitted at T (pending, or holding quota while admission checks wait) that were
+   admitted within the run; coverage is how many got an answer (the baselines, reading queue
+   positions, and the forecast without pools answer no workload already holding quota);
    the goal is the forecast's median error at most half of the better baseline's. Where the
    pools' growth is known (`kueue/pool_growth.py`: an autoscaler's status ConfigMap, as in
    refarch; or none and no Karpenter node, fixed pools, as in `large`), `forecastOnPools` is
@@ -93,11 +97,12 @@ from kueuetop.sim.observed import (
     admissions,
     admissions_by_cluster_queue,
     exact_runtimes,
+    node_checks_of,
     node_pools_of,
     observed_runtimes,
     snapshot_of,
 )
-from kueuetop.sim.recorder import CREATED, EVICTED, QUOTA_RESERVED, SimEvent
+from kueuetop.sim.recorder import ADMITTED, CREATED, EVICTED, SimEvent
 from kueuetop.sim.runner import VIRTUAL_EPOCH
 from kueuetop.sim.scenarios.generators import CLASS_LABEL, class_runtime_range
 from kueuetop.sim.scenarios.loader import load_scenario
@@ -110,7 +115,7 @@ from kueuetop.store.known_pools import KnownPools
 from kueuetop.store.run_history import RunHistory, RunRecord
 from kueuetop.tui.forecaster import Forecaster
 from kueuetop.tui.heap import HeapFreezer, IdleCollector
-from kueuetop.views.forecast_report import pools_from_store, store_pool_growth
+from kueuetop.views.forecast_report import checks_from_store, pools_from_store, store_pool_growth
 
 DEFAULT_SCENARIOS = ("refarch", "skypilot", "kueue-perf-baseline")
 ON_POOLS = "forecastOnPools"  # the forecast with pods placed on the pools (the autoscaler's limits, or fixed)
@@ -133,8 +138,21 @@ def build(name: str) -> SimParts:
 
 
 def pending_keys(snap: ClusterSnapshot) -> list[WorkloadKey]:
-    """What a forecast answers for: unfinished workloads holding no quota."""
+    """Unfinished workloads holding no quota: what every forecast answers for."""
     return sorted(k for k, w in snap.workloads.items() if not w.is_finished and not w.has_quota_reservation)
+
+
+def waiting_keys(snap: ClusterSnapshot) -> list[WorkloadKey]:
+    """Unfinished workloads not admitted: holding no quota, or holding it while admission checks
+    wait (the forecast on node pools answers those whose checks are ProvisioningRequests')."""
+    return sorted(k for k, w in snap.workloads.items()
+                  if not w.is_finished and (not w.has_quota_reservation or not w.is_admitted))
+
+
+def _starts(fc: Forecast, keys: Iterable[WorkloadKey]) -> dict[WorkloadKey, float | None]:
+    """Each workload's forecast start; None where it has none or is not answered (a workload
+    awaiting admission checks, for a forecast that does not time them)."""
+    return {k: (w.start if (w := fc.workloads.get(k)) is not None else None) for k in keys}
 
 
 def timed(fn: Callable[[], Forecast]) -> tuple[Forecast, float, float]:
@@ -162,8 +180,9 @@ def error_stats(errors: Sequence[float]) -> dict[str, Any]:
 
 def busy_instants(events: Iterable[SimEvent], n: int) -> list[float]:
     """`n` instants (whole seconds since start) splitting the run's pending-workload·seconds
-    evenly: a workload is pending from its creation (or eviction) until quota is reserved."""
-    deltas = {CREATED: 1, EVICTED: 1, QUOTA_RESERVED: -1}
+    evenly: a workload is pending from its creation (or eviction) until it is admitted (quota
+    reserved and admission checks passed)."""
+    deltas = {CREATED: 1, EVICTED: 1, ADMITTED: -1}  # what is scored: until admitted (checks passed)
     steps = sorted(((e.time, deltas[e.type]) for e in events if e.type in deltas), key=lambda s: s[0])
     segments: list[tuple[float, float, int, float]] = []  # (from, to, pending, area before)
     area, pending, last = 0.0, 0, 0.0
@@ -296,7 +315,9 @@ def exact_mode(name: str, at: float) -> dict[str, Any]:
     result, wall, cpu = timed(lambda: forecast(snap, spec, now, ranges=False))
     # The same with pods placed on the node pools (scale-up delays, full pools): the part of the
     # error above that is pods waiting for nodes should go.
-    placed, _wall_p, cpu_p = timed(lambda: forecast(snap, spec, now, ranges=False, pools=pools, placements=placements))
+    checks = node_checks_of(cluster.store, snap)
+    placed, _wall_p, cpu_p = timed(lambda: forecast(snap, spec, now, ranges=False, pools=pools, placements=placements,
+                                                    checks=checks))
     cluster.run_for(IDLE, until_idle=True)
     actual = admissions(parts.recorder.events, cluster.clock.start, mark)
     # The runtimes the simulator ran (pods waiting for nodes included); the spec's where a
@@ -307,17 +328,19 @@ def exact_mode(name: str, at: float) -> dict[str, Any]:
     waited = {k: seen[k] - r.expected for k, r in spec.items() if k in seen and seen[k] - r.expected >= 1}
     # Nothing waited (no nodes to wait for, as in the perf harness): the same forecast.
     with_observed = forecast(snap, observed, now, ranges=False) if waited else result
-    checks = sum(1 for k in pending if _has_checks(snap, k))
-    # Quota reserved, admission checks not yet passed: not pending for the forecast (it takes
-    # checks to pass at once), so not compared.
-    awaiting = sum(1 for w in snap.workloads.values()
-                   if w.has_quota_reservation and not w.is_admitted and not w.is_finished)
+    in_checked = sum(1 for k in pending if _has_checks(snap, k))
+    # Quota reserved, admission checks not yet passed: the forecast on the pools answers those
+    # waiting only for ProvisioningRequests (when their pods find nodes), compared apart.
+    awaiting = [k for k, w in snap.workloads.items()
+                if w.has_quota_reservation and not w.is_admitted and not w.is_finished]
+    timed_checks = sorted(k for k in awaiting if k in placed.workloads)
     return {
         "at": at, "stepsDropped": dropped, "pending": len(pending), "complete": result.complete,
-        "pendingInQueuesWithAdmissionChecks": checks, "awaitingAdmissionChecks": awaiting,
+        "pendingInQueuesWithAdmissionChecks": in_checked, "awaitingAdmissionChecks": len(awaiting),
         "forecastWallSeconds": round(wall, 2), "forecastCpuSeconds": round(cpu, 2),
         "specRuntimes": compare(result, pending, actual, now),
         "specRuntimesWithPools": compare(placed, pending, actual, now),
+        "awaitingProvisioningWithPools": compare(placed, timed_checks, actual, now),
         "forecastWithPoolsCpuSeconds": round(cpu_p, 2),
         "observedRuntimes": compare(with_observed, pending, actual, now),
         "workloadsWhosePodsWaited": {"count": len(waited), "maxWaitSeconds": round(max(waited.values(), default=0), 1)},
@@ -440,7 +463,7 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
         cluster.run_for(at - cluster.sim_time)
         now = cluster.clock.now()
         snap = snapshot_of(cluster.store, parts.kueue.config)
-        pending = pending_keys(snap)
+        pending = waiting_keys(snap)
         runtimes = estimate_runtimes(snap, history, now)
         # The expected run alone gives every start; the three-run call (earliest/latest too)
         # costs about three times as much, so it is timed and scored at one instant (the last,
@@ -453,11 +476,11 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
         if ranges_everywhere or at == max(instants):
             fr, wall3, cpu3 = timed(lambda: forecast(snap, runtimes, now, ranges=True, resolution=RESOLUTION))  # noqa: B023
             speed["withRanges"] = {"wallSeconds": round(wall3, 2), "cpuSeconds": round(cpu3, 2)}
-            bands = {k: (fr.workloads[k].earliest, fr.workloads[k].latest) for k in pending}
+            bands = {k: (fr.workloads[k].earliest, fr.workloads[k].latest) for k in pending if k in fr.workloads}
             speed["consoleWorker"] = console_worker(cluster.store, now)
         seen = admissions_by_cluster_queue(parts.recorder.events, cluster.clock.start, now)
         positions = queue_positions(parts, now)
-        predictions = {"forecast": {k: fc.workloads[k].start for k in pending},
+        predictions = {"forecast": _starts(fc, pending),
                        "meanInterval": mean_interval_eta(seen, positions, now),
                        "emaThroughput": ema_throughput_eta(seen, positions, now)}
         store = console_store(cluster.store)
@@ -470,8 +493,9 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
             remembered.learn_nodes(nodes_seen.values(), now)
             pools, placements = pools_from_store(store, growth.groups, now, known=remembered)
             on_pools = forecast(snap, estimate_runtimes(snap, history.from_pods(), now), now, ranges=False,
-                                resolution=RESOLUTION, pools=pools, placements=placements)
-            predictions[ON_POOLS] = {k: on_pools.workloads[k].start for k in pending}
+                                resolution=RESOLUTION, pools=pools, placements=placements,
+                                checks=checks_from_store(store, snap))
+            predictions[ON_POOLS] = _starts(on_pools, pending)
         known = known_distributions(snap, now, known_draws) if known_draws else None
         if known is not None:
             predictions.update(known)
@@ -485,7 +509,7 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
             mature = long_lived_history(every_run.records(), it.snap)
             fc = forecast(it.snap, estimate_runtimes(it.snap, mature, it.now), it.now, ranges=False,
                           resolution=RESOLUTION)
-            it.predictions[LONG_LIVED] = {k: fc.workloads[k].start for k in it.pending}
+            it.predictions[LONG_LIVED] = _starts(fc, it.pending)
             it.snap = None
     pooled: dict[str, list[float]] = {}
     common: dict[str, list[float]] = {}
@@ -505,7 +529,7 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
             common.setdefault(method, []).extend(
                 pred[k] - actual[k] for k in both if pred.get(k) is not None)  # type: ignore[operator]
         if it.ranges:
-            inside = [k for k in admitted if it.ranges[k][0] is not None
+            inside = [k for k in admitted if k in it.ranges and it.ranges[k][0] is not None
                       and it.ranges[k][0] - 1 < actual[k] < it.ranges[k][1] + 1]  # type: ignore[operator]
             row["actualWithinEarliestLatest"] = len(inside)
         per_instant.append(row)
@@ -520,6 +544,7 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
 _CONSOLE_KINDS = ((KUEUE, "clusterqueues", K.CLUSTER_QUEUES), (KUEUE, "localqueues", K.LOCAL_QUEUES),
                   (KUEUE, "resourceflavors", K.RESOURCE_FLAVORS), (KUEUE, "cohorts", K.COHORTS),
                   (KUEUE, "admissionchecks", K.ADMISSION_CHECKS), ("", "namespaces", K.NAMESPACES),
+                  (KUEUE, "provisioningrequestconfigs", K.PROVISIONING_CONFIGS),
                   (KUEUE, "workloads", K.WORKLOADS), ("", "nodes", K.NODES), ("", "pods", K.PODS))
 
 

@@ -517,7 +517,7 @@ def _forecast_scenario_look(args: argparse.Namespace) -> tuple[Any, int]:
     flight the simulator's cloud knows), and its finished runs as the history."""
     from kueuetop.live_cli import ForecastLook
     from kueuetop.sim.clock import SimClock
-    from kueuetop.sim.observed import node_pools_of
+    from kueuetop.sim.observed import node_checks_of, node_pools_of
     from kueuetop.sim.runner import VIRTUAL_EPOCH
     from kueuetop.sim.wiring import build_cluster
     from kueuetop.store.run_history import RunHistory
@@ -531,11 +531,12 @@ def _forecast_scenario_look(args: argparse.Namespace) -> tuple[Any, int]:
     with parts.cluster.lock:
         snap = parts.kueue.snapshot()
         pools, placements = node_pools_of(parts.cluster.store, parts.extra.get("node-pools"))
+        checks = node_checks_of(parts.cluster.store, snap)
         now = clock.now()
     history = RunHistory(f"scenario:{scenario.name}")
     history.record_all(snap.workloads.values())
     return ForecastLook(snap, pools, placements, True, history, now,
-                        {"kind": "scenario", "name": scenario.name, "atSeconds": args.at}), EXIT_OK
+                        {"kind": "scenario", "name": scenario.name, "atSeconds": args.at}, checks=checks), EXIT_OK
 
 
 def _kube_identity(kubeconfig: str | None, context: str | None) -> tuple[str, str, str]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kueuetop.admission.check_timing import NodeCheck
     from kueuetop.admission.forecast_changes import Change
     from kueuetop.admission.forecast_result import PoolCapacity
     from kueuetop.kueue.snapshot import ClusterSnapshot
@@ -221,13 +222,16 @@ class ForecastLook:
     warnings: list[str] = field(default_factory=list)
     pools_note: str = ""  # where the pools' limits come from, when not a scenario's NodePools
     pools_why: str = ""  # why they are not known (a live cluster whose autoscaler status is unreadable)
+    checks: dict[str, NodeCheck] | None = None  # ProvisioningRequest checks and their classes (check_timing)
 
 
 def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequence[Change], target: Key | None) -> int:
     """`kueuetop forecast`'s output from one look (live or scenario): the forecast, or with
     `changes` the forecasts before and after them and what moved. Exit 2 when a change does not
     apply (an unknown queue, flavor, resource or pool), 1 when the workload asked about is not pending."""
+    from kueuetop.admission.check_timing import node_checks
     from kueuetop.admission.engine_cache import EngineCache
+    from kueuetop.admission.forecast import pending_workloads
     from kueuetop.admission.forecast_changes import NodesChange, apply_changes, run_forecast
     from kueuetop.admission.runtime_estimate import estimate_runtimes
     from kueuetop.views.forecast_report import awaits_checks, checks_text, forecast_doc, render_text
@@ -245,19 +249,24 @@ def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequen
         if wl is None:
             return _fail(f"workload {target[0]}/{target[1]} not found (hint: `kubectl get workloads -n {target[0]}` "
                          "lists them; the name is the Workload's, not the Job's)")
-        if awaits_checks(wl):
-            return _fail(f"workload {target[0]}/{target[1]} holds quota and waits for its admission checks "
-                         f"({checks_text(wl)}): it is admitted when they pass, which is not forecast")
-        if wl.is_finished or wl.has_quota_reservation:
-            state = "finished" if wl.is_finished else "already holds quota"
-            return _fail(f"workload {target[0]}/{target[1]} {state}: only pending workloads have an ETA")
-    asked = [k for k in snap.workloads if args.namespace is None or k[0] == args.namespace] \
-        if target is None else [target]
-    keys = sorted(k for k in asked if not snap.workloads[k].is_finished and not snap.workloads[k].has_quota_reservation)
     # Pods wait for nodes only where the pools are known: a scenario's NodePools, a live cluster's
     # cluster-autoscaler status, or pools taken at their current size because a `nodes` change
     # asks about them. Otherwise pods run when their workload is admitted.
     model = look.pools_known or any(isinstance(c, NodesChange) for c in changes)
+    # Those holding quota while ProvisioningRequests wait are answered with the pools (check_timing).
+    answered = pending_workloads(snap, (look.checks if look.checks is not None else node_checks(snap.admission_checks, ()))
+                                 if model else None)
+    if target is not None:
+        if awaits_checks(wl) and target not in answered:
+            why = "node pools not modelled" if not model else "not a ProvisioningRequest's"
+            return _fail(f"workload {target[0]}/{target[1]} holds quota and waits for its admission checks "
+                         f"({checks_text(wl)}): it is admitted when they pass, which is not forecast ({why})")
+        if wl.is_finished or (wl.has_quota_reservation and target not in answered):
+            state = "finished" if wl.is_finished else "already holds quota"
+            return _fail(f"workload {target[0]}/{target[1]} {state}: only pending workloads have an ETA")
+    asked = [k for k in snap.workloads if args.namespace is None or k[0] == args.namespace] \
+        if target is None else [target]
+    keys = sorted(k for k in asked if k in answered)
     # One set of runtimes for both forecasts: a what-if moves admissions, not how long jobs run.
     # With pools the forecast adds each wait for nodes itself: the runs count from their pods' start.
     runtimes = estimate_runtimes(snap, look.history.from_pods() if model else look.history, look.now)
@@ -265,13 +274,16 @@ def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequen
     source = {**look.source, "pods": ("placed on the node pools" + (look.pools_note if look.pools_known
                                                                      else " at their current size"))
               if model else "run when admitted (node pools not modelled" + (f": {look.pools_why}" if look.pools_why else "") + ")"}
-    result = run_forecast(snap, look.pools if model else None, runtimes, look.now, cache, look.placements)
+    result = run_forecast(snap, look.pools if model else None, runtimes, look.now, cache, look.placements,
+                          checks=look.checks)
     before = None
     if changed is not None:
         before = result
-        result = run_forecast(changed[0], changed[1] if model else None, runtimes, look.now, cache, look.placements)
+        result = run_forecast(changed[0], changed[1] if model else None, runtimes, look.now, cache, look.placements,
+                              checks=look.checks)
     doc = forecast_doc(snap, result, keys, source=source, position_of=look.position_of,
-                       at_most=args.at_most, before=before, changes=[c.spec for c in changes], awaiting=asked,
+                       at_most=args.at_most, before=before, changes=[c.spec for c in changes],
+                       awaiting=[k for k in asked if k not in answered],
                        namespace=args.namespace)
     if args.output == "json":
         indent = 2 if sys.stdout.isatty() else None
@@ -303,6 +315,7 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
     from kueuetop.views.forecast_report import (
         FIXED_NOTE,
         NODE_DELAY_ASSUMED,
+        checks_from_store,
         pools_from_store,
         store_pool_growth,
     )
@@ -329,6 +342,7 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
         # What each pool's nodes carry, remembered for when it has scaled to zero.
         known.learn_nodes((n for n in store.objects(K.NODES).values() if isinstance(n, Node)), now)
         pools, placements = pools_from_store(store, growth.groups, now, known=known)
+        checks = checks_from_store(store, snap)
     except KeyboardInterrupt:
         return None, _fail("interrupted")
     finally:
@@ -346,7 +360,7 @@ def _forecast_live(args: argparse.Namespace, path: Path) -> tuple[ForecastLook |
     note = (f" (cluster-autoscaler's limits; a new node taken to be Ready {NODE_DELAY_ASSUMED:.0f}s after a scale-up)"
             if growth.basis == AUTOSCALER else f" {FIXED_NOTE}")
     return ForecastLook(snap, pools, placements, growth.placed, history, now, source, store_position(store), warnings,
-                        pools_note=note, pools_why=growth.why), EXIT_OK
+                        pools_note=note, pools_why=growth.why, checks=checks), EXIT_OK
 
 
 def cmd_clusters(args: argparse.Namespace) -> int:

@@ -228,7 +228,7 @@ def forecast_replay_look(path: str, when: str | None) -> tuple[Any, int]:
     from kueuetop.store import events as K
     from kueuetop.store.events import Changes
     from kueuetop.store.run_history import RunHistory, record_changes
-    from kueuetop.views.forecast_report import pools_from_store, rfc3339
+    from kueuetop.views.forecast_report import checks_from_store, pools_from_store, rfc3339
     from kueuetop.views.replay_time import MomentError, parse_moment
     from kueuetop.views.workload_rows import store_position
 
@@ -248,8 +248,9 @@ def forecast_replay_look(path: str, when: str | None) -> tuple[Any, int]:
     h = recording.header
     source = {"kind": "recording", "name": recording.name, "at": rfc3339(at),
               "server": str(h.get("server") or ""), "context": str(h.get("context") or "")}
-    return ForecastLook(store.snapshot(), pools, placements, False, history, at, source,
-                        store_position(store)), EXIT_OK
+    snap = store.snapshot()
+    return ForecastLook(snap, pools, placements, False, history, at, source,
+                        store_position(store), checks=checks_from_store(store, snap)), EXIT_OK
 
 
 def recorded_objects(recording: Any) -> Any:

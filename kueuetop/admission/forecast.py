@@ -14,8 +14,13 @@ admission (tests/admission/test_forecast_exact.py holds it to that).
 With `pools` the pods also need nodes (`pod_placement`): an admitted workload's pods wait for
 free GPUs or for an autoscaled pool's new nodes, and its runtime counts from when they start.
 
-Admission checks are taken to pass the instant quota is reserved: a forecast cannot know when a
-ProvisioningRequest is satisfied, and says so (`CHECKS_ASSUMED`, in `kueuetop forecast`'s output).
+A workload answers when it is admitted: quota reserved and every admission check Ready. With
+`pools`, a ProvisioningRequest check passes when the workload's pods find nodes (check-capacity:
+on the free capacity as it is; other classes: the pools grow for them), `check_timing`; every
+other check is taken to pass the instant quota is reserved, and the output says so
+(`CHECKS_ASSUMED`). With pools, a workload whose quota is reserved at `now` while only
+ProvisioningRequest checks wait is answered too (`pending_workloads`): with such checks that wait
+is often most of the wait.
 
 Each pending workload gets: the admission time with expected runtimes and, from two more runs
 with every runtime at its optimistic and its pessimistic end, the earliest and latest; the
@@ -40,6 +45,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kueuetop.admission import status_updates as su
+from kueuetop.admission.check_timing import (
+    CHECKS_ASSUMED,
+    NodeCheck,
+    node_checks,
+    provisioning_waits,
+    waiting_checks,
+)
 from kueuetop.admission.decisions import Admit, Decision, Pending, Preempt
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.explain import explain
@@ -56,6 +68,7 @@ from kueuetop.admission.pod_placement import GpuPlacement, PodPlacer, gpu_pods
 from kueuetop.admission.queue_state import same_queue_state
 from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.gc_pacing import sparse_collections
+from kueuetop.kueue.core import GPU_RESOURCE
 from kueuetop.kueue.run_times import admitted_at
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.kueue.workload import Workload
@@ -65,7 +78,7 @@ WorkloadKey = tuple[str, str]
 
 HORIZON = 7 * 24 * 3600.0  # seconds of virtual time a forecast looks ahead at most
 MAX_STEPS = 200_000  # loop rounds at most (each a controller pass or a cycle)
-CHECKS_ASSUMED = "admission checks are taken to pass the instant quota is reserved"
+__all__ = ["CHECKS_ASSUMED", "forecast", "pending_workloads", "with_ranges"]
 
 
 @dataclass
@@ -89,7 +102,8 @@ class _World:
     def __init__(self, snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: float,
                  cache: EngineCache, pools: Mapping[str, PoolCapacity] | None = None,
                  placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
-                 resolution: Callable[[float, float], float] | None = None) -> None:
+                 resolution: Callable[[float, float], float] | None = None,
+                 checks: Mapping[str, NodeCheck] | None = None) -> None:
         self.base = dataclasses.replace(snapshot, workloads={}, workload_delta=None)
         self.resolution = resolution  # rounds each finish to the grid (None: exact finishes)
         self.cache = cache
@@ -131,13 +145,22 @@ class _World:
         self.pods = PodPlacer(pools, now) if pools is not None else None  # None: pods run at admission
         self.pod_pools: dict = {}  # gpu_pods' memo: the pools per pod shape and flavor
         self.pods_started: set[WorkloadKey] = set()  # pods started this round
+        # ProvisioningRequest checks wait for the pods to be placed (only with pools): per
+        # workload, the checks passed when its last pod is.
+        self.node_checks: Mapping[str, NodeCheck] = checks if checks is not None and pools is not None else {}
+        self.check_waits: dict[WorkloadKey, tuple[str, ...]] = {}
         running = [(admitted_at(w) or 0.0, k) for k, w in self.wls.items() if w.has_quota_reservation and not w.is_evicted]
         for since, key in sorted(running):
             if self.pods is not None:
+                waits = self._provisioning(key)
+                if waits is not None:
+                    (self.pods.provisioned if waits[1] else self.pods.no_scale).add(key)
                 # Without placements its pods are taken as bound where nobody knows: they free no GPUs.
                 pods = self._gpu_pods(self.wls[key]) if placements is not None else []
                 placed = placements.get(key, ()) if placements is not None else ()
                 if self.pods.seed(key, pods, placed, runtimes.get(key)):
+                    if waits is not None:
+                        self.check_waits[key] = waits[0]
                     continue  # pods still wait for nodes: its run has not begun, it ends after they start
                 # Its pods run: the runtime counts from when they started, which is later than
                 # the admission when they waited for nodes (a pool scaled up for them).
@@ -234,6 +257,7 @@ class _World:
             self.data.pop(key, None)
             self.deferred.pop(key, None)
             self.wake.pop(key, None)
+            self.check_waits.pop(key, None)
             self.to_reconcile.discard(key)
             self.changes[key] = DELETE
         else:
@@ -267,12 +291,36 @@ class _World:
 
     # -- the job side --------------------------------------------------------------------------
     def _gpu_pods(self, wl: Workload) -> list:
-        assert self.pools is not None
-        return gpu_pods(wl, self.base.flavors, self.pools, self.pod_pools)
+        assert self.pools is not None and self.pods is not None
+        pods = gpu_pods(wl, self.base.flavors, self.pools, self.pod_pools)
+        if wl.key in self.pods.no_scale and len(pods) < _gpu_pod_count(wl):
+            # Pods no known pool takes: elsewhere they run at once, but check-capacity finds no
+            # capacity for them and never will (it does not scale): one that never fits.
+            pods.append(((), 1))
+        return pods
+
+    def _provisioning(self, key: WorkloadKey) -> tuple[tuple[str, ...], bool] | None:
+        """Its pending ProvisioningRequest checks (which wait for its pods' nodes) and whether
+        the pools grow for them; None when none waits so (no pools, admitted, other checks)."""
+        wl = self.wls[key]
+        if not self.node_checks or not wl.has_quota_reservation or wl.is_admitted:
+            return None
+        return provisioning_waits(wl, self.node_checks)
+
+    def checks_on_reservation(self, key: WorkloadKey) -> None:
+        """Quota was just reserved with checks to pass: the ProvisioningRequests wait for the
+        pods (placed by `jobs`, the pools not grown for check-capacity ones), the others pass now."""
+        waits = self._provisioning(key)
+        if waits is not None:
+            self.check_waits[key] = waits[0]
+            if self.pods is not None:
+                (self.pods.provisioned if waits[1] else self.pods.no_scale).add(key)
+        _pass_checks(self, key, skip=waits[0] if waits is not None else ())
 
     def stopped(self, key: WorkloadKey) -> None:
         """It gave its quota back: no end to wait for; its pods are deleted, their GPUs free."""
         self.end_of.pop(key, None)
+        self.check_waits.pop(key, None)  # a new reservation asks again
         if self.pods is not None:
             self.pods.release(key)
 
@@ -324,6 +372,11 @@ class _World:
             wrote = True
         if self.pods is not None:
             for key in self.pods.step(self.now):
+                names = self.check_waits.pop(key, None)
+                if names is not None:
+                    # The nodes its ProvisioningRequests asked for are there: Provisioned, the
+                    # checks Ready; the workload controller admits at this instant.
+                    wrote |= _pass_checks(self, key)
                 # Its last pod is bound and starts (the kubelet runs it at once): the run begins.
                 self.pods_started.add(key)
                 self._schedule_end(key, self.now)
@@ -349,6 +402,13 @@ class _World:
         return min(times) if times else None
 
 
+def _gpu_pod_count(wl: Workload) -> int:
+    """How many GPU pods its admission asks for."""
+    counts = {a.name: a.count for a in wl.admission.pod_set_assignments} if wl.admission is not None else {}
+    return sum((counts.get(ps.name) if counts.get(ps.name) is not None else ps.count) or 0
+               for ps in wl.pod_sets if ps.requests.get(GPU_RESOURCE, 0) > 0)
+
+
 def _needs_release(wl: Workload) -> bool:
     """Evicted while holding a reservation (status_updates.needs_quota_release on the typed form)."""
     return wl.is_evicted and wl.has_quota_reservation and not wl.is_finished
@@ -362,17 +422,19 @@ def _copy(d: dict) -> dict:
     return out
 
 
-def _pass_checks(world: _World, key: WorkloadKey) -> None:
-    """Admission checks Ready at once (CHECKS_ASSUMED): the workload controller then admits."""
+def _pass_checks(world: _World, key: WorkloadKey, skip: tuple[str, ...] = ()) -> bool:
+    """The workload's admission checks Ready now, but those in `skip` (CHECKS_ASSUMED, or its
+    pods placed): the workload controller then admits once all are. Whether anything changed."""
     d = world._api(key)
     checks = (d.get("status") or {}).get("admissionChecks") or []
-    if not checks or all(c.get("state") == "Ready" for c in checks):
-        return
+    if all(c.get("state") == "Ready" or c.get("name") in skip for c in checks):
+        return False
     new = _copy(d)
     new["status"]["admissionChecks"] = [
-        {**c, "state": "Ready", "message": "assumed ready by the forecast", "lastTransitionTime": su.fmt_time(world.now)}
+        c if c.get("state") == "Ready" or c.get("name") in skip else
+        {**c, "state": "Ready", "message": "taken as ready by the forecast", "lastTransitionTime": su.fmt_time(world.now)}
         for c in checks]
-    world.write(key, new)
+    return world.write(key, new)
 
 
 def _cohort_root(snapshot: ClusterSnapshot, cq: str) -> str:
@@ -394,6 +456,7 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
          pools: Mapping[str, PoolCapacity] | None = None,
          placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
          resolution: Callable[[float, float], float] | None = None,
+         checks: Mapping[str, NodeCheck] | None = None,
          partial: Callable[[Callable[[], _Run]], None] | None = None) -> _Run:
     # A forward run builds and drops statuses and assignments by the million, freed by reference
     # counting: Python's young collections every 700 allocations found nothing and took a fifth
@@ -404,7 +467,7 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
         cache.parked_verdicts = {}
         try:
             return _run_forward(snapshot, runtimes, now, pending, cache, horizon, max_steps, pause, pools,
-                                placements, resolution, partial)
+                                placements, resolution, checks, partial)
         finally:
             cache.parked_verdicts = None
 
@@ -414,8 +477,9 @@ def _run_forward(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float
                  pause: Callable[[], bool | None] | None, pools: Mapping[str, PoolCapacity] | None,
                  placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None,
                  resolution: Callable[[float, float], float] | None,
+                 checks: Mapping[str, NodeCheck] | None,
                  partial: Callable[[Callable[[], _Run]], None] | None) -> _Run:
-    world = _World(snapshot, runtimes, now, cache, pools, placements, resolution)
+    world = _World(snapshot, runtimes, now, cache, pools, placements, resolution, checks)
     loop = KueueLoop(None, cache)
     out = _Run(loop=loop)
     # A held workload stays held: nothing in a forward run reactivates one, so the run need not
@@ -426,6 +490,17 @@ def _run_forward(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float
     cq_of = {k: snapshot.cluster_queue_of(w) or "" for k, w in world.wls.items()}
     roots = {cq: _cohort_root(snapshot, cq) for cq in snapshot.cluster_queues}
     world.track(lambda wl: roots.get(snapshot.cluster_queue_of(wl) or "", ""))
+    for key in sorted(pending):
+        wl = world.wls.get(key)
+        if wl is not None and wl.has_quota_reservation and not wl.is_evicted:
+            # Quota reserved at `now`, checks still to pass: it answers when they do (those
+            # waiting for its pods' nodes, `check_waits`, when the pods are placed; the rest now).
+            if wl.admission is not None:
+                out.flavors[key] = tuple(PodSetFlavors(a.name, dict(a.flavors)) for a in wl.admission.pod_set_assignments)
+            if key not in world.check_waits:
+                _pass_checks(world, key)
+            else:
+                _pass_checks(world, key, skip=world.check_waits[key])
     steps = 0
     freed: dict[str, dict[WorkloadKey, None]] = {}  # per cohort tree, what gave quota back at this instant
     freed_upto = 0  # how much of world.freed_now is in `freed`
@@ -448,7 +523,7 @@ def _run_forward(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float
                     if key in waiting and key not in out.flavors:
                         out.flavors[key] = tuple(PodSetFlavors(a.name, dict(a.flavors)) for a in d.assignments)
                     if d.checks:
-                        _pass_checks(world, key)
+                        world.checks_on_reservation(key)
                 elif isinstance(d, Preempt) and d.preemptor in waiting and d.preemptor not in out.start:
                     out.preempts.setdefault(d.preemptor, []).append(key)
                 if before.has_quota_reservation and not world.wls[key].has_quota_reservation:
@@ -542,9 +617,17 @@ def _relevant(snapshot: ClusterSnapshot, pending: set[WorkloadKey]) -> ClusterSn
     return dataclasses.replace(snapshot, workloads=keep, workload_delta=None)
 
 
-def _pending(snapshot: ClusterSnapshot) -> set[WorkloadKey]:
-    """The workloads a forecast answers for: unfinished, holding no quota."""
-    return {k for k, w in snapshot.workloads.items() if not w.is_finished and not w.has_quota_reservation}
+def pending_workloads(snapshot: ClusterSnapshot, checks: Mapping[str, NodeCheck] | None = None) -> set[WorkloadKey]:
+    """The workloads a forecast answers for: unfinished and holding no quota; with `checks` (node
+    pools known), also those holding quota while only ProvisioningRequest checks wait, whose pass
+    the forecast times. One waiting for any other check is not answered: when that passes is
+    not the cluster's capacity to tell."""
+    def waits_for_nodes(w: Workload) -> bool:
+        names = waiting_checks(w)
+        return bool(names) and not w.is_admitted and not w.is_evicted and all(n in checks for n in names)  # type: ignore[operator]
+
+    return {k for k, w in snapshot.workloads.items()
+            if not w.is_finished and (not w.has_quota_reservation or (bool(checks) and waits_for_nodes(w)))}
 
 
 def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEstimate], now: float, *,
@@ -552,7 +635,7 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
              ranges: bool = True, pause: Callable[[], bool | None] | None = None,
              pools: Mapping[str, PoolCapacity] | None = None,
              placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
-             resolution: float = 0.0,
+             resolution: float = 0.0, checks: Mapping[str, NodeCheck] | None = None,
              partial: Callable[[Callable[[], Forecast]], None] | None = None) -> Forecast:
     """Each pending workload's predicted admission (see the module docstring).
 
@@ -572,14 +655,18 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
     `resolution`: with estimated runtimes, each finish is rounded to a grid of this step near
     `now`, coarser further out (`finish_grid`), so finishes close together are one instant; 0:
     every finish exactly where its runtime puts it.
+    `checks`: the cluster's ProvisioningRequest checks with their classes (`check_timing.node_checks`);
+    None: every one in the snapshot, each taken to grow the pools (its config unknown). Read only
+    with `pools`.
     `partial`: called between rounds with a function that gives the forecast as far as the
     expected run has got (incomplete, its horizon the instant reached): a caller with nothing on
     screen yet may show the soonest starts before the run ends.
     """
     cache = cache if cache is not None else EngineCache()
-    pending = _pending(snapshot)
+    timed = _checks(snapshot, pools, checks)
+    pending = pending_workloads(snapshot, timed)
     end = now + horizon
-    nodes = (pools, placements, _grid(now, resolution))
+    nodes = (pools, placements, _grid(now, resolution), timed)
     full, snapshot = snapshot, (_relevant(snapshot, pending) if pools is None else snapshot)
 
     def answer(run: _Run) -> Forecast:
@@ -604,14 +691,14 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
     if not ranges:
         return result
     return with_ranges(result, full, cache=cache, max_steps=max_steps, pause=pause, pools=pools,
-                       placements=placements, resolution=resolution)
+                       placements=placements, resolution=resolution, checks=checks)
 
 
 def with_ranges(expected: Forecast, snapshot: ClusterSnapshot, *, cache: EngineCache | None = None,
                 max_steps: int = MAX_STEPS, pause: Callable[[], bool | None] | None = None,
                 pools: Mapping[str, PoolCapacity] | None = None,
                 placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
-                resolution: float = 0.0) -> Forecast:
+                resolution: float = 0.0, checks: Mapping[str, NodeCheck] | None = None) -> Forecast:
     """`expected` (a forecast of `snapshot` without ranges, the same other arguments) with each
     start's earliest and latest: two more forward runs, every runtime at its optimistic and at its
     pessimistic end. Apart so that a caller can show the expected starts while these run."""
@@ -619,7 +706,7 @@ def with_ranges(expected: Forecast, snapshot: ClusterSnapshot, *, cache: EngineC
     now, runtimes = expected.at, expected.runtimes
     pending = set(expected.workloads)
     relevant = _relevant(snapshot, pending) if pools is None else snapshot
-    nodes = (pools, placements, _grid(now, resolution))
+    nodes = (pools, placements, _grid(now, resolution), _checks(snapshot, pools, checks))
     # The range runs go as far in virtual time as the expected one got: a budget that cut it
     # short (max_steps, pause) bounds them too, and the answers are about the same workloads.
     span = expected.horizon
@@ -644,6 +731,13 @@ def _grid(now: float, resolution: float) -> Callable[[float, float], float] | No
     return finish_grid(now, resolution) if resolution > 0 else None
 
 
+def _checks(snapshot: ClusterSnapshot, pools: Mapping[str, PoolCapacity] | None,
+            checks: Mapping[str, NodeCheck] | None) -> Mapping[str, NodeCheck] | None:
+    if pools is None:
+        return None
+    return checks if checks is not None else node_checks(snapshot.admission_checks, ())
+
+
 def _never(run: _Run, key: WorkloadKey, wl: Workload) -> str:
     """Why the engine never admits it, once everything it could wait for has finished."""
     if not wl.active:
@@ -651,6 +745,10 @@ def _never(run: _Run, key: WorkloadKey, wl: Workload) -> str:
     final = run.final
     if final is None or key not in final.workloads:
         return "not admitted"
+    last = final.workloads[key]
+    if last.has_quota_reservation and (names := waiting_checks(last)):
+        return f"quota reserved, admission check {', '.join(names)} never passes: its pods find no nodes"
+
     loop = run.loop
     try:
         verdict = explain(final, key, run.end, state=loop.state if loop is not None else None).verdict

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from kueuetop.admission.check_timing import NodeCheck
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.finish_grid import RESOLUTION
 from kueuetop.admission.forecast import forecast
@@ -227,10 +228,12 @@ def run_forecast(snapshot: ClusterSnapshot, pools: Mapping[str, PoolCapacity] | 
                  runtimes: Mapping[WorkloadKey, RuntimeEstimate], now: float,
                  cache: EngineCache | None = None,
                  placements: Mapping[WorkloadKey, tuple[tuple[str, int, int, float | None], ...]] | None = None,
-                 pause: Callable[[], bool | None] | None = None, resolution: float = RESOLUTION) -> Forecast:
+                 pause: Callable[[], bool | None] | None = None, resolution: float = RESOLUTION,
+                 checks: Mapping[str, NodeCheck] | None = None) -> Forecast:
     """The forecast of `snapshot` with `pools` as its node capacity (None: pods run the instant
     their workload is admitted) and `placements`, the GPUs running workloads hold on them.
     `pause`: as `forecast`'s (a caller on a thread beside a UI lets it go first, or stops).
-    `resolution`: the runtimes are estimates, so finishes are rounded to a grid (`finish_grid`)."""
+    `resolution`: the runtimes are estimates, so finishes are rounded to a grid (`finish_grid`).
+    `checks`: the ProvisioningRequest checks with their classes (`check_timing`), read with pools."""
     return forecast(snapshot, runtimes, now, cache=cache, pools=pools, placements=placements if pools else None,
-                    pause=pause, resolution=resolution)
+                    pause=pause, resolution=resolution, checks=checks)

@@ -81,3 +81,6 @@ class PoolCapacity:
     max_nodes: int  # the autoscaler's limit (= len(free_gpus) when the pool cannot grow)
     provisioning_delay: float = 0.0  # seconds from a scale-up to a Ready node
     coming: tuple[float, ...] = ()  # when the nodes already asked for (a scale-up in flight) are Ready
+    # Grown only for ProvisioningRequests (GKE's queued provisioning): cluster-autoscaler does not
+    # scale it for pods that merely wait.
+    queued: bool = False

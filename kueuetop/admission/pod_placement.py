@@ -160,6 +160,11 @@ class PodPlacer:
         self.gen: dict[WorkloadKey, int] = {}  # bumped on release: older pod ends are void
         self.dirty = False
         self.now = now
+        # Workloads whose pods only take free capacity (a check-capacity ProvisioningRequest
+        # waits for them: cluster-autoscaler looks, it does not grow a pool for it).
+        self.no_scale: set[WorkloadKey] = set()
+        # Workloads a scaling ProvisioningRequest waits for: only theirs grow queued pools.
+        self.provisioned: set[WorkloadKey] = set()
 
     def _node(self, free: int) -> _Node:
         self._order += 1
@@ -217,6 +222,8 @@ class PodPlacer:
             self.dirty = True
         self.waiting.pop(key, None)
         self.runtime.pop(key, None)
+        self.no_scale.discard(key)
+        self.provisioned.discard(key)
         self.gen[key] = self.gen.get(key, 0) + 1
 
     # -- time ------------------------------------------------------------------------------------
@@ -251,13 +258,16 @@ class PodPlacer:
     def _place(self, now: float) -> list[WorkloadKey]:
         """kube-scheduler's queue: waiting pods by admission, each on the fullest node that fits."""
         started: list[WorkloadKey] = []
-        no_fit: set[GpuPod] = set()  # binds only take capacity: a shape that found nothing still finds nothing
+        no_fit: set[tuple] = set()  # binds only take capacity: a shape that found nothing still finds nothing
         for key in list(self.waiting):
             pods = self.waiting[key]
             left = []
+            # A queued pool's nodes are tainted for the pods of the ProvisioningRequests that
+            # grew it (GKE: cloud.google.com/gke-queued): no other pod lands there.
+            requested = key in self.provisioned
             for pod in pods:
-                shape = (pod.pools, pod.gpus)
-                where = None if shape in no_fit else self._fit(pod)
+                shape = (pod.pools, pod.gpus, requested)
+                where = None if shape in no_fit else self._fit(pod, requested)
                 if where is None:
                     no_fit.add(shape)
                     left.append(pod)
@@ -276,9 +286,11 @@ class PodPlacer:
                 started.append(key)
         return started
 
-    def _fit(self, pod: _WaitingPod) -> tuple[str, int] | None:
+    def _fit(self, pod: _WaitingPod, requested: bool = False) -> tuple[str, int] | None:
         best: tuple[int, int, int, str, int] | None = None
         for rank, pool in enumerate(pod.pools):
+            if self.caps[pool].queued and not requested:
+                continue
             for i, node in enumerate(self.nodes[pool]):
                 if node.free >= pod.gpus and (best is None or (node.free, rank, node.order) < best[:3]):
                     best = (node.free, rank, node.order, pool, i)
@@ -288,12 +300,15 @@ class PodPlacer:
         """cluster-autoscaler: pods that fit nowhere and no scale-up covers ask the first pool that
         fits them and may grow for just enough fresh nodes (first-fit packing), up to its maximum."""
         wants: dict[str, list[_WaitingPod]] = {}
-        for pods in self.waiting.values():
+        for key, pods in self.waiting.items():
+            if key in self.no_scale:
+                continue
+            requested = key in self.provisioned
             for pod in pods:
                 if pod.covered_until is not None and pod.covered_until > now:
                     continue
-                choice = next((p for p in pod.pools
-                               if self.caps[p].gpus_per_node >= pod.gpus and self._room(p) > 0), None)
+                choice = next((p for p in pod.pools if self.caps[p].gpus_per_node >= pod.gpus
+                               and (requested or not self.caps[p].queued) and self._room(p) > 0), None)
                 if choice is not None:
                     wants.setdefault(choice, []).append(pod)
         for pool, pods in wants.items():

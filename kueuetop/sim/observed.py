@@ -28,6 +28,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from kueuetop.admission.check_timing import NodeCheck, node_checks
 from kueuetop.admission.forecast_result import PoolCapacity, RuntimeEstimate
 from kueuetop.admission.pod_placement import placements_from_cluster, pools_from_cluster
 from kueuetop.kueue.config import KueueConfig
@@ -36,6 +37,7 @@ from kueuetop.kueue.errors import KueueParseError
 from kueuetop.kueue.node_pool import POOL_LABELS
 from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.pod_workload import owner_uids, workload_of_pod
+from kueuetop.kueue.provisioning import ProvisioningRequestConfig
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
 from kueuetop.kueue.workload import Workload
 from kueuetop.sim.jobs.perf_runner import running_seconds, runs_workload
@@ -120,6 +122,17 @@ def observed_runtimes(events: Iterable[SimEvent]) -> dict[WorkloadKey, float]:
     return out
 
 
+def node_checks_of(store: ObjectStore, snap: ClusterSnapshot) -> dict[str, NodeCheck]:
+    """The snapshot's ProvisioningRequest checks with their configs' classes, from the
+    simulator's objects (what the console reads from its store: `checks_from_store`)."""
+    configs = []
+    for raw in store.list("kueue.x-k8s.io", "provisioningrequestconfigs", copy=False)[0]:
+        with contextlib.suppress(KueueParseError):
+            if isinstance(c := parse_object(raw), ProvisioningRequestConfig):
+                configs.append(c)
+    return node_checks(snap.admission_checks, configs)
+
+
 def node_pools_of(store: ObjectStore, pool_controller: Any) -> tuple[dict[str, PoolCapacity], dict[WorkloadKey, tuple]]:
     """The node pools as the forecast reads them, and where running workloads' GPUs are: Nodes and
     Pods from the store, each pool's growth limit and node delay from the simulator's node-pool
@@ -141,7 +154,7 @@ def node_pools_of(store: ObjectStore, pool_controller: Any) -> tuple[dict[str, P
             pools[empty.name] = empty
             name = empty.name
         coming = tuple(s.ready_at for s in sim_pool.upcoming if not s.done for _ in range(s.count))
-        pools[name] = dataclasses.replace(pools[name], coming=coming)
+        pools[name] = dataclasses.replace(pools[name], coming=coming, queued=bool(sim_pool.queued))
     by_owner: dict[str, list[WorkloadKey]] = {}
     for o in store.list(KUEUE, "workloads", copy=False)[0]:
         wl = _parsed(o)
@@ -157,8 +170,9 @@ def _empty_pool(pool: Any, limit: tuple[int, float]) -> PoolCapacity | None:
     per job) as the autoscaler's node group knows it: the labels its every node gets (the
     template's, zone-specific ones left out of a multi-zone pool), GPUs per node and its limits.
     Pools left to ProvisioningRequests are not scaled by the autoscaler, so they are left out, as
-    are pools whose nodes carry no GPU."""
-    if not pool.autoscaling or pool.queued or pool.template is None:
+    are pools whose nodes carry no GPU. Queued-provisioning pools are kept, marked: the forecast
+    grows them for the ProvisioningRequests of the workloads waiting on them."""
+    if not (pool.autoscaling or pool.queued) or pool.template is None:
         return None
     zones = pool_zones(pool.doc)
     shared = pool_labels(pool.doc, zones[0])
@@ -170,7 +184,7 @@ def _empty_pool(pool: Any, limit: tuple[int, float]) -> PoolCapacity | None:
         return None
     max_nodes, delay = limit
     name = next((shared[k] for k in POOL_LABELS if shared.get(k)), pool.name)  # as its Nodes will name it
-    return PoolCapacity(name, shared, gpus, (), max_nodes, delay)
+    return PoolCapacity(name, shared, gpus, (), max_nodes, delay, queued=bool(pool.queued))
 
 
 def _parsed(obj: dict) -> Any:

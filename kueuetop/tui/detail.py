@@ -223,8 +223,13 @@ def detail_text(ctx: ViewContext, key: Key, events: Sequence[ObjectEvent] | None
         t.append(clean(eta_sentence(wf, forecast, now)) + "\n")
     elif awaits_checks(wl):
         t.append("Forecast: ", style="bold")
-        t.append(f"holds quota; admitted when its admission checks pass ({checks_text(wl)}), "
-                 "which a forecast cannot tell\n")
+        forecast, wf = forecast_of(store, key)
+        if wf is not None:
+            # Its ProvisioningRequests pass when its pods find nodes on the pools (check_timing).
+            t.append(f"holds quota, waits for {checks_text(wl)}; " + clean(eta_sentence(wf, forecast, now)) + "\n")
+        else:
+            t.append(f"holds quota; admitted when its admission checks pass ({checks_text(wl)}), "
+                     "which the forecast does not time (only ProvisioningRequests on known node pools)\n")
 
     _head(t, "Conditions")
     for c in sorted(wl.conditions, key=lambda c: c.last_transition or 0.0):

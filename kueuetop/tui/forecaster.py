@@ -39,7 +39,13 @@ from kueuetop.store.run_history import (
     load_run_history,
     save_run_history,
 )
-from kueuetop.views.forecast_report import POD_NOTE_RUN, pods_note, pools_from_store, store_pool_growth
+from kueuetop.views.forecast_report import (
+    POD_NOTE_RUN,
+    checks_from_store,
+    pods_note,
+    pools_from_store,
+    store_pool_growth,
+)
 from kueuetop.views.what_if import Latest, Pools
 
 log = logging.getLogger(__name__)
@@ -176,10 +182,12 @@ class Forecaster:
         # forecast's expected starts are shown as soon as they are known, the two runs for their
         # ranges (optimistic, pessimistic runtimes) following; later forecasts replace a ranged one
         # whole, so that no range blinks out while they run.
+        # With pools, ProvisioningRequest checks pass when their pods find nodes (check_timing).
+        checks = checks_from_store(self.store, snap) if pools is not None else None
         try:
             result = forecast(snap, runtimes, now, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
                               ranges=False, resolution=RESOLUTION, pools=pools, placements=placements,
-                              partial=self._show_early(snap, placed, started))
+                              checks=checks, partial=self._show_early(snap, placed, started))
             result = dataclasses.replace(result, pods_note=self.pods)  # shown beside the forecast's age
             self.first_seconds = time.monotonic() - started
             shown = self.store.forecast()
@@ -187,7 +195,7 @@ class Forecaster:
                 self._publish(snap, result, placed)
             if not result.ranged:
                 result = with_ranges(result, snap, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
-                                     resolution=RESOLUTION, pools=pools, placements=placements)
+                                     resolution=RESOLUTION, pools=pools, placements=placements, checks=checks)
                 self._publish(snap, result, placed)
         finally:
             # What the engine kept is about the forecast's last virtual instant, not the next

@@ -20,7 +20,8 @@ seconds from the forecast's `at` (`…InSeconds`, ≥ 0).
                     podsStart, podsStartInSeconds,
                     never, flavors: [{podSet, flavors: {resource: flavor}}],
                     after: ["ns/name"], preempts: ["ns/name"], basis,
-                    runtime: {expectedSeconds, optimisticSeconds, pessimisticSeconds, basis}}]
+                    runtime: {expectedSeconds, optimisticSeconds, pessimisticSeconds, basis},
+                    waitsForChecks: [name] | null}]
                   the pending workloads (with --with: as forecast after the changes), sorted by
                   expected start (those without one last), then namespace and name;
                   position / localPosition 1-based, null when not queued; eta.text is the
@@ -29,14 +30,18 @@ seconds from the forecast's `at` (`…InSeconds`, ≥ 0).
                   (null unless the pods were placed on the node pools: `source.pods`);
                   never: why the engine never admits it (null when it starts or is beyond the
                   horizon); after: the workloads whose finish or eviction lets it in; basis: the
-                  runtime estimates that ETA rests on; runtime: its own estimate
+                  runtime estimates that ETA rests on; runtime: its own estimate;
+                  waitsForChecks: a workload already holding quota whose ProvisioningRequest
+                  checks wait (answered with the node pools: they pass when its pods find
+                  nodes, and its eta is its admission)
     shown         how many workloads are listed; omitted: how many --at-most left out
     namespace     the namespace asked about (-n), null for all
     awaitingChecks [{namespace, name, clusterQueue, reservedAt, reservedForSeconds,
                     checks: [{name, state, message}]}]
-                  workloads holding quota whose admission checks have not all passed (a
-                  ProvisioningRequest waiting for capacity, say): when a check passes is not
-                  forecast, so they get no ETA; each check's state and message as Kueue wrote them
+                  workloads holding quota whose admission checks have not all passed and that
+                  `workloads` does not list (a check other than a ProvisioningRequest, or node
+                  pools not modelled): when those pass is not forecast, so they get no ETA; each
+                  check's state and message as Kueue wrote them
     whatIf        null, or {changes: [spec], moved: [{namespace, name, clusterQueue,
                     before: eta, after: eta, change, deltaSeconds}],
                     summary: {sooner, soonerMedianSeconds, later, laterMedianSeconds,
@@ -55,12 +60,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from kueuetop.admission.forecast import CHECKS_ASSUMED
+from kueuetop.admission.check_timing import CHECKS_ASSUMED, NodeCheck, node_checks
 from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadForecast
 from kueuetop.admission.pod_placement import GpuPlacement, placements_from_cluster, pools_from_cluster
 from kueuetop.kueue.autoscaler_status import NodeGroupStatus, pool_limits
 from kueuetop.kueue.core import Node, Pod
 from kueuetop.kueue.pool_growth import AUTOSCALER, FIXED, AutoscalerRead, PoolGrowth, pool_growth
+from kueuetop.kueue.provisioning import ProvisioningRequestConfig
 from kueuetop.kueue.run_times import admitted_at
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
@@ -146,6 +152,8 @@ def workload_rows(snap: ClusterSnapshot, fc: Forecast, keys: Iterable[Key],
             "runtime": None if est is None else {
                 "expectedSeconds": est.expected, "optimisticSeconds": est.optimistic,
                 "pessimisticSeconds": est.pessimistic, "basis": clean(est.basis)},
+            "waitsForChecks": [clean(c.name) for c in wl.admission_checks if c.state != "Ready"]
+                              if wl is not None and awaits_checks(wl) else None,
         })
     return rows
 
@@ -206,6 +214,13 @@ def pools_from_store(store: Store, groups: Iterable[NodeGroupStatus] | None = No
             pools[name] = dataclasses.replace(pools[name], coming=(now + delay,) * lim.coming)
     placements = placements_from_cluster(nodes, pods, lambda p: store.workload_of_pod((p.namespace, p.name)))
     return pools, placements
+
+
+def checks_from_store(store: Store, snap: ClusterSnapshot) -> dict[str, NodeCheck]:
+    """The snapshot's ProvisioningRequest admission checks with the classes of the
+    ProvisioningRequestConfigs the store holds (one not there: taken to grow the pools)."""
+    configs = [c for c in store.objects(K.PROVISIONING_CONFIGS).values() if isinstance(c, ProvisioningRequestConfig)]
+    return node_checks(snap.admission_checks, configs)
 
 
 # ---------------------------------------------------------------------------------------- what-if

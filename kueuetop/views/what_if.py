@@ -28,7 +28,13 @@ from kueuetop.kueue.quantity import format_resource_value
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import Workload
 from kueuetop.store import Store
-from kueuetop.views.forecast_report import POD_NOTE_RUN, eta_moves, move_summary, pools_from_store
+from kueuetop.views.forecast_report import (
+    POD_NOTE_RUN,
+    checks_from_store,
+    eta_moves,
+    move_summary,
+    pools_from_store,
+)
 from kueuetop.views.safe_text import clean
 
 Key = tuple[str, str]
@@ -177,9 +183,11 @@ def run_what_if(store: Store, changes: Sequence[Change], now: float, *, history:
         before, now = fc, fc.at
     runtimes = _runtimes(snap, fc, history, now)
     cache = EngineCache()  # not the forecast worker's: two threads never share one
+    checks = checks_from_store(store, snap)
     if before is None:
-        before = run_forecast(snap, pools if model else None, runtimes, now, cache, placements, pause)
-    after = run_forecast(changed, changed_pools if model else None, runtimes, now, cache, placements, pause)
+        before = run_forecast(snap, pools if model else None, runtimes, now, cache, placements, pause, checks=checks)
+    after = run_forecast(changed, changed_pools if model else None, runtimes, now, cache, placements, pause,
+                         checks=checks)
     keys = sorted(after.workloads)
     moves = eta_moves(before, after, keys)
     shown = {(clean(k[0]), clean(k[1])): k for k in keys}

@@ -20,6 +20,7 @@ from kueuetop.tui.forecaster import DUTY, Forecaster
 from kueuetop.tui.views.base import TableView
 from tests.builders import (
     T0,
+    admission_check,
     admit,
     cluster_queue,
     condition,
@@ -225,6 +226,44 @@ def test_the_detail_of_a_workload_waiting_for_its_admission_checks_says_which() 
         assert _cells(app, "workloads")["dws"]["ETA"] == "checks"
         text = " ".join(detail_text(app.ctx, ("team-a", "dws")).plain.split())
         assert ("Forecast: holds quota; admitted when its admission checks pass (dws-prov Pending: Waiting for "
-                "resources. Currently there are not enough resources), which a forecast cannot tell") in text
+                "resources. Currently there are not enough resources), which the forecast does not time (only "
+                "ProvisioningRequests on known node pools)") in text
+
+    run(app, body)
+
+
+def test_a_workload_waiting_for_its_provisioning_request_shows_when_the_pools_admit_it() -> None:
+    """With node pools the forecast times a ProvisioningRequest check: it passes when the
+    workload's pods find nodes. r holds the pool's one node for 10 minutes (from T0); the pool
+    cannot grow; the check is check-capacity: dws is admitted when r's GPUs free, at T0 + 600."""
+    from kueuetop.admission.check_timing import node_checks
+    from kueuetop.admission.forecast import forecast
+    from kueuetop.admission.forecast_result import PoolCapacity, RuntimeEstimate
+    from kueuetop.kueue.meta import Meta
+    from kueuetop.kueue.provisioning import CHECK_CAPACITY, ProvisioningRequestConfig
+
+    store = _store()
+    w = admit(workload("team-a", "dws", "lq", {GPU: "4"}, created=T0 - 30), "cq", {GPU: "l4"}, at=T0, admitted=False)
+    w["status"]["admissionChecks"] = [{"name": "dws-prov", "state": "Pending", "lastTransitionTime": ts(T0),
+                                       "message": "Capacity is not found, CA will try to find it later."}]
+    check = admission_check("dws-prov")
+    check["spec"]["parameters"] = {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "cc"}
+    put(store, check, w)
+    snap = store.snapshot()
+    checks = node_checks(snap.admission_checks, [ProvisioningRequestConfig(Meta(name="cc"), CHECK_CAPACITY)])
+    pools = {"l4": PoolCapacity("l4", {}, 4, (0,), 1)}
+    est = {k: RuntimeEstimate(600, 600, 600, "limit") for k in snap.workloads}
+    fc = forecast(snap, est, NOW, pools=pools, placements={("team-a", "r"): (("l4", 0, 4),)}, checks=checks)
+    assert fc.workloads[("team-a", "dws")].start == T0 + 600
+    store.set_forecast(fc, set(fc.workloads))
+    app = make_app(store, initial_view="workloads", forecast=False, clock=lambda: NOW)
+
+    async def body(pilot: Pilot[int]) -> None:
+        await pilot.press("ctrl+w")  # every column
+        assert await until(pilot, lambda: "dws" in _cells(app, "workloads"))
+        assert _cells(app, "workloads")["dws"]["ETA"] == "~8m"  # T0 + 600 seen from T0 + 120
+        text = " ".join(detail_text(app.ctx, ("team-a", "dws")).plain.split())
+        assert ("Forecast: holds quota, waits for dws-prov Pending: Capacity is not found, CA will try to find "
+                "it later.; expected to start in ~8m when team-a/r finish") in text
 
     run(app, body)

@@ -32,10 +32,13 @@ def workload_row(ctx: ViewContext, key: tuple[str, str], wl: Workload, now: floa
     """The shared row (views/workload_rows.py), styled."""
     r = build_workload_row(ctx.store, key, wl, now)
     st, util = r.state, r.gpu_util
-    forecast, wf = forecast_of(ctx.store, key) if st.phase in QUEUED else (None, None)
+    checks = st.phase is Phase.RESERVED and awaits_checks(wl)
+    forecast, wf = forecast_of(ctx.store, key) if st.phase in QUEUED or checks else (None, None)
     eta = eta_cell(wf, now, complete=forecast.complete, horizon=forecast.horizon) if forecast is not None else "-"
-    if st.phase is Phase.RESERVED and awaits_checks(wl):
-        eta = "checks"  # admitted when its admission checks pass, which is not forecast (detail: which)
+    if checks and wf is None:
+        # Admitted when its admission checks pass; the forecast times only ProvisioningRequests'
+        # on known node pools (admission/check_timing.py). The detail says which checks wait.
+        eta = "checks"
     colour = ctx.state_style(PHASE_COLOUR.get(st.phase, ""))
     idle = st.phase is Phase.ADMITTED and util is not None and util < ctx.idle_below
     cells = (
