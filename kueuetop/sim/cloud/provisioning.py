@@ -11,7 +11,11 @@ a Workload's admission check, is `kueuetop.sim.kueue.provisioning_check`.
   CapacityIsProvisioned).
 * `check-capacity.autoscaling.x-k8s.io`: `Provisioned=True reason CapacityIsFound` when the pods
   fit the free capacity right now, else `False reason CapacityIsNotFound` (rechecked whenever
-  capacity changes); never scales.
+  capacity changes); never scales. Requests checked in one pass, oldest first, take capacity in
+  turn: a found one's pods are booked before the next is checked (cluster-autoscaler's
+  checkcapacity provisioning class commits each found request to its cluster snapshot), and stay
+  booked in later passes until they are bound or `BOOKING_SECONDS` have gone by (its
+  provisioning-request pods injector: booked capacity, `DefaultReservationTime`).
 
 The pool serving a request is one whose node template accepts the request's pods as Kueue sends
 them (the flavor's nodeLabels merged into the template, e.g. `cloud.google.com/gke-nodepool`).
@@ -61,6 +65,8 @@ MSG_CA_ACCEPTED = "ProvisioningRequest is accepted by ClusterAutoscaler"
 MSG_FOUND = "Capacity is found in the cluster"
 MSG_NOT_FOUND = "Capacity is not found, CA will try to find it later."
 MSG_NO_RETRY = "CA could not find requested capacity"
+BOOKING_SECONDS = 600.0  # cluster-autoscaler provreq DefaultReservationTime: found capacity held for the pods
+CONSUME_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"
 
 
 
@@ -85,6 +91,8 @@ class ProvisioningAutoscaler:
         self._capacity_changed = False
         self._retry_at: float | None = None
         self._has_pod_templates = store.serves("", "podtemplates")
+        # check-capacity requests found, with their pods and until when their capacity is held
+        self._booked: dict[Key, tuple[list[Placement], float]] = {}
 
     # ------------------------------------------------------------------ events
     def on_event(self, event: WatchEvent) -> None:
@@ -101,6 +109,7 @@ class ProvisioningAutoscaler:
             if event.type == "DELETED":
                 self._waiting.pop(pr_key, None)
                 self._in_flight.pop(pr_key, None)
+                self._booked.pop(pr_key, None)
             else:
                 self._dirty_prs[pr_key] = None
         elif key == ("", "nodes") or (key == ("", "pods") and (
@@ -163,6 +172,7 @@ class ProvisioningAutoscaler:
     def _autoscale(self, keys: list[Key], now: float) -> bool:
         worked = False
         blocked_pools: set[str] = set()  # queued requests ahead of this one are waiting there
+        booked: dict[str, dict[str, int]] = {}  # free capacity less what found requests hold
         for key in keys:
             pr = self.store.try_get(PR_GROUP, "provisioningrequests", key[0], key[1], copy=False)
             if pr is None:
@@ -170,7 +180,7 @@ class ProvisioningAutoscaler:
             cls = str((pr.get("spec") or {}).get("provisioningClassName", ""))
             try:
                 if cls == CHECK_CAPACITY:
-                    worked = self._check_capacity(key, pr, now) or worked
+                    worked = self._check_capacity(key, pr, now, booked) or worked
                 elif cls in (QUEUED_PROVISIONING, BEST_EFFORT_ATOMIC):
                     worked = self._scale_for(key, pr, cls, now, blocked_pools) or worked
             except (AttributeError, TypeError, ValueError, KeyError) as exc:
@@ -195,7 +205,7 @@ class ProvisioningAutoscaler:
             return self._set(key, pr, "Accepted", "True", "SuccessfullyQueued", MSG_QUEUED, now)
         return self._set(key, pr, "Accepted", "True", "Accepted", MSG_CA_ACCEPTED, now)
 
-    def _check_capacity(self, key: Key, pr: Obj, now: float) -> bool:
+    def _check_capacity(self, key: Key, pr: Obj, now: float, booked: dict[str, dict[str, int]]) -> bool:
         worked = self._accept(key, pr, CHECK_CAPACITY, now)
         if condition_is(pr, "Provisioned") or condition_is(pr, "Failed"):
             self._waiting.pop(key, None)
@@ -203,10 +213,36 @@ class ProvisioningAutoscaler:
         placements = self._placements(pr, queued=False)
         if placements is None:
             return worked
-        if self.scheduler.simulate(placements) >= len(placements):
+        if not booked:
+            booked.update(self._unbooked(now))
+        trial = {n: dict(f) for n, f in booked.items()}
+        if self.scheduler.simulate(placements, trial) >= len(placements):
+            booked.update(trial)  # found: its pods hold that capacity for the requests after it
+            self._booked[key] = (placements, now + BOOKING_SECONDS)
             self._waiting.pop(key, None)
             return self._set(key, pr, "Provisioned", "True", "CapacityIsFound", MSG_FOUND, now) or worked
         return self._not_found(key, pr, now) or worked
+
+    def _unbooked(self, now: float) -> dict[str, dict[str, int]]:
+        """Free capacity per node less what found check-capacity requests still hold: their pods
+        not bound yet, while the booking lasts."""
+        free = self.scheduler.free_now()
+        if not self._booked:
+            return free
+        bound: dict[Key, int] = {}
+        for pod in self.store.list("", "pods", copy=False)[0]:
+            m = pod.get("metadata") or {}
+            pr = (m.get("annotations") or {}).get(CONSUME_ANNOTATION)
+            if pr and (pod.get("spec") or {}).get("nodeName"):
+                k = (m.get("namespace", ""), str(pr))
+                bound[k] = bound.get(k, 0) + 1
+        for key, (placements, until) in list(self._booked.items()):
+            left = placements[bound.get(key, 0):]
+            if until <= now or not left:
+                del self._booked[key]
+                continue
+            self.scheduler.simulate(left, free)
+        return free
 
     def _not_found(self, key: Key, pr: Obj, now: float) -> bool:
         """No capacity: Provisioned=False (retried while capacity changes), or with the

@@ -475,15 +475,19 @@ class Scheduler:
                         bound[r] = max(self._nodes[n].free(r) for n in bucket)
         return None
 
-    def simulate(self, placements: Iterable[Placement]) -> int:
-        """How many of these pods would fit on the current free capacity, placed in order."""
-        free: dict[str, dict[str, int]] = {}
+    def free_now(self) -> dict[str, dict[str, int]]:
+        """Free resources per node, a copy to deduct what-if placements from (`simulate`)."""
+        return {n: {r: node.free(r) for r in set(node.alloc) | set(node.used)} for n, node in self._nodes.items()}
+
+    def simulate(self, placements: Iterable[Placement], free: dict[str, dict[str, int]] | None = None) -> int:
+        """How many of these pods would fit on the current free capacity (or on `free`, which
+        the placements are deducted from), placed in order."""
+        free = free if free is not None else {}
         placed = 0
         for p in placements:
             # Materialize free amounts for all nodes lazily, then deduct placements.
             if not free:
-                free = {n: {r: node.free(r) for r in set(node.alloc) | set(node.used)}
-                        for n, node in self._nodes.items()}
+                free.update(self.free_now())
             name = self.find_node(p, free)
             if name is None:
                 continue

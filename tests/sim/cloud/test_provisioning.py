@@ -162,6 +162,31 @@ def test_check_capacity_answers_from_free_capacity_without_scaling():
     assert len(sim.list("nodes")) == 1
 
 
+def test_check_capacity_requests_made_together_take_the_capacity_in_turn():
+    """Two requests for the node's one GPU, made at one instant: the first checked finds it and
+    books it (cluster-autoscaler's checkcapacity class commits a found request to its snapshot
+    before it checks the next, and holds it for the request's pods), so the other is not found,
+    rather than both being told yes."""
+    pool = node_pool("dws-t4-nodepool", size=1, gpus=1, model="Tesla T4", machine="n1-standard-2")
+    sim = Sim(setup("check-capacity.autoscaling.x-k8s.io", pool))
+    sim.run(1)
+    names = []
+    for name in ("older", "newer"):
+        sim.create(job(name, ns="default", queue="dws-local-queue", gpus=1, cpu="100m", runtime="120s",
+                       tolerations=GPU_TOLERATION))
+        sim.run(1)
+        names.append(sim.workload_of_job("default", name)["metadata"]["name"])
+    for wl in names:  # both reserved at one instant: their requests are checked in one pass
+        sim.kueue.admit("default", wl, flavors=FLAVORS, checks=("dws-prov",))
+    sim.run(1)
+    found = {wl: cond(sim.get("provisioningrequests", "default", f"{wl}-dws-prov-1"), "Provisioned") for wl in names}
+    assert sorted((c["status"], c["reason"]) for c in found.values()) == [("False", "CapacityIsNotFound"),
+                                                                        ("True", "CapacityIsFound")]
+    second = next(wl for wl, c in found.items() if c["status"] == "False")
+    sim.run(125)  # the first job ends and frees the GPU: the other's request finds it then
+    assert is_true(sim.get("provisioningrequests", "default", f"{second}-dws-prov-1"), "Provisioned")
+
+
 def test_failed_request_is_retried_with_backoff_then_rejected():
     pool = node_pool("dws-t4-nodepool", size=1, gpus=1, model="Tesla T4", machine="n1-standard-2")
     sim = Sim(setup("best-effort-atomic-scale-up.autoscaling.x-k8s.io", pool,
