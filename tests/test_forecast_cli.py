@@ -264,6 +264,9 @@ def test_workloads_waiting_for_provisioning_are_forecast_on_the_node_pools(capsy
     assert main(["forecast", "--scenario", "refarch", "--at", "46m", "-o", "json", f"team-a/{one}"]) == 0
     only = json.loads(capsys.readouterr().out)
     assert [w["name"] for w in only["workloads"]] == [one]
+    assert main(["forecast", "--scenario", "refarch", "--at", "46m", f"team-a/{one}"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if one in ln)
+    assert "~1m" in line and "nodes for dws-prov" in line  # what it waits for: its request's nodes
 
 
 def test_workloads_waiting_for_checks_without_node_pools_are_listed_with_their_checks(

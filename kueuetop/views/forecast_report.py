@@ -340,6 +340,16 @@ def _flavors_cell(row: Mapping[str, Any]) -> str:
     return " ".join(f"{p['podSet']}={n}" for p, n in zip(sets, names, strict=True))
 
 
+def _waits_cell(row: Mapping[str, Any]) -> str:
+    """Whose finish lets it in; for one holding quota, its ProvisioningRequest checks first."""
+    checks = row.get("waitsForChecks") or []
+    names = _names_cell(row["after"])
+    if not checks:
+        return names
+    head = "nodes for " + ", ".join(checks)
+    return head if names == "-" else f"{head}; {names}"
+
+
 def _names_cell(names: Sequence[str], limit: int = 3) -> str:
     if not names:
         return "-"
@@ -385,7 +395,7 @@ def render_text(doc: Mapping[str, Any]) -> str:
     ws = doc["workloads"]
     starting = [w for w in ws if w["never"] is None]
     rows = [[w["namespace"], w["name"], w["clusterQueue"], None if w["position"] is None else f"#{w['position']}",
-             w["eta"]["text"], _flavors_cell(w), _names_cell(w["after"]), _names_cell(w["preempts"]),
+             w["eta"]["text"], _flavors_cell(w), _waits_cell(w), _names_cell(w["preempts"]),
              w["basis"]] for w in starting]
     if not ws and not doc["omitted"]:
         ns = doc.get("namespace")
