@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from kueuetop.admission.forecast_result import PoolCapacity
 from kueuetop.kueue.core import GPU_RESOURCE, Node, Pod
 from kueuetop.kueue.flavor import ResourceFlavor
-from kueuetop.kueue.node_pool import node_pool
+from kueuetop.kueue.node_pool import node_pool, queued_pool
 from kueuetop.kueue.workload import Workload
 
 WorkloadKey = tuple[str, str]
@@ -74,7 +74,7 @@ def pools_from_cluster(nodes: Iterable[Node], pods: Iterable[Pod],
         free = tuple(max(0, n.gpus - used.get(n.name, 0)) for n in members)
         max_nodes, delay = limits.get(name, (len(members), 0.0))
         out[name] = PoolCapacity(name, shared, max((n.gpus for n in members), default=0), free,
-                                 max(max_nodes, len(members)), delay)
+                                 max(max_nodes, len(members)), delay, queued=queued_pool(shared))
     return out
 
 

@@ -65,6 +65,7 @@ from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadF
 from kueuetop.admission.pod_placement import GpuPlacement, placements_from_cluster, pools_from_cluster
 from kueuetop.kueue.autoscaler_status import NodeGroupStatus, pool_limits
 from kueuetop.kueue.core import Node, Pod
+from kueuetop.kueue.node_pool import queued_pool
 from kueuetop.kueue.pool_growth import AUTOSCALER, FIXED, AutoscalerRead, PoolGrowth, pool_growth
 from kueuetop.kueue.provisioning import ProvisioningRequestConfig
 from kueuetop.kueue.run_times import admitted_at
@@ -208,7 +209,8 @@ def pools_from_store(store: Store, groups: Iterable[NodeGroupStatus] | None = No
     for name, shape in (known.pools.items() if known is not None else ()):
         lim = limits.get(name)
         if name not in pools and lim is not None and lim.max_nodes > 0 and shape.gpus_per_node > 0:
-            pools[name] = PoolCapacity(name, dict(shape.node_labels), shape.gpus_per_node, (), lim.max_nodes, delay)
+            pools[name] = PoolCapacity(name, dict(shape.node_labels), shape.gpus_per_node, (), lim.max_nodes, delay,
+                                       queued=queued_pool(shape.node_labels))
     for name, lim in limits.items():
         if name in pools and lim.coming and now is not None:
             pools[name] = dataclasses.replace(pools[name], coming=(now + delay,) * lim.coming)

@@ -9,6 +9,8 @@ import pytest
 from kueuetop.admission.check_timing import NodeCheck, node_checks, provisioning_waits
 from kueuetop.admission.forecast import forecast, pending_workloads
 from kueuetop.admission.forecast_result import PoolCapacity, RuntimeEstimate
+from kueuetop.admission.pod_placement import pools_from_cluster
+from kueuetop.kueue.core import parse_node
 from kueuetop.kueue.provisioning import CHECK_CAPACITY, QUEUED_PROVISIONING, parse_provisioning_request_config
 from tests.builders import (
     T0,
@@ -159,3 +161,15 @@ def test_a_check_for_resources_the_workload_does_not_ask_passes_at_once() -> Non
     # Its config not known: a ProvisioningRequest check all the same, taken to grow the pools.
     assert node_checks(snap.admission_checks, []) == {"prov": NodeCheck()}
     assert NodeCheck().scales and not NodeCheck(CHECK_CAPACITY).scales
+
+
+def test_gke_queued_provisioning_nodes_make_a_queued_pool() -> None:
+    """A live cluster's DWS nodes carry `cloud.google.com/gke-queued: "true"`: their pool is queued
+    (grown, and used, only for ProvisioningRequests); an ordinary pool is not."""
+    def node(name: str, pool_name: str, queued: bool) -> dict:
+        labels = {POOL: pool_name, **({"cloud.google.com/gke-queued": "true"} if queued else {})}
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": {},
+                "status": {"allocatable": {GPU: "8"}, "conditions": [{"type": "Ready", "status": "True"}]}}
+
+    built = pools_from_cluster([parse_node(node("d-1", "dws", True)), parse_node(node("g-1", "gpu", False))], [], {})
+    assert (built["dws"].queued, built["gpu"].queued) == (True, False)

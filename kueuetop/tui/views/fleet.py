@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kueuetop.kueue.core import Node, Pod
 from kueuetop.kueue.flavor import ResourceFlavor
-from kueuetop.kueue.node_pool import node_pool
+from kueuetop.kueue.node_pool import node_pool, queued_pool
 from kueuetop.store import events as K
 from kueuetop.tui.context import ViewContext
 
@@ -44,7 +44,7 @@ def capacity_type(node: Node) -> str:
     # GKE: nodes of a specific reservation carry its name (it is also their nodeSelector).
     if labels.get("cloud.google.com/reservation-name") or any(labels.get(k) == v for k, v in _RESERVED):
         return "reserved"
-    if labels.get("cloud.google.com/gke-queued") == "true":
+    if queued_pool(labels):
         return "queued"
     if labels.get("cloud.google.com/gke-flex-start") == "true":
         return "flex-start"
