@@ -149,8 +149,9 @@ class _World:
         # workload, the checks passed when its last pod is.
         self.node_checks: Mapping[str, NodeCheck] = checks if checks is not None and pools is not None else {}
         self.check_waits: dict[WorkloadKey, tuple[str, ...]] = {}
-        running = [(admitted_at(w) or 0.0, k) for k, w in self.wls.items() if w.has_quota_reservation and not w.is_evicted]
-        for since, key in sorted(running):
+        running = [(self._queued_since(k, w), admitted_at(w) or 0.0, k) for k, w in self.wls.items()
+                   if w.has_quota_reservation and not w.is_evicted]
+        for _, since, key in sorted(running):
             if self.pods is not None:
                 waits = self._provisioning(key)
                 if waits is not None:
@@ -298,6 +299,18 @@ class _World:
             # capacity for them and never will (it does not scale): one that never fits.
             pods.append(((), 1))
         return pods
+
+    def _queued_since(self, key: WorkloadKey, wl: Workload) -> float:
+        """Where its pods stand in the line for nodes: from its admission, or for one whose
+        ProvisioningRequests wait, from when they were made (the check went Pending then), the
+        oldest request being served first."""
+        since = admitted_at(wl) or 0.0
+        if self.node_checks and not wl.is_admitted:
+            made = [c.last_transition for c in wl.admission_checks
+                    if c.name in self.node_checks and c.state != "Ready" and c.last_transition is not None]
+            if made:
+                return min(made)
+        return since
 
     def _provisioning(self, key: WorkloadKey) -> tuple[tuple[str, ...], bool] | None:
         """Its pending ProvisioningRequest checks (which wait for its pods' nodes) and whether

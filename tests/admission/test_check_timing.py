@@ -173,3 +173,19 @@ def test_gke_queued_provisioning_nodes_make_a_queued_pool() -> None:
 
     built = pools_from_cluster([parse_node(node("d-1", "dws", True)), parse_node(node("g-1", "gpu", False))], [], {})
     assert (built["dws"].queued, built["gpu"].queued) == (True, False)
+
+
+def test_the_oldest_provisioning_request_is_served_first() -> None:
+    # x and y wait on check-capacity for the GPUs r frees at NOW + 500. y's request is the older
+    # (its check went Pending at T0 - 300), though its quota was reserved again later (T0 + 50,
+    # after a queue was stopped and resumed, say): cluster-autoscaler serves the oldest request
+    # first, so y is admitted at NOW + 500 and x when y's run ends.
+    x = waiting("x", 8, ["prov"], since=T0)
+    y = waiting("y", 8, ["prov"], since=T0 + 50)
+    y["status"]["admissionChecks"][0]["lastTransitionTime"] = ts(T0 - 300)
+    snap = snapshot(*base(["prov"]), running("r", 8), x, y)
+    checks = node_checks(snap.admission_checks, [config("prov-config", CHECK_CAPACITY)])
+    runtimes = {(NS, "r"): exact(600), (NS, "x"): exact(300), (NS, "y"): exact(300)}
+    f = forecast(snap, runtimes, NOW, pools=pools((0,), max_nodes=1), placements={(NS, "r"): (("gpu", 0, 8),)},
+                 checks=checks)
+    assert (f.workloads[(NS, "y")].start, f.workloads[(NS, "x")].start) == (NOW + 500, NOW + 800)
