@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 
 from kueuetop.admission import status_updates as su
 from kueuetop.admission.check_timing import (
-    CHECKS_ASSUMED,
     NodeCheck,
     node_checks,
     provisioning_waits,
@@ -78,7 +77,6 @@ WorkloadKey = tuple[str, str]
 
 HORIZON = 7 * 24 * 3600.0  # seconds of virtual time a forecast looks ahead at most
 MAX_STEPS = 200_000  # loop rounds at most (each a controller pass or a cycle)
-__all__ = ["CHECKS_ASSUMED", "forecast", "pending_workloads", "with_ranges"]
 
 
 @dataclass
@@ -510,10 +508,7 @@ def _run_forward(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float
             # waiting for its pods' nodes, `check_waits`, when the pods are placed; the rest now).
             if wl.admission is not None:
                 out.flavors[key] = tuple(PodSetFlavors(a.name, dict(a.flavors)) for a in wl.admission.pod_set_assignments)
-            if key not in world.check_waits:
-                _pass_checks(world, key)
-            else:
-                _pass_checks(world, key, skip=world.check_waits[key])
+            _pass_checks(world, key, skip=world.check_waits.get(key, ()))
     steps = 0
     freed: dict[str, dict[WorkloadKey, None]] = {}  # per cohort tree, what gave quota back at this instant
     freed_upto = 0  # how much of world.freed_now is in `freed`
