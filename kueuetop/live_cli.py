@@ -229,9 +229,8 @@ def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequen
     """`kueuetop forecast`'s output from one look (live or scenario): the forecast, or with
     `changes` the forecasts before and after them and what moved. Exit 2 when a change does not
     apply (an unknown queue, flavor, resource or pool), 1 when the workload asked about is not pending."""
-    from kueuetop.admission.check_timing import node_checks
     from kueuetop.admission.engine_cache import EngineCache
-    from kueuetop.admission.forecast import pending_workloads
+    from kueuetop.admission.forecast import pending_workloads, timed_checks
     from kueuetop.admission.forecast_changes import NodesChange, apply_changes, run_forecast
     from kueuetop.admission.runtime_estimate import estimate_runtimes
     from kueuetop.views.forecast_report import awaits_checks, checks_text, forecast_doc, render_text
@@ -254,8 +253,7 @@ def print_forecast(args: argparse.Namespace, look: ForecastLook, changes: Sequen
     # asks about them. Otherwise pods run when their workload is admitted.
     model = look.pools_known or any(isinstance(c, NodesChange) for c in changes)
     # Those holding quota while ProvisioningRequests wait are answered with the pools (check_timing).
-    answered = pending_workloads(snap, (look.checks if look.checks is not None else node_checks(snap.admission_checks, ()))
-                                 if model else None)
+    answered = pending_workloads(snap, timed_checks(snap, look.pools if model else None, look.checks))
     if target is not None:
         if awaits_checks(wl) and target not in answered:
             why = "node pools not modelled" if not model else "not a ProvisioningRequest's"

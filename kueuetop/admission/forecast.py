@@ -67,7 +67,6 @@ from kueuetop.admission.pod_placement import GpuPlacement, PodPlacer, gpu_pods
 from kueuetop.admission.queue_state import same_queue_state
 from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.gc_pacing import sparse_collections
-from kueuetop.kueue.core import GPU_RESOURCE
 from kueuetop.kueue.run_times import admitted_at
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
 from kueuetop.kueue.workload import Workload
@@ -145,15 +144,15 @@ class _World:
         self.pods_started: set[WorkloadKey] = set()  # pods started this round
         # ProvisioningRequest checks wait for the pods to be placed (only with pools): per
         # workload, the checks passed when its last pod is.
-        self.node_checks: Mapping[str, NodeCheck] = checks if checks is not None and pools is not None else {}
+        self.node_checks: Mapping[str, NodeCheck] = checks or {}  # None without pools (`timed_checks`)
         self.check_waits: dict[WorkloadKey, tuple[str, ...]] = {}
-        running = [(self._queued_since(k, w), admitted_at(w) or 0.0, k) for k, w in self.wls.items()
+        running = [(self._queued_since(w), admitted_at(w) or 0.0, k) for k, w in self.wls.items()
                    if w.has_quota_reservation and not w.is_evicted]
         for _, since, key in sorted(running):
             if self.pods is not None:
                 waits = self._provisioning(key)
                 if waits is not None:
-                    (self.pods.provisioned if waits[1] else self.pods.no_scale).add(key)
+                    self.pods.await_request(key, waits[1])
                 # Without placements its pods are taken as bound where nobody knows: they free no GPUs.
                 pods = self._gpu_pods(self.wls[key]) if placements is not None else []
                 placed = placements.get(key, ()) if placements is not None else ()
@@ -291,14 +290,9 @@ class _World:
     # -- the job side --------------------------------------------------------------------------
     def _gpu_pods(self, wl: Workload) -> list:
         assert self.pools is not None and self.pods is not None
-        pods = gpu_pods(wl, self.base.flavors, self.pools, self.pod_pools)
-        if wl.key in self.pods.no_scale and len(pods) < _gpu_pod_count(wl):
-            # Pods no known pool takes: elsewhere they run at once, but check-capacity finds no
-            # capacity for them and never will (it does not scale): one that never fits.
-            pods.append(((), 1))
-        return pods
+        return gpu_pods(wl, self.base.flavors, self.pools, self.pod_pools, keep_unplaced=wl.key in self.pods.no_scale)
 
-    def _queued_since(self, key: WorkloadKey, wl: Workload) -> float:
+    def _queued_since(self, wl: Workload) -> float:
         """Where its pods stand in the line for nodes: from its admission, or for one whose
         ProvisioningRequests wait, from when they were made (the check went Pending then), the
         oldest request being served first."""
@@ -325,7 +319,7 @@ class _World:
         if waits is not None:
             self.check_waits[key] = waits[0]
             if self.pods is not None:
-                (self.pods.provisioned if waits[1] else self.pods.no_scale).add(key)
+                self.pods.await_request(key, waits[1])
         _pass_checks(self, key, skip=waits[0] if waits is not None else ())
 
     def stopped(self, key: WorkloadKey) -> None:
@@ -411,13 +405,6 @@ class _World:
         if self.pods is not None and (t := self.pods.next_time()) is not None:
             times.append(t)
         return min(times) if times else None
-
-
-def _gpu_pod_count(wl: Workload) -> int:
-    """How many GPU pods its admission asks for."""
-    counts = {a.name: a.count for a in wl.admission.pod_set_assignments} if wl.admission is not None else {}
-    return sum((counts.get(ps.name) if counts.get(ps.name) is not None else ps.count) or 0
-               for ps in wl.pod_sets if ps.requests.get(GPU_RESOURCE, 0) > 0)
 
 
 def _needs_release(wl: Workload) -> bool:
@@ -630,12 +617,15 @@ def pending_workloads(snapshot: ClusterSnapshot, checks: Mapping[str, NodeCheck]
     pools known), also those holding quota while only ProvisioningRequest checks wait, whose pass
     the forecast times. One waiting for any other check is not answered: when that passes is
     not the cluster's capacity to tell."""
-    def waits_for_nodes(w: Workload) -> bool:
-        names = waiting_checks(w)
-        return bool(names) and not w.is_admitted and not w.is_evicted and all(n in checks for n in names)  # type: ignore[operator]
+    timed = checks or {}
 
-    return {k for k, w in snapshot.workloads.items()
-            if not w.is_finished and (not w.has_quota_reservation or (bool(checks) and waits_for_nodes(w)))}
+    def answered(w: Workload) -> bool:
+        if not w.has_quota_reservation:
+            return True
+        names = waiting_checks(w)
+        return bool(timed and names) and not w.is_admitted and not w.is_evicted and all(n in timed for n in names)
+
+    return {k for k, w in snapshot.workloads.items() if not w.is_finished and answered(w)}
 
 
 def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEstimate], now: float, *,
@@ -671,7 +661,7 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
     screen yet may show the soonest starts before the run ends.
     """
     cache = cache if cache is not None else EngineCache()
-    timed = _checks(snapshot, pools, checks)
+    timed = timed_checks(snapshot, pools, checks)
     pending = pending_workloads(snapshot, timed)
     end = now + horizon
     nodes = (pools, placements, _grid(now, resolution), timed)
@@ -714,7 +704,7 @@ def with_ranges(expected: Forecast, snapshot: ClusterSnapshot, *, cache: EngineC
     now, runtimes = expected.at, expected.runtimes
     pending = set(expected.workloads)
     relevant = _relevant(snapshot, pending) if pools is None else snapshot
-    nodes = (pools, placements, _grid(now, resolution), _checks(snapshot, pools, checks))
+    nodes = (pools, placements, _grid(now, resolution), timed_checks(snapshot, pools, checks))
     # The range runs go as far in virtual time as the expected one got: a budget that cut it
     # short (max_steps, pause) bounds them too, and the answers are about the same workloads.
     span = expected.horizon
@@ -739,8 +729,10 @@ def _grid(now: float, resolution: float) -> Callable[[float, float], float] | No
     return finish_grid(now, resolution) if resolution > 0 else None
 
 
-def _checks(snapshot: ClusterSnapshot, pools: Mapping[str, PoolCapacity] | None,
-            checks: Mapping[str, NodeCheck] | None) -> Mapping[str, NodeCheck] | None:
+def timed_checks(snapshot: ClusterSnapshot, pools: Mapping[str, PoolCapacity] | None,
+                 checks: Mapping[str, NodeCheck] | None) -> Mapping[str, NodeCheck] | None:
+    """The checks a forecast with these `pools` times (`forecast`'s `checks`): none without pools;
+    `checks`, or when not given every ProvisioningRequest check of the snapshot, taken to scale."""
     if pools is None:
         return None
     return checks if checks is not None else node_checks(snapshot.admission_checks, ())

@@ -97,12 +97,14 @@ def placements_from_cluster(nodes: Iterable[Node], pods: Iterable[Pod],
 
 
 def gpu_pods(wl: Workload, flavors: Mapping[str, ResourceFlavor], pools: Mapping[str, PoolCapacity],
-             memo: dict | None = None) -> list[GpuPod]:
+             memo: dict | None = None, keep_unplaced: bool = False) -> list[GpuPod]:
     """The GPU pods of an admitted workload: per pod set, the admitted count of pods, each on the
     pools whose node labels include every nodeLabels entry of its `nvidia.com/gpu` flavor (Kueue
     adds those to the pods' nodeSelector) and satisfy the pod template's own nodeSelector and
     required node affinity (kube-scheduler's NodeAffinity filter: a compact-placement Job selects
-    its own placement group's pool). Pods no pool is known for are left out: they run at once.
+    its own placement group's pool). Pods no pool is known for are left out: they run at once;
+    with `keep_unplaced` they are kept with no pool, so that they never fit (check-capacity finds
+    no capacity for them, and never will: it does not scale).
     `memo`: the caller's, for these `flavors` and `pools`: the pools per pod shape and flavor
     (a forward run asks for every running and admitted workload, most sharing a few shapes)."""
     assigned = {a.name: a for a in wl.admission.pod_set_assignments} if wl.admission is not None else {}
@@ -125,7 +127,7 @@ def gpu_pods(wl: Workload, flavors: Mapping[str, ResourceFlavor], pools: Mapping
                           and (not terms or any(t.matches(pools[n].node_labels) for t in terms)))
             if memo is not None:
                 memo[mkey] = names
-        if names:
+        if names or keep_unplaced:
             out.extend([(names, gpus)] * (a.count if a.count is not None else ps.count))
     return out
 
@@ -165,6 +167,11 @@ class PodPlacer:
         self.no_scale: set[WorkloadKey] = set()
         # Workloads a scaling ProvisioningRequest waits for: only theirs grow queued pools.
         self.provisioned: set[WorkloadKey] = set()
+
+    def await_request(self, key: WorkloadKey, scales: bool) -> None:
+        """A ProvisioningRequest waits for the workload's pods: one that grows the pools
+        (`provisioned`) or, check-capacity, one that only looks (`no_scale`)."""
+        (self.provisioned if scales else self.no_scale).add(key)
 
     def _node(self, free: int) -> _Node:
         self._order += 1

@@ -60,7 +60,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from kueuetop.admission.check_timing import CHECKS_ASSUMED, NodeCheck, node_checks
+from kueuetop.admission.check_timing import CHECKS_ASSUMED, NodeCheck, node_checks, waiting_checks
 from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadForecast
 from kueuetop.admission.pod_placement import GpuPlacement, placements_from_cluster, pools_from_cluster
 from kueuetop.kueue.autoscaler_status import NodeGroupStatus, pool_limits
@@ -153,8 +153,7 @@ def workload_rows(snap: ClusterSnapshot, fc: Forecast, keys: Iterable[Key],
             "runtime": None if est is None else {
                 "expectedSeconds": est.expected, "optimisticSeconds": est.optimistic,
                 "pessimisticSeconds": est.pessimistic, "basis": clean(est.basis)},
-            "waitsForChecks": [clean(c.name) for c in wl.admission_checks if c.state != "Ready"]
-                              if wl is not None and awaits_checks(wl) else None,
+            "waitsForChecks": [clean(n) for n in waiting_checks(wl)] if wl is not None and awaits_checks(wl) else None,
         })
     return rows
 
