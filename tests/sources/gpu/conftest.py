@@ -45,6 +45,7 @@ def free_port() -> int:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
     kc = tmp_path_factory.mktemp("kube") / "kubeconfig"
     sc = start_served(load_scenario("refarch"), speed=SPEED, kubeconfig=str(kc))
+    assert sc.caught_up.wait(60)  # every node's exporter pod made before the first list
     yield sc
     sc.stop()
 

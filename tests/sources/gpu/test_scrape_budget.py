@@ -42,6 +42,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
     d = tmp_path_factory.mktemp("fleet")
     spec = ScaleSpec("budget-fleet", nodes=NODES, cluster_queues=5, local_queues_per_cq=1, workloads=40, seed=3)
     s = start_served(scale_scenario(spec), speed=20, kubeconfig=str(d / "kubeconfig"))
+    # The server answers while the first instant settles: under load a list taken then holds
+    # only the exporter pods made so far. The tests count on one per node.
+    assert s.caught_up.wait(60)
     yield s
     s.stop()
 
