@@ -34,6 +34,7 @@ def served(tmp_path: Path) -> Iterator[ServedCluster]:
     tokens.write_text(f"{ADMIN_TOKEN}: {{user: alice, role: admin}}\n{VIEWER_TOKEN}: {{user: bob, role: viewer}}\n")
     s = start_served(load_scenario("refarch"), speed=SPEED, token_file=str(tokens),
                      kubeconfig=str(tmp_path / "admin.kubeconfig"))
+    assert s.caught_up.wait(60)  # the first instant settled before any test looks
     yield s
     s.stop()
 

@@ -84,6 +84,7 @@ scrape_configs:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
     tmp = tmp_path_factory.mktemp("sim")
     s = start_served(load_scenario("refarch"), speed=20, kubeconfig=str(tmp / "kubeconfig"))
+    assert s.caught_up.wait(60)  # the first instant settled before any test looks
     yield s
     s.stop()
 

@@ -22,6 +22,7 @@ from tests.waiting import FAST, wait_until
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
     d = tmp_path_factory.mktemp("tui")
     s = start_served(load_scenario("refarch"), speed=30, kubeconfig=str(d / "kubeconfig"))
+    assert s.caught_up.wait(60)  # the first instant settled before any test looks
     yield s
     s.stop()
 
@@ -70,6 +71,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]
     d = tmp_path_factory.mktemp("tui-actions")
     s = start_served(load_scenario("refarch"), speed=30, token_file=str(write_tokens(d / "tokens.yaml")),
                      kubeconfig=str(d / "admin.kubeconfig"))
+    assert s.caught_up.wait(60)  # the first instant settled before any test looks
     yield s
     s.stop()
 

@@ -36,6 +36,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
     tokens = d / "tokens.yaml"
     tokens.write_text(f"{ADMIN_TOKEN}: {{user: alice, role: admin}}\n{VIEWER_TOKEN}: {{user: bob, role: viewer}}\n")
     s = start_served(load_scenario("refarch"), speed=60, token_file=str(tokens), kubeconfig=str(d / "kubeconfig"))
+    assert s.caught_up.wait(60)  # the first instant settled before any test looks
     yield s
     s.stop()
 
@@ -127,5 +128,6 @@ def served20(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster
     """refarch at 20x with no tokens: the headless commands' and GPU poller's tests."""
     d = tmp_path_factory.mktemp("live20")
     s = start_served(load_scenario("refarch"), speed=20, kubeconfig=str(d / "kubeconfig"))
+    assert s.caught_up.wait(60)  # the first instant settled before any test looks
     yield s
     s.stop()
