@@ -43,7 +43,9 @@ the queues are longest), or `--at`. Then, per scenario:
    are forecast as the console forecasts them, with finishes on the grid (`finish_grid`).
    `consoleWorker`: the console's own forecast worker (`tui/forecaster.py`) on a store holding
    the cluster, its history only from the finished Workloads still there: seconds until the
-   soonest starts are shown (`soonestShownWallSeconds`, null when the expected run ended first),
+   soonest starts are shown (`soonestShownWallSeconds`, null when the expected run ended first;
+   `soonestShownAnswered`, how many starts that partial forecast held: 0 when the run had not
+   reached the first admission by then),
    until all expected starts are, and until their ranges are. `--speed-only` measures only this, with
    the grid's effect (`withoutGrid`), at `--at` instants (900 s by default): no run to idle.
 
@@ -614,6 +616,9 @@ def console_worker(objects: ObjectStore, now: float, samples: int = CONSOLE_SAMP
     last = [w.last_seconds for w, _, _ in runs]
     return {"samples": samples,
             "soonestShownWallSeconds": round(statistics.median(early), 2) if early else None,
+            # Of `answered`, how many had their start on screen then.
+            "soonestShownAnswered": statistics.median_low(w.early_answered for w, _, _ in runs
+                                                           if w.early_seconds is not None) if early else None,
             "expectedShownWallSeconds": round(statistics.median(first), 2),
             "expectedShownWallSecondsEach": [round(x, 2) for x in first],
             "withRangesWallSeconds": round(statistics.median(last), 2),

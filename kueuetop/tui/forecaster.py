@@ -111,6 +111,7 @@ class Forecaster:
         self.last_seconds = 0.0  # how long the last forecast took (wall)
         self.first_seconds = 0.0  # …until its expected starts were shown (wall)
         self.early_seconds: float | None = None  # …until the soonest were (nothing on screen yet), None: not needed
+        self.early_answered = 0  # …and how many workloads had their start shown then
         self.max_steps = FIRST_STEPS  # rounds per forward run: what fits TARGET at the last pace
         self._rounds = 0
         self.error = ""  # the last run's failure, one line ("" after a good run)
@@ -214,7 +215,7 @@ class Forecaster:
                     started: float) -> Callable[[Callable[[], Forecast]], None]:
         """While nothing is on screen, the starts placed by SHOW_WITHIN seconds are shown then
         (the forecast as far as it got: later ones read "beyond" until it ends)."""
-        self.early_seconds = None
+        self.early_seconds, self.early_answered = None, 0
         asked = False
 
         def partial(so_far: Callable[[], Forecast]) -> None:
@@ -224,8 +225,10 @@ class Forecaster:
             asked = True
             if isinstance(self.store.forecast(), Forecast):
                 return  # one is shown: it stays until this one is whole
-            self._publish(snap, dataclasses.replace(so_far(), pods_note=self.pods), placed)
+            early = so_far()
+            self._publish(snap, dataclasses.replace(early, pods_note=self.pods), placed)
             self.early_seconds = time.monotonic() - started
+            self.early_answered = sum(1 for w in early.workloads.values() if w.start is not None)
         return partial
 
     def _pools(self, now: float) -> tuple[dict[str, PoolCapacity] | None, dict | None]:

@@ -130,6 +130,7 @@ def test_a_first_forecast_that_runs_long_shows_the_starts_it_has_placed(monkeypa
     assert [(f.complete, f.ranged) for f in shown] == [(False, False), (True, False), (True, True)]
     early, whole = shown[0], shown[1]
     assert worker.early_seconds is not None and worker.early_seconds <= worker.first_seconds
+    assert worker.early_answered == sum(1 for w in early.workloads.values() if w.start is not None)
     # As far as it got: what it placed is where the whole run places it, the rest is beyond.
     assert early.horizon == NOW and all(
         w.start is None or w.start == whole.workloads[k].start for k, w in early.workloads.items())
