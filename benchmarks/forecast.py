@@ -335,14 +335,14 @@ def exact_mode(name: str, at: float) -> dict[str, Any]:
     # waiting only for ProvisioningRequests (when their pods find nodes), compared apart.
     awaiting = [k for k, w in snap.workloads.items()
                 if w.has_quota_reservation and not w.is_admitted and not w.is_finished]
-    timed_checks = sorted(k for k in awaiting if k in placed.workloads)
+    answered_holding = sorted(k for k in awaiting if k in placed.workloads)
     return {
         "at": at, "stepsDropped": dropped, "pending": len(pending), "complete": result.complete,
         "pendingInQueuesWithAdmissionChecks": in_checked, "awaitingAdmissionChecks": len(awaiting),
         "forecastWallSeconds": round(wall, 2), "forecastCpuSeconds": round(cpu, 2),
         "specRuntimes": compare(result, pending, actual, now),
         "specRuntimesWithPools": compare(placed, pending, actual, now),
-        "awaitingProvisioningWithPools": compare(placed, timed_checks, actual, now),
+        "awaitingProvisioningWithPools": compare(placed, answered_holding, actual, now),
         "forecastWithPoolsCpuSeconds": round(cpu_p, 2),
         "observedRuntimes": compare(with_observed, pending, actual, now),
         "workloadsWhosePodsWaited": {"count": len(waited), "maxWaitSeconds": round(max(waited.values(), default=0), 1)},

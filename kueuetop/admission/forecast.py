@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kueuetop.admission import status_updates as su
@@ -69,7 +69,7 @@ from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.gc_pacing import sparse_collections
 from kueuetop.kueue.run_times import admitted_at
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
-from kueuetop.kueue.workload import Workload
+from kueuetop.kueue.workload import PodSetAssignment, Workload
 from kueuetop.kueue.workload_api import status_from_api, workload_to_api
 
 WorkloadKey = tuple[str, str]
@@ -435,6 +435,11 @@ def _pass_checks(world: _World, key: WorkloadKey, skip: tuple[str, ...] = ()) ->
     return world.write(key, new)
 
 
+def _flavors_of(assignments: Iterable[PodSetAssignment]) -> tuple[PodSetFlavors, ...]:
+    """The flavors each pod set of an admission was given, as a forecast reports them."""
+    return tuple(PodSetFlavors(a.name, dict(a.flavors)) for a in assignments)
+
+
 def _cohort_root(snapshot: ClusterSnapshot, cq: str) -> str:
     q = snapshot.cluster_queues.get(cq)
     name = q.cohort if q is not None else ""
@@ -494,7 +499,7 @@ def _run_forward(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float
             # Quota reserved at `now`, checks still to pass: it answers when they do (those
             # waiting for its pods' nodes, `check_waits`, when the pods are placed; the rest now).
             if wl.admission is not None:
-                out.flavors[key] = tuple(PodSetFlavors(a.name, dict(a.flavors)) for a in wl.admission.pod_set_assignments)
+                out.flavors[key] = _flavors_of(wl.admission.pod_set_assignments)
             _pass_checks(world, key, skip=world.check_waits.get(key, ()))
     steps = 0
     freed: dict[str, dict[WorkloadKey, None]] = {}  # per cohort tree, what gave quota back at this instant
@@ -516,7 +521,7 @@ def _run_forward(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float
                 if isinstance(d, Admit):
                     cq_of[key] = d.cluster_queue
                     if key in waiting and key not in out.flavors:
-                        out.flavors[key] = tuple(PodSetFlavors(a.name, dict(a.flavors)) for a in d.assignments)
+                        out.flavors[key] = _flavors_of(d.assignments)
                     if d.checks:
                         world.checks_on_reservation(key)
                 elif isinstance(d, Preempt) and d.preemptor in waiting and d.preemptor not in out.start:
