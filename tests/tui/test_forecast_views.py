@@ -139,6 +139,20 @@ def test_a_first_forecast_that_runs_long_shows_the_starts_it_has_placed(monkeypa
     assert [(f.complete, f.ranged) for f in shown[3:]] == [(True, True)]
 
 
+def test_the_early_view_counts_the_starts_it_showed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kueuetop.tui.forecaster as forecaster
+
+    monkeypatch.setattr(forecaster, "SHOW_WITHIN", 0.0)
+    done = Forecaster(_store(), clock=lambda: NOW).run_once()  # a and b both placed
+    assert done is not None
+    store = _store()  # nothing on screen yet: the early view is published
+    worker = Forecaster(store, clock=lambda: NOW)
+    show = worker._show_early(store.snapshot(), None, 0.0)
+    show(lambda: done)
+    assert store.forecast() is not None and worker.early_seconds is not None
+    assert worker.early_answered == sum(1 for w in done.workloads.values() if w.start is not None) == 2
+
+
 def test_finished_runs_are_kept_for_the_next_console(tmp_path: Path) -> None:
     store = _store()
     done = admit(workload("team-a", "done", "lq", {GPU: "4"}, created=T0 - 2000), "cq", {GPU: "l4"}, at=T0 - 1900)
