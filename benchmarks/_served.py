@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -187,6 +188,48 @@ def paused_store(name: str) -> Any:
         raise RuntimeError(f"{len(refused)} objects not stored, first: {refused[0].message}")
     store.now = time.time
     del parts, scenario, workloads, rest, src, items
+    gc.collect()
+    return store
+
+
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z")
+
+
+def _shifted(obj: Any, move: Any) -> Any:
+    """`obj` (JSON data) with every RFC 3339 timestamp string `t` replaced by `move(t)`."""
+    if isinstance(obj, dict):
+        return {k: _shifted(v, move) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_shifted(v, move) for v in obj]
+    if isinstance(obj, str) and _RFC3339.fullmatch(obj):
+        return move(obj)
+    return obj
+
+
+def store_at(name: str, at: float) -> Any:
+    """The scenario's cluster as its simulation left it `at` seconds in, stopped there: a fresh
+    store of its objects, each timestamp moved so that the stopped instant is now (the run to it
+    takes a while): what a console started on it sees is a cluster at that instant, running."""
+    import gc
+
+    from kueuetop.kueue.fields import parse_time
+    from kueuetop.sim.clock import SimClock
+    from kueuetop.sim.scenarios.loader import load_scenario
+    from kueuetop.sim.storage.kinds import KINDS, VIRTUAL_PLURALS
+    from kueuetop.sim.storage.objectstore import ObjectStore, rfc3339
+    from kueuetop.sim.wiring import build_cluster
+
+    parts = build_cluster(load_scenario(name), SimClock(time.time() - at), record_events=False)
+    parts.cluster.run_for(at - parts.cluster.sim_time)
+    src = parts.cluster.store
+    shift = time.time() - parts.cluster.clock.now()
+    store = ObjectStore(now=time.time)
+    items = [(kind.group, kind.plural, _shifted(obj, lambda t: rfc3339(parse_time(t) + shift))) for kind in KINDS if kind.key not in VIRTUAL_PLURALS
+             for obj in src.list(kind.group, kind.plural, copy=False)[0]]
+    refused = [r for r in store.create_many(items) if r is not None]
+    if refused:
+        raise RuntimeError(f"{len(refused)} objects not stored, first: {refused[0].message}")
+    del parts, src, items
     gc.collect()
     return store
 
@@ -386,6 +429,20 @@ def serve_paused_child(name: str, port: int, kubeconfig: str, count_bytes: bool 
     return 0
 
 
+def serve_at_child(name: str, at: float, port: int, kubeconfig: str) -> int:
+    """The scenario stopped `at` seconds in (`store_at`), served as the paused one is."""
+    from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
+    from kueuetop.sim.serve import paused_hooks, serve_forever, stop_on_signals
+
+    done = stop_on_signals()
+    store = store_at(name, at)
+    server = ApiServer(store, port=port, hooks=paused_hooks(store))
+    server.start()
+    write_kubeconfig(kubeconfig, server.url)
+    serve_forever(server, done)
+    return 0
+
+
 def serve_live_child(name: str, port: int, kubeconfig: str) -> int:
     """`kueuetop sim serve NAME` with byte counting: the simulation runs, pods and exporters too."""
     from kueuetop.sim.scenarios.loader import load_scenario
@@ -401,15 +458,18 @@ def serve_live_child(name: str, port: int, kubeconfig: str) -> int:
 # ===================================================================== parent side
 @contextmanager
 def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool = False,
-          live: bool = False) -> Iterator[Server]:
+          live: bool = False, at: float | None = None) -> Iterator[Server]:
     """A server in a child process (`kueuetop sim serve`, or the paused one); yields once it
     has answered its first request, a list of every ClusterQueue (`startup_s` is the time from
     starting the process to that answer). count_bytes needs paused, or live: the live counting
-    child, which yields once the scenario's first instant is settled and served (`startup_s`)."""
+    child, which yields once the scenario's first instant is settled and served (`startup_s`).
+    `at`: the scenario stopped that many seconds in (`store_at`), served paused."""
     port = free_port()
     kubeconfig = workdir / f"{scenario}-{port}.kubeconfig"  # one per server: kubeconfigs are never overwritten
     url = f"http://127.0.0.1:{port}"
-    if live:
+    if at is not None:
+        cmd = [sys.executable, __file__, scenario, str(port), str(kubeconfig), "--at", str(at)]
+    elif live:
         cmd = [sys.executable, __file__, scenario, str(port), str(kubeconfig), "--live"]
     elif paused:
         cmd = [sys.executable, __file__, scenario, str(port), str(kubeconfig)]
@@ -431,8 +491,10 @@ def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool 
     threading.Thread(target=read_stdout, name="served-stdout", daemon=True).start()
     try:
         probe = f"{url}/apis/{KUEUE}/{VERSION}/clusterqueues"
+        # A scenario run to `at` first takes minutes (xl: tens of them).
+        limit = READY_TIMEOUT * (5 if scenario == "xl" else 1) * (10 if at is not None else 1)
         while (first_items := _listed(probe)) is None:
-            if proc.poll() is not None or time.monotonic() - t0 > READY_TIMEOUT * (5 if scenario == "xl" else 1):
+            if proc.poll() is not None or time.monotonic() - t0 > limit:
                 raise RuntimeError(f"sim serve {scenario} did not start: {proc.stderr.read().decode()[-2000:]}"
                                    if proc.stderr and proc.poll() is not None
                                    else f"sim serve {scenario} did not start")
@@ -472,7 +534,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("kubeconfig")
     p.add_argument("--count-bytes", action="store_true")
     p.add_argument("--live", action="store_true", help="serve the scenario live, counting bytes")
+    p.add_argument("--at", type=float, help="serve the scenario stopped this many seconds in")
     args = p.parse_args(argv)
+    if args.at is not None:
+        return serve_at_child(args.scenario, args.at, args.port, args.kubeconfig)
     if args.live:
         return serve_live_child(args.scenario, args.port, args.kubeconfig)
     return serve_paused_child(args.scenario, args.port, args.kubeconfig, args.count_bytes)

@@ -105,9 +105,10 @@ class KueuetopApp(App[int]):
                  themes: ThemeSet | None = None, keymap: KM.Keymap | None = None,
                  clock: Callable[[], float] = time.time, max_refresh_rate: float = 20.0,
                  initial_view: str = "overview", check_rbac: bool = True, forecast: bool = False,
-                 history_dir: Path | None = None) -> None:
+                 history_dir: Path | None = None, synced: Callable[[], bool] | None = None) -> None:
         """`forecast`: run the forecast worker (ETAs); `history_dir`: where it keeps the runtimes of
-        finished workloads between runs (None: this run only)."""
+        finished workloads between runs (None: this run only); `synced`: whether every source's
+        first list is in the store (the first forecast waits for it)."""
         super().__init__()
         self.read_only = read_only
         self.demo = demo
@@ -153,7 +154,8 @@ class KueuetopApp(App[int]):
             self.forecaster = Forecaster(store, server=server, context=context, state_dir=history_dir, clock=clock,
                                          busy=lambda: self._change_in_flight() or self.ctx.keys_active(),
                                          # cluster-autoscaler's status, read on the forecast's thread
-                                         pool_limits=partial(read_autoscaler_status, api) if api is not None else None)
+                                         pool_limits=partial(read_autoscaler_status, api) if api is not None else None,
+                                         ready=synced or (lambda: True))
 
     def get_driver_class(self) -> type[Any]:
         cls = super().get_driver_class()

@@ -61,6 +61,8 @@ MIN_STEPS = 100
 SAVE_EVERY = 60.0
 POOL_LIMITS_EVERY = 60.0  # seconds between reads of the autoscaler's status (one GET each)
 _YIELD_MAX = 2.0  # seconds a forecast waits for the screen at most before it runs anyway
+READY_WAIT = 60.0  # seconds the first forecast waits for the store's first lists at most
+_READY_POLL = 0.1  # seconds between looks at whether they are in
 
 
 class _Stopped(Exception):
@@ -84,8 +86,13 @@ class Forecaster:
 
     def __init__(self, store: Store, *, server: str = "", context: str = "", state_dir: Path | None = None,
                  interval: float = INTERVAL, busy: Callable[[], bool] = lambda: False,
-                 clock: Callable[[], float] = time.time, pool_limits: PoolLimits | None = None) -> None:
+                 clock: Callable[[], float] = time.time, pool_limits: PoolLimits | None = None,
+                 ready: Callable[[], bool] = lambda: True) -> None:
+        """`ready`: whether the store holds the cluster (every source's first list applied): the
+        first forecast waits for it (READY_WAIT at most), then runs at once. A forecast of a
+        half-listed cluster would be wrong, and a quick one would set the next a full interval off."""
         self.store = store
+        self._ready = ready
         # cluster-autoscaler's node groups, when they can be read (`sources.autoscaler_status`):
         # then pods wait for nodes in the forecast, as in `kueuetop forecast`; else they run when
         # admitted, and `pods` says why.
@@ -266,7 +273,19 @@ class Forecaster:
         """Until the next forecast: the interval, or longer after a slow one (DUTY)."""
         return max(self.interval, self.last_seconds / DUTY)
 
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_WAIT
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            try:
+                if self._ready():
+                    return
+            except Exception:  # a failing check must not keep the forecast off
+                log.exception("forecast readiness check failed")
+                return
+            self._stop.wait(_READY_POLL)
+
     def _run(self) -> None:
+        self._wait_ready()
         while not self._stop.is_set():
             try:
                 self._pause()

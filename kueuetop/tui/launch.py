@@ -268,7 +268,7 @@ def run_console(args: argparse.Namespace) -> int:
                           namespace=getattr(args, "namespace", None),
                           forecast=not getattr(args, "no_forecast", False),
                           # A demo cluster is new each run: its finished runs are not worth keeping.
-                          history_dir=None if demo else _state_dir())
+                          history_dir=None if demo else _state_dir(), synced=sources.synced)
         app.ctx.extra["events_selector"] = sources.events_selector  # the Events view says what it leaves out
         if poller is not None:  # the nodes on screen are read first by a budgeted GPU scrape
             from kueuetop.tui.gpu_focus import wire_gpu_focus

@@ -6,6 +6,8 @@ of finished runs kept between consoles)."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,23 @@ def test_the_worker_forecasts_only_when_the_store_changed_and_slows_down_after_a
     assert f.wait_seconds() == 2.0 / DUTY
     f.last_seconds = 0.01
     assert f.wait_seconds() == f.interval
+
+
+def test_the_first_forecast_waits_for_the_store_to_hold_the_cluster_then_runs_at_once() -> None:
+    store = _store()
+    listed = threading.Event()
+    # A long interval: were the first forecast run on the half-listed store, the next would wait for it.
+    f = Forecaster(store, clock=lambda: NOW, interval=600.0, ready=listed.is_set).start()
+    try:
+        time.sleep(0.5)
+        assert f.runs == 0 and store.forecast() is None  # nothing forecast while the lists are not all in
+        listed.set()
+        deadline = time.monotonic() + 10
+        while f.runs == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert f.runs == 1 and isinstance(store.forecast(), Forecast)
+    finally:
+        f.stop()
 
 
 def test_the_worker_keeps_no_virtual_workloads_between_forecasts() -> None:
