@@ -8,7 +8,8 @@ times what a user waits for:
 * the console is the installed `kueuetop --kubeconfig …` in a pseudo-terminal, exactly as a user
   starts it (GPU poller, RBAC checks, forecast worker on, a fresh state directory: its runtime
   history is the finished Workloads the cluster still holds). It opens the Workloads view
-  sorted by ETA (`2`, `E`: soonest first), and this process reads what reaches the screen.
+  filtered to the workloads with an expected start (`/~`) and sorted by ETA (`E`: soonest
+  first), and this process reads what reaches the screen.
 
 Per run, from the console's process start:
 - live: the status bar first says `kube:live` (every watched kind listed);
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from _served import serve
-from e2e import Console
+from e2e import Console, open_markers
 
 FIRST_START = re.compile(r"~(?:now|\d+[smhd])")
 WITH_RANGE = re.compile(r"~(?:now|\d+[smhd]\w*) \((?:now|\d+[smhd])")
@@ -69,6 +70,9 @@ def one_run(kubeconfig: Path, home: Path, cols: int, rows: int, wait: float = WA
         live = console.wait_for("kube:live", console.started, wait)
         if live is None:
             raise RuntimeError("the console never said kube:live")
+        # Only the workloads with an expected start (`/~`), soonest first: the cursor keeps its row
+        # when rows move, so on the unfiltered view it follows a row with no start down the list.
+        open_markers(console, "~")
         sort_by_eta(console)
         first = console.wait_for(FIRST_START, console.started, wait)
         ranged = console.wait_for(WITH_RANGE, console.started, wait)
