@@ -70,13 +70,17 @@ class _Stopped(Exception):
 
 
 def _moved(old: Forecast | None, new: Forecast) -> set[tuple[str, str]]:
-    """Workloads whose answer changed: their rows are redrawn, the rest keep theirs."""
+    """Workloads whose answer changed: their rows are redrawn, the rest keep theirs. One placed
+    in neither reads as after the run's horizon (`>1h29m`, or `beyond`): when the horizon or
+    the run's completeness moved, that text did too (an early view's `>11m` is not the whole run's)."""
     before = old.workloads if old is not None else {}
     out = {k for k in before.keys() - new.workloads.keys()}
+    reach_moved = old is None or (old.horizon, old.complete) != (new.horizon, new.complete)
     for k, wf in new.workloads.items():
         prev: WorkloadForecast | None = before.get(k)
-        if prev is None or (prev.start, prev.earliest, prev.latest, prev.never) != (
-                wf.start, wf.earliest, wf.latest, wf.never):
+        answer_moved = prev is None or (prev.start, prev.earliest, prev.latest, prev.never) != (
+            wf.start, wf.earliest, wf.latest, wf.never)
+        if answer_moved or (reach_moved and wf.start is None and not wf.never):
             out.add(k)
     return out
 

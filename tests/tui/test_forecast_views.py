@@ -5,6 +5,7 @@ of finished runs kept between consoles)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -13,12 +14,12 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from kueuetop.admission.forecast_result import Forecast
+from kueuetop.admission.forecast_result import Forecast, WorkloadForecast
 from kueuetop.sim.serve import ServedCluster
 from kueuetop.store import Store
 from kueuetop.store import events as K
 from kueuetop.tui.detail import detail_text
-from kueuetop.tui.forecaster import DUTY, Forecaster
+from kueuetop.tui.forecaster import DUTY, Forecaster, _moved
 from kueuetop.tui.views.base import TableView
 from tests.builders import (
     T0,
@@ -156,6 +157,19 @@ def test_a_first_forecast_that_runs_long_shows_the_starts_it_has_placed(monkeypa
     # With a forecast on screen nothing partial replaces it.
     Forecaster(store, clock=lambda: NOW + 60).run_once()
     assert [(f.complete, f.ranged) for f in shown[3:]] == [(True, True)]
+
+
+def test_rows_placed_by_neither_forecast_are_redrawn_when_the_horizon_they_read_moved() -> None:
+    a, b, c = ("team-a", "a"), ("team-a", "b"), ("team-a", "c")
+    early = Forecast(at=NOW, horizon=NOW + 660, complete=False, workloads={
+        a: WorkloadForecast(a, "cq", NOW + 300), b: WorkloadForecast(b, "cq", None),
+        c: WorkloadForecast(c, "cq", None, never="needs 512 GPUs")})
+    whole = dataclasses.replace(early, horizon=NOW + 5340)
+    # b reads ">11m" on the early view and ">1h29m" on the whole run's: its row is drawn again;
+    # a (placed) and c ("never") read the same on both.
+    assert _moved(early, whole) == {b}
+    assert _moved(whole, whole) == set()  # the same reach: nothing to redraw
+    assert _moved(whole, dataclasses.replace(whole, complete=True)) == {b}  # ">1h29m" becomes "-"
 
 
 def test_the_early_view_counts_the_starts_it_showed(monkeypatch: pytest.MonkeyPatch) -> None:
