@@ -121,6 +121,7 @@ class Stream:
 
     def __init__(self, api: ApiClient, path: str, query: dict[str, Any],
                  timeout: tuple[float, float]) -> None:
+        self._closed = False
         self._raw = _send(api, path, query, timeout)
         if not 200 <= self._raw.status < 300:
             err = _error(self._raw)
@@ -130,7 +131,19 @@ class Stream:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         raw = self._raw
         buf = b""
-        for chunk in raw.stream(65536, decode_content=True):
+        chunks = raw.stream(65536, decode_content=True)
+        while True:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                break
+            except AttributeError as e:
+                if not self._closed:
+                    raise
+                # urllib3 < 2.3 has no shutdown(): `close()` from another thread drops the
+                # file object under a read in progress, which then fails on None. The stream
+                # ended as a cut connection does, and is resumed like one.
+                raise urllib3.exceptions.ProtocolError("watch closed during a read") from e
             buf += chunk
             while True:
                 nl = buf.find(b"\n")
@@ -143,6 +156,7 @@ class Stream:
             yield json.loads(buf)
 
     def close(self) -> None:
+        self._closed = True
         raw = self._raw
         try:
             shutdown = getattr(raw, "shutdown", None)
