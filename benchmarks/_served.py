@@ -36,7 +36,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,8 +165,6 @@ def paused_store(name: str) -> Any:
     from kueuetop.kueue.json_copy import clone
     from kueuetop.sim.clock import SimClock
     from kueuetop.sim.scenarios.loader import load_scenario
-    from kueuetop.sim.storage.kinds import KINDS, VIRTUAL_PLURALS
-    from kueuetop.sim.storage.objectstore import ObjectStore
     from kueuetop.sim.wiring import build_cluster
 
     scenario = load_scenario(name)
@@ -174,21 +172,29 @@ def paused_store(name: str) -> Any:
     rest = tuple(s for s in scenario.steps if s.obj is None or s.obj.get("kind") != "Workload")
     parts = build_cluster(dataclasses.replace(scenario, steps=rest), SimClock(time.time(), 1.0))
     parts.cluster.settle()
-    # A fresh store holds the settled objects (status included): nothing subscribes to it,
-    # nothing reacts. One bulk insert of private copies.
     # Created an hour ago, as a busy cluster's backlog is: the triage board then has queues
     # waiting too long to show (later writes are stamped with the real time).
-    store = ObjectStore(now=lambda: time.time() - 3600)
-    src = parts.cluster.store
-    items = [(kind.group, kind.plural, clone(obj)) for kind in KINDS if kind.key not in VIRTUAL_PLURALS
+    store = _fresh_store(parts.cluster.store, clone, created=time.time() - 3600,
+                         more=[(KUEUE, "workloads", clone(wl)) for wl in workloads])
+    del parts, scenario, workloads, rest
+    gc.collect()
+    return store
+
+
+def _fresh_store(src: Any, copy: Any, created: float, more: Sequence[tuple[str, str, Any]] = ()) -> Any:
+    """A fresh store of `copy(obj)` for every object of `src` (status included), plus `more`:
+    nothing subscribes to it, nothing reacts. One bulk insert, stamped `created`; later writes
+    get the real time."""
+    from kueuetop.sim.storage.kinds import KINDS, VIRTUAL_PLURALS
+    from kueuetop.sim.storage.objectstore import ObjectStore
+
+    store = ObjectStore(now=lambda: created)
+    items = [(kind.group, kind.plural, copy(obj)) for kind in KINDS if kind.key not in VIRTUAL_PLURALS
              for obj in src.list(kind.group, kind.plural, copy=False)[0]]
-    items += [(KUEUE, "workloads", clone(wl)) for wl in workloads]
-    refused = [r for r in store.create_many(items) if r is not None]
+    refused = [r for r in store.create_many([*items, *more]) if r is not None]
     if refused:
         raise RuntimeError(f"{len(refused)} objects not stored, first: {refused[0].message}")
     store.now = time.time
-    del parts, scenario, workloads, rest, src, items
-    gc.collect()
     return store
 
 
@@ -215,21 +221,15 @@ def store_at(name: str, at: float) -> Any:
     from kueuetop.kueue.fields import parse_time
     from kueuetop.sim.clock import SimClock
     from kueuetop.sim.scenarios.loader import load_scenario
-    from kueuetop.sim.storage.kinds import KINDS, VIRTUAL_PLURALS
-    from kueuetop.sim.storage.objectstore import ObjectStore, rfc3339
+    from kueuetop.sim.storage.objectstore import rfc3339
     from kueuetop.sim.wiring import build_cluster
 
     parts = build_cluster(load_scenario(name), SimClock(time.time() - at), record_events=False)
     parts.cluster.run_for(at - parts.cluster.sim_time)
-    src = parts.cluster.store
     shift = time.time() - parts.cluster.clock.now()
-    store = ObjectStore(now=time.time)
-    items = [(kind.group, kind.plural, _shifted(obj, lambda t: rfc3339(parse_time(t) + shift))) for kind in KINDS if kind.key not in VIRTUAL_PLURALS
-             for obj in src.list(kind.group, kind.plural, copy=False)[0]]
-    refused = [r for r in store.create_many(items) if r is not None]
-    if refused:
-        raise RuntimeError(f"{len(refused)} objects not stored, first: {refused[0].message}")
-    del parts, src, items
+    store = _fresh_store(parts.cluster.store, lambda obj: _shifted(obj, lambda t: rfc3339(parse_time(t) + shift)),
+                         created=time.time())
+    del parts
     gc.collect()
     return store
 
@@ -414,29 +414,18 @@ def _instrument(server: Any, store: Any, ready: Any = None) -> None:
     server.handle = handle  # the handler looks it up on the instance
 
 
-def serve_paused_child(name: str, port: int, kubeconfig: str, count_bytes: bool = False) -> int:
+def serve_paused_child(name: str, port: int, kubeconfig: str, count_bytes: bool = False,
+                       at: float | None = None) -> int:
+    """The paused backlog (`paused_store`), or with `at` the scenario stopped that many seconds
+    in (`store_at`), served with no simulation."""
     from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
     from kueuetop.sim.serve import paused_hooks, serve_forever, stop_on_signals
 
     done = stop_on_signals()
-    store = paused_store(name)
+    store = paused_store(name) if at is None else store_at(name, at)
     server = ApiServer(store, port=port, hooks=paused_hooks(store))
     if count_bytes:
         _instrument(server, store)
-    server.start()
-    write_kubeconfig(kubeconfig, server.url)
-    serve_forever(server, done)
-    return 0
-
-
-def serve_at_child(name: str, at: float, port: int, kubeconfig: str) -> int:
-    """The scenario stopped `at` seconds in (`store_at`), served as the paused one is."""
-    from kueuetop.sim.apiserver import ApiServer, write_kubeconfig
-    from kueuetop.sim.serve import paused_hooks, serve_forever, stop_on_signals
-
-    done = stop_on_signals()
-    store = store_at(name, at)
-    server = ApiServer(store, port=port, hooks=paused_hooks(store))
     server.start()
     write_kubeconfig(kubeconfig, server.url)
     serve_forever(server, done)
@@ -505,7 +494,7 @@ def serve(scenario: str, workdir: Path, paused: bool = False, count_bytes: bool 
                     raise RuntimeError(f"sim serve {scenario} did not catch up")
                 time.sleep(0.05)
         startup = time.monotonic() - t0
-        if not paused and not live:
+        if not paused and not live and at is None:  # `sim serve` itself: until its first instant is served
             while not ready and proc.poll() is None and time.monotonic() - t0 < READY_TIMEOUT * 10:
                 time.sleep(0.01)
         yield Server(proc, url, kubeconfig, startup, first_items, ready[0] if ready else None)
@@ -536,11 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--live", action="store_true", help="serve the scenario live, counting bytes")
     p.add_argument("--at", type=float, help="serve the scenario stopped this many seconds in")
     args = p.parse_args(argv)
-    if args.at is not None:
-        return serve_at_child(args.scenario, args.at, args.port, args.kubeconfig)
     if args.live:
         return serve_live_child(args.scenario, args.port, args.kubeconfig)
-    return serve_paused_child(args.scenario, args.port, args.kubeconfig, args.count_bytes)
+    return serve_paused_child(args.scenario, args.port, args.kubeconfig, args.count_bytes, args.at)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ informer failure (which lists again)."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 
 import pytest
@@ -18,15 +19,14 @@ class _Response:
     next read finds `_fp` gone (http/client.py _safe_read: 'NoneType' object has no attribute 'read')."""
 
     def __init__(self) -> None:
-        self.released = False
+        self.fp: io.BytesIO | None = io.BytesIO(b'{"type": "ADDED", "object": {}}\n')
 
     def stream(self, amt: int, decode_content: bool = True) -> Iterator[bytes]:
-        yield b'{"type": "ADDED", "object": {}}\n'
-        fp = None if self.released else object()
-        yield fp.read(amt)  # type: ignore[union-attr]
+        while data := self.fp.read(amt):  # type: ignore[union-attr]
+            yield data
 
     def release_conn(self) -> None:
-        self.released = True
+        self.fp = None
 
 
 def _stream(raw: _Response) -> Stream:
@@ -48,6 +48,6 @@ def test_the_same_error_on_a_stream_nobody_closed_is_not_hidden() -> None:
     raw = _Response()
     events = iter(_stream(raw))
     next(events)
-    raw.released = True  # dropped by something other than close(): a bug to report, not a cut
+    raw.fp = None  # dropped by something other than close(): a bug to report, not a cut
     with pytest.raises(AttributeError):
         next(events)
