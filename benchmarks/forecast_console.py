@@ -17,11 +17,16 @@ Per run, from the console's process start:
 - ranges: the first start with its range on screen (`~5m (3m–8m)`), the forecast whole.
 Each also from `live`. Median over `--runs`, each run listed.
 
+The console forecasts in a child process (`tui/forecast_process.py`); `--compare` alternates
+each run with one of `kueuetop --forecast-in-process` (the forecast on a thread of the console's
+own process), reported apart as `inProcess`.
+
 Usage (repository root, project virtualenv with kueuetop installed):
 
     python benchmarks/forecast_console.py                      # large at 900 s, three runs
     python benchmarks/forecast_console.py --scenario xl --runs 1
     python benchmarks/forecast_console.py --kubeconfig ~/.kube/config   # a cluster of your own
+    python benchmarks/forecast_console.py --compare             # child process against in-process
 """
 
 from __future__ import annotations
@@ -61,8 +66,9 @@ def sort_by_eta(console: Console) -> None:
     raise RuntimeError("the Workloads view never showed its sort by ETA")
 
 
-def one_run(kubeconfig: Path, home: Path, cols: int, rows: int, wait: float = WAIT_S) -> dict[str, float | None]:
-    console = Console(kubeconfig, cols, rows, home)
+def one_run(kubeconfig: Path, home: Path, cols: int, rows: int, wait: float = WAIT_S,
+            extra: tuple[str, ...] = ()) -> dict[str, float | None]:
+    console = Console(kubeconfig, cols, rows, home, extra)
     try:
         live = console.wait_for("kube:live", console.started, wait)
         if live is None:
@@ -95,8 +101,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="kueuetop-fc-console-") as tmp:
         work = Path(tmp)
 
-        def runs_on(kubeconfig: Path) -> list[dict[str, float | None]]:
-            return [one_run(kubeconfig, work / f"home-{i}", args.cols, args.rows, args.wait) for i in range(args.runs)]
+        def runs_on(kubeconfig: Path) -> dict[str, list[dict[str, float | None]]]:
+            modes: dict[str, tuple[str, ...]] = {"child": ()}
+            if args.compare:
+                modes["inProcess"] = ("--forecast-in-process",)
+            got: dict[str, list[dict[str, float | None]]] = {m: [] for m in modes}
+            for i in range(args.runs):  # alternated: a drift of the machine touches both alike
+                for mode, extra in modes.items():
+                    got[mode].append(one_run(kubeconfig, work / f"home-{mode}-{i}", args.cols, args.rows, args.wait,
+                                             extra))
+            return got
 
         if args.kubeconfig:
             out["kubeconfig"] = args.kubeconfig
@@ -106,7 +120,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             with serve(args.scenario, work, at=args.at) as server:
                 out.update(scenario=args.scenario, at=args.at, serverReadySeconds=round(time.monotonic() - t0, 1))
                 runs = runs_on(server.kubeconfig)
-    return {**out, "median": {k: median(runs, k) for k in keys}, "runs": runs}
+    out |= {"median": {k: median(runs["child"], k) for k in keys}, "runs": runs["child"]}
+    if "inProcess" in runs:
+        out["inProcess"] = {"median": {k: median(runs["inProcess"], k) for k in keys}, "runs": runs["inProcess"]}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=48)
     p.add_argument("--wait", type=float, default=WAIT_S, help=f"seconds to wait for each sight (default {WAIT_S:g})")
     p.add_argument("--kubeconfig", help="a cluster already served (or a real one) instead of the scenario")
+    p.add_argument("--compare", action="store_true",
+                   help="alternate each run with one of the forecast in the console's own process")
     args = p.parse_args(argv)
     json.dump(run(args), sys.stdout, indent=2)
     print()

@@ -13,6 +13,7 @@ else (the console's collectors, `tui/heap.py`) changed it meanwhile: theirs stay
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,17 @@ _lock = threading.Lock()
 _depth = 0
 _saved: tuple[int, ...] = ()  # the thresholds before the outermost run
 _set: tuple[int, ...] = ()  # the thresholds it set
+
+
+def _after_fork_in_child() -> None:
+    """A forecast child (`tui/forecast_process.py`) starts with no run of its own under way,
+    whatever thread of the console held the lock at the fork."""
+    global _lock, _depth
+    _lock, _depth = threading.Lock(), 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @contextmanager

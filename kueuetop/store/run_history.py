@@ -256,6 +256,11 @@ class RunHistory:
             found = found[-limit:]
         return [measure(r) for r in found]
 
+    def held(self) -> threading.Lock:
+        """The lock over the runs: held across a fork (`tui/forecast_process.py`), so that no
+        child starts with another thread inside it."""
+        return self._lock
+
     def from_pods(self) -> PodRuns:
         """The same runs, each measured from its pods' start (for a forecast that places pods)."""
         return PodRuns(self)

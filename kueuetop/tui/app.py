@@ -105,10 +105,12 @@ class KueuetopApp(App[int]):
                  themes: ThemeSet | None = None, keymap: KM.Keymap | None = None,
                  clock: Callable[[], float] = time.time, max_refresh_rate: float = 20.0,
                  initial_view: str = "overview", check_rbac: bool = True, forecast: bool = False,
-                 history_dir: Path | None = None, synced: Callable[[], bool] | None = None) -> None:
+                 history_dir: Path | None = None, synced: Callable[[], bool] | None = None,
+                 forecast_in_process: bool = False) -> None:
         """`forecast`: run the forecast worker (ETAs); `history_dir`: where it keeps the runtimes of
         finished workloads between runs (None: this run only); `synced`: whether every source's
-        first list is in the store (the first forecast waits for it)."""
+        first list is in the store (the first forecast waits for it); `forecast_in_process`: the
+        forecast runs on the worker's thread, not in a child process (`tui/forecast_process.py`)."""
         super().__init__()
         self.read_only = read_only
         self.demo = demo
@@ -155,7 +157,8 @@ class KueuetopApp(App[int]):
                                          busy=lambda: self._change_in_flight() or self.ctx.keys_active(),
                                          # cluster-autoscaler's status, read on the forecast's thread
                                          pool_limits=partial(read_autoscaler_status, api) if api is not None else None,
-                                         ready=synced or (lambda: True))
+                                         ready=synced or (lambda: True),
+                                         isolate=False if forecast_in_process else None)
 
     def get_driver_class(self) -> type[Any]:
         cls = super().get_driver_class()

@@ -1,10 +1,14 @@
 """The console's forecast worker: when will each pending workload start, recomputed off the UI thread.
 
 A thread owns everything the forecast keeps between runs (its EngineCache, the runtime history
-and its file): when the store's snapshot changed, at most every `interval` seconds, it estimates
-every running and pending workload's runtime from the history, runs the admission engine forward
+and its file): when the store's snapshot changed, at most every `interval` seconds, it reads
+what the forecast needs from the store (the snapshot, the node pools), then estimates every
+running and pending workload's runtime from the history, runs the admission engine forward
 (`admission.forecast`) and hands the result to the store, which tells the views which rows moved.
-The UI never waits for it; while a change is on its way to the screen or keys come, it waits.
+On Linux the estimate and the engine run in a child process forked for each forecast
+(`forecast_process`): a core of its own, so the UI never waits for it and it never waits for
+the UI. Elsewhere, or with `isolate=False`, they run on the thread, which waits while a change
+is on its way to the screen or keys come.
 The history of finished runs is saved to `$XDG_STATE_HOME/kueuetop/run-history.json` every
 minute and on stop, so a fresh console on a long-lived cluster starts with it; the node pools
 seen (`store/known_pools.py`), for when they have scaled to zero, beside it in `known-pools.json`.
@@ -16,9 +20,11 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from kueuetop.admission.check_timing import NodeCheck
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.finish_grid import RESOLUTION
 from kueuetop.admission.forecast import forecast, with_ranges
@@ -33,12 +39,14 @@ from kueuetop.store import events as K
 from kueuetop.store import known_pools as KP
 from kueuetop.store.run_history import (
     FILE_NAME,
+    PodRuns,
     RunHistory,
     cluster_scope,
     follow_store,
     load_run_history,
     save_run_history,
 )
+from kueuetop.tui import forecast_process
 from kueuetop.views.forecast_report import (
     POD_NOTE_RUN,
     checks_from_store,
@@ -69,6 +77,88 @@ class _Stopped(Exception):
     """The console is quitting: a forecast under way is dropped."""
 
 
+@dataclass
+class _Job:
+    """One forecast's inputs, read from the store by the forecast thread before it runs."""
+
+    snap: ClusterSnapshot
+    now: float
+    history: RunHistory | PodRuns  # runs measured from their pods' start when pods are placed
+    pools: dict[str, PoolCapacity] | None
+    placements: dict | None
+    checks: Mapping[str, NodeCheck] | None
+    max_steps: int
+    pods_note: str
+    started: float  # time.monotonic() when the forecast began (one clock for a forked child too)
+    early: bool  # nothing on screen: the starts placed by SHOW_WITHIN seconds are shown then
+
+    @property
+    def placed(self) -> Pools | None:
+        return (self.pools, self.placements or {}) if self.pools is not None else None
+
+
+Send = Callable[[tuple], None]
+
+
+def _compute(job: _Job, cache: EngineCache, pause: Callable[[], None], send: Send) -> None:
+    """The forecast itself, pure: estimates, the expected run, then its ranges. Sends
+    ("early" | "expected" | "ranged", Forecast) as each is known; on the forecast thread or in
+    a forked child alike."""
+    runtimes = estimate_runtimes(job.snap, job.history, job.now)
+    asked = False
+
+    def partial(so_far: Callable[[], Forecast]) -> None:
+        nonlocal asked
+        if asked or not job.early or time.monotonic() - job.started < SHOW_WITHIN:
+            return
+        early = so_far()
+        if any(w.start is not None for w in early.workloads.values()):  # else nothing to show yet
+            asked = True
+            send(("early", dataclasses.replace(early, pods_note=job.pods_note)))
+
+    # A big cluster's whole future costs seconds of the engine; the first ones matter most. The
+    # run stops after the rounds that fit TARGET and says how far it got (`horizon`): later
+    # workloads read "beyond" that, rather than the forecast burning a core on them. The
+    # expected starts are sent as soon as they are known, the two runs for their ranges
+    # (optimistic, pessimistic runtimes) following.
+    # With pools, ProvisioningRequest checks pass when their pods find nodes (check_timing).
+    result = forecast(job.snap, runtimes, job.now, cache=cache, pause=pause, max_steps=job.max_steps,
+                      ranges=False, resolution=RESOLUTION, pools=job.pools, placements=job.placements,
+                      checks=job.checks, partial=partial)
+    result = dataclasses.replace(result, pods_note=job.pods_note)  # shown beside the forecast's age
+    send(("expected", result))
+    if not result.ranged:
+        send(("ranged", with_ranges(result, job.snap, cache=cache, pause=pause, max_steps=job.max_steps,
+                                    resolution=RESOLUTION, pools=job.pools, placements=job.placements,
+                                    checks=job.checks)))
+
+
+def _in_child(job: _Job, cache: EngineCache) -> Callable[[forecast_process.Send], None]:
+    """`_compute` as a forked child runs it: its rounds counted and sent with each result, a
+    heartbeat between rounds, and every workload's runtime estimate sent once (they are the same
+    for all of one forecast's results, and most of their size)."""
+    def job_in_child(send: forecast_process.Send) -> None:
+        rounds = 0
+        alive = forecast_process.heartbeat(send)
+        sent_runtimes = False
+
+        def pause() -> None:
+            nonlocal rounds
+            rounds += 1
+            alive()
+
+        def lean(msg: tuple) -> None:
+            nonlocal sent_runtimes
+            kind, result = msg
+            if sent_runtimes:
+                result = dataclasses.replace(result, runtimes={})
+            send((kind, result, rounds, sent_runtimes))
+            sent_runtimes = True
+
+        _compute(job, cache, pause, lean)
+    return job_in_child
+
+
 def _moved(old: Forecast | None, new: Forecast) -> set[tuple[str, str]]:
     """Workloads whose answer changed: their rows are redrawn, the rest keep theirs. One placed
     in neither reads as after the run's horizon (`>1h29m`, or `beyond`): when the horizon or
@@ -91,11 +181,13 @@ class Forecaster:
     def __init__(self, store: Store, *, server: str = "", context: str = "", state_dir: Path | None = None,
                  interval: float = INTERVAL, busy: Callable[[], bool] = lambda: False,
                  clock: Callable[[], float] = time.time, pool_limits: PoolLimits | None = None,
-                 ready: Callable[[], bool] = lambda: True) -> None:
+                 ready: Callable[[], bool] = lambda: True, isolate: bool | None = None) -> None:
         """`ready`: whether the store holds the cluster (every source's first list applied): the
         first forecast waits for it (READY_WAIT at most), then runs at once. A forecast of a
-        half-listed cluster would be wrong, and a quick one would set the next a full interval off."""
+        half-listed cluster would be wrong, and a quick one would set the next a full interval off.
+        `isolate`: run each forecast in a forked child (None: where that is safe, `can_fork`)."""
         self.store = store
+        self.isolate = forecast_process.can_fork() if isolate is None else isolate
         self._ready = ready
         # cluster-autoscaler's node groups, when they can be read (`sources.autoscaler_status`):
         # then pods wait for nodes in the forecast, as in `kueuetop forecast`; else they run when
@@ -125,6 +217,7 @@ class Forecaster:
         self.early_answered = 0  # …and how many workloads had their start shown then
         self.max_steps = FIRST_STEPS  # rounds per forward run: what fits TARGET at the last pace
         self._rounds = 0
+        self._result: Forecast | None = None  # the forecast under way's latest result
         self.error = ""  # the last run's failure, one line ("" after a good run)
         # The latest forecast with the snapshot it was run on (the store caches one snapshot
         # object per version) and the pools it placed pods on (None: it did not): the what-if
@@ -184,31 +277,21 @@ class Forecaster:
         snap = self.store.snapshot()
         now = self._clock()
         pools, placements = self._pools(now)
-        placed = (pools, placements or {}) if pools is not None else None
-        # With pools the forecast adds each wait for nodes itself: the runs count from their pods' start.
-        runtimes = estimate_runtimes(snap, self.history.from_pods() if pools is not None else self.history, now)
+        job = _Job(snap=snap, now=now,
+                   # With pools the forecast adds each wait for nodes itself: the runs count from their pods' start.
+                   history=self.history.from_pods() if pools is not None else self.history,
+                   pools=pools, placements=placements,
+                   checks=checks_from_store(self.store, snap) if pools is not None else None,
+                   max_steps=self.max_steps, pods_note=self.pods, started=started,
+                   early=not isinstance(self.store.forecast(), Forecast))
         self._rounds = 0
-        # A big cluster's whole future costs seconds of the engine; the first ones matter most. The
-        # run stops after the rounds that fit TARGET and says how far it got (`horizon`): later
-        # workloads read "beyond" that, rather than the console burning a core on them. The first
-        # forecast's expected starts are shown as soon as they are known, the two runs for their
-        # ranges (optimistic, pessimistic runtimes) following; later forecasts replace a ranged one
-        # whole, so that no range blinks out while they run.
-        # With pools, ProvisioningRequest checks pass when their pods find nodes (check_timing).
-        checks = checks_from_store(self.store, snap) if pools is not None else None
+        self.early_seconds, self.early_answered = None, 0
+        self._result = None
         try:
-            result = forecast(snap, runtimes, now, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
-                              ranges=False, resolution=RESOLUTION, pools=pools, placements=placements,
-                              checks=checks, partial=self._show_early(snap, placed, started))
-            result = dataclasses.replace(result, pods_note=self.pods)  # shown beside the forecast's age
-            self.first_seconds = time.monotonic() - started
-            shown = self.store.forecast()
-            if not isinstance(shown, Forecast) or not shown.ranged:
-                self._publish(snap, result, placed)
-            if not result.ranged:
-                result = with_ranges(result, snap, cache=self.cache, pause=self._pause, max_steps=self.max_steps,
-                                     resolution=RESOLUTION, pools=pools, placements=placements, checks=checks)
-                self._publish(snap, result, placed)
+            if self.isolate:
+                self._run_forked(job)
+            else:
+                _compute(job, self.cache, self._pause, lambda msg: self._take(job, *msg))
         finally:
             # What the engine kept is about the forecast's last virtual instant, not the next
             # snapshot: the next run rebuilds it anyway (measured on live `large`: no slower),
@@ -220,27 +303,51 @@ class Forecaster:
             pace = self._rounds / self.last_seconds
             self.max_steps = max(MIN_STEPS, int(pace * TARGET / 3))
         self.runs += 1
-        return result
+        return self._result
 
-    def _show_early(self, snap: ClusterSnapshot, placed: Pools | None,
-                    started: float) -> Callable[[Callable[[], Forecast]], None]:
-        """While nothing is on screen, the starts placed by SHOW_WITHIN seconds are shown then
-        (the forecast as far as it got: later ones read "beyond" until it ends)."""
-        self.early_seconds, self.early_answered = None, 0
-        asked = False
+    def _run_forked(self, job: _Job) -> None:
+        """`_compute` in a forked child (`forecast_process`), its results published as they come.
+        A child that dies or goes silent turns isolation off: the next forecasts run on this thread."""
+        try:
+            child = forecast_process.start(_in_child(job, self.cache), locks=[self.history.held()])
+        except OSError as exc:  # no process to be had (memory, a process limit): this one on the thread
+            log.warning("forecast process could not start (%s): forecasting on the console's thread", exc)
+            _compute(job, self.cache, self._pause, lambda msg: self._take(job, *msg))
+            return
+        runtimes: Mapping = {}
+        try:
+            for kind, result, rounds, lean in child.messages(self._stop):
+                if lean:  # the runtimes came with the first result
+                    result = dataclasses.replace(result, runtimes=runtimes)
+                runtimes = result.runtimes
+                self._rounds = rounds
+                self._take(job, kind, result)
+        except forecast_process.ChildFailed as exc:
+            if not exc.raised:
+                self.isolate = False
+                log.warning("%s: forecasting on the console's thread from now on", exc)
+            raise
+        finally:
+            child.close()
+        if self._stop.is_set():
+            raise _Stopped
 
-        def partial(so_far: Callable[[], Forecast]) -> None:
-            nonlocal asked
-            if asked or time.monotonic() - started < SHOW_WITHIN:
+    def _take(self, job: _Job, kind: str, result: Forecast) -> None:
+        """One result of the forecast under way: shown unless a better one is on screen."""
+        shown = self.store.forecast()
+        if kind == "early":  # the soonest starts, while nothing is on screen
+            if isinstance(shown, Forecast):
                 return
-            asked = True
-            if isinstance(self.store.forecast(), Forecast):
-                return  # one is shown: it stays until this one is whole
-            early = so_far()
-            self._publish(snap, dataclasses.replace(early, pods_note=self.pods), placed)
-            self.early_seconds = time.monotonic() - started
-            self.early_answered = sum(1 for w in early.workloads.values() if w.start is not None)
-        return partial
+            self.early_seconds = time.monotonic() - job.started
+            self.early_answered = sum(1 for w in result.workloads.values() if w.start is not None)
+        elif kind == "expected":
+            self.first_seconds = time.monotonic() - job.started
+            # Later forecasts replace a ranged one whole, so that no range blinks out while they run.
+            if isinstance(shown, Forecast) and shown.ranged:
+                self._result = result
+                return
+        self._result = result
+        self._publish(job.snap, result, job.placed)
 
     def _pools(self, now: float) -> tuple[dict[str, PoolCapacity] | None, dict | None]:
         """The node pools and running pods' GPUs when their growth is known (the autoscaler's
@@ -292,7 +399,8 @@ class Forecaster:
         self._wait_ready()
         while not self._stop.is_set():
             try:
-                self._pause()
+                if not self.isolate:
+                    self._pause()
             except _Stopped:
                 return
             try:

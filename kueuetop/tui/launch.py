@@ -78,6 +78,9 @@ def add_console_options(p: argparse.ArgumentParser) -> None:
                         " a workload's own are in its detail either way)")
     g.add_argument("--no-forecast", action="store_true",
                    help="do not forecast start times (the ETA columns stay empty; saves CPU on huge clusters)")
+    g.add_argument("--forecast-in-process", action="store_true",
+                   help="forecast on a thread of the console's own process, not in a child process of it"
+                        " (less memory; the screen then shares a core with the forecast)")
 
 
 @dataclass
@@ -268,7 +271,8 @@ def run_console(args: argparse.Namespace) -> int:
                           namespace=getattr(args, "namespace", None),
                           forecast=not getattr(args, "no_forecast", False),
                           # A demo cluster is new each run: its finished runs are not worth keeping.
-                          history_dir=None if demo else _state_dir(), synced=sources.synced)
+                          history_dir=None if demo else _state_dir(), synced=sources.synced,
+                          forecast_in_process=bool(getattr(args, "forecast_in_process", False)))
         app.ctx.extra["events_selector"] = sources.events_selector  # the Events view says what it leaves out
         if poller is not None:  # the nodes on screen are read first by a budgeted GPU scrape
             from kueuetop.tui.gpu_focus import wire_gpu_focus

@@ -1,0 +1,266 @@
+"""The forecast's child process: messages in order, failures told apart, a stuck child stopped,
+and nothing of the console's (terminal, fds, locks held by other threads) reaching the child."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+from kueuetop.admission.forecast_result import Forecast
+from kueuetop.store import events as K
+from kueuetop.tui import forecast_process as FP
+from kueuetop.tui import forecaster
+from kueuetop.tui.forecaster import Forecaster
+from tests.tui.test_forecast_views import NOW
+from tests.tui.test_forecast_views import _store as forecast_store
+
+pytestmark = pytest.mark.skipif(not FP.can_fork(), reason="the child process is Linux-only (elsewhere: the thread)")
+
+
+def _all(child: FP.ForkedJob, stop: threading.Event | None = None, silent: float = 30.0) -> list[object]:
+    try:
+        return list(child.messages(stop or threading.Event(), silent))
+    finally:
+        child.close()
+
+
+def _gone(pid: int) -> bool:
+    """Not running: no such process, or a zombie (ended, not yet reaped by whoever adopted it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def test_messages_come_in_order_and_a_big_one_whole() -> None:
+    big = list(range(300_000))  # several pipe buffers' worth: framing across reads
+
+    def job(send: FP.Send) -> None:
+        send(("first", 1))
+        send(("big", big))
+        send(("last", os.getpid()))
+
+    child = FP.start(job)
+    got = _all(child)
+    assert [m[0] for m in got] == ["first", "big", "last"]  # type: ignore[index]
+    assert got[1] == ("big", big)
+    assert got[2][1] == child.pid != os.getpid()  # type: ignore[index]
+    assert _gone(child.pid)
+
+
+def test_a_job_that_raises_says_what_and_one_that_dies_says_how() -> None:
+    def raises(send: FP.Send) -> None:
+        send(("partial",))
+        raise KeyError("team-a/train-3")
+
+    child = FP.start(raises)
+    seen: list[object] = []
+    with pytest.raises(FP.ChildFailed) as err:
+        for m in child.messages(threading.Event()):
+            seen.append(m)
+    child.close()
+    assert seen == [("partial",)]
+    assert err.value.raised and "KeyError" in str(err.value) and "team-a/train-3" in str(err.value)
+
+    child = FP.start(lambda send: os._exit(3))
+    with pytest.raises(FP.ChildFailed) as err:
+        _all(child)
+    assert not err.value.raised and "exit status 3" in str(err.value)
+
+    child = FP.start(lambda send: os.kill(os.getpid(), 9))
+    with pytest.raises(FP.ChildFailed) as err:
+        _all(child)
+    assert not err.value.raised and "signal 9" in str(err.value)
+
+
+def test_a_silent_child_is_stopped_and_a_heartbeat_keeps_a_slow_one_going() -> None:
+    child = FP.start(lambda send: time.sleep(60))
+    t0 = time.monotonic()
+    with pytest.raises(FP.ChildFailed) as err:
+        _all(child, silent=0.5)
+    assert "said nothing" in str(err.value) and time.monotonic() - t0 < 10
+    assert _gone(child.pid)
+
+    def slow(send: FP.Send) -> None:  # 1.5 s of work, never silent for 0.5 s
+        alive = FP.heartbeat(send)
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            time.sleep(0.05)
+            alive()
+        send(("finished",))
+
+    assert _all(FP.start(slow), silent=0.75) == [("finished",)]
+
+
+def test_stop_ends_the_wait_and_close_kills_the_child() -> None:
+    child = FP.start(lambda send: time.sleep(60))
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    assert list(child.messages(stop)) == []
+    assert not _gone(child.pid)  # still running until closed
+    child.close()
+    assert _gone(child.pid)
+
+
+def test_the_child_writes_nothing_to_the_terminal_and_keeps_no_fd_of_the_console(capfd: pytest.CaptureFixture[str],
+                                                                                 tmp_path: object) -> None:
+    kept = open(os.devnull)  # noqa: SIM115 - an fd of "the console" the child must not hold
+    kept_fd = kept.fileno()
+
+    def job(send: FP.Send) -> None:
+        print("to stdout", flush=True)
+        print("to stderr", file=sys.stderr, flush=True)
+        os.write(1, b"raw to fd 1\n")
+        fds = {int(n) for n in os.listdir("/proc/self/fd")}
+        # What the child opened itself: its pipe, /dev/null for print(), and listdir's own fd.
+        own = {send.fd, sys.stdout.fileno()}  # type: ignore[attr-defined]
+        send(("inherited", sorted(fds - own - {0, 1, 2}), sorted(os.readlink(f"/proc/self/fd/{i}") for i in (0, 1, 2))))
+
+    try:
+        child = FP.start(job)
+        (msg,) = _all(child)
+    finally:
+        kept.close()
+    out, err = capfd.readouterr()
+    assert "to stdout" not in out and "raw to fd 1" not in out and "to stderr" not in err
+    _, inherited, std = msg  # type: ignore[misc]
+    assert len(inherited) <= 1 and kept_fd not in inherited  # at most listdir's, gone once read
+    assert std == [os.devnull] * 3
+
+
+def test_a_lock_held_by_another_thread_at_the_fork_is_free_in_the_child() -> None:
+    lock = threading.Lock()
+    holding = threading.Event()
+
+    def holder() -> None:
+        with lock:
+            holding.set()
+            time.sleep(0.3)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    holding.wait()
+
+    def job(send: FP.Send) -> None:
+        send(("took it", lock.acquire(timeout=2)))
+
+    child = FP.start(job, locks=[lock])  # waits for the holder, forks with the lock held by us
+    t.join()
+    assert _all(child) == [("took it", True)]
+    assert lock.acquire(timeout=1)  # and the console's copy is free again
+    lock.release()
+
+
+# ------------------------------------------------------------------ the console's forecast worker
+def _children() -> set[int]:
+    out = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+                out.add(int(name))
+    return out
+
+
+def _published(isolate: bool) -> tuple[list[Forecast], Forecaster]:
+    store = forecast_store()
+    shown: list[Forecast] = []
+    store.subscribe(lambda changes: K.FORECAST in changes and shown.append(store.forecast()))
+    worker = Forecaster(store, clock=lambda: NOW, isolate=isolate)
+    assert worker.run_once() is not None
+    return shown, worker
+
+
+def test_a_forecast_in_the_child_is_the_one_the_thread_makes() -> None:
+    forked, worker = _published(True)
+    here, _ = _published(False)
+    assert [f.ranged for f in forked] == [False, True]
+    assert forked == here  # every start, range, flavor and runtime estimate (sent once, put back on each)
+    assert forked[1].runtimes and worker.isolate and worker.first_seconds > 0 and worker._rounds > 0
+
+
+def test_a_child_that_dies_is_reported_and_the_next_forecasts_run_on_the_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    console = os.getpid()
+    real = forecaster._compute
+
+    def dies_in_child(*args: object) -> None:
+        if os.getpid() != console:
+            os._exit(7)
+        real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(forecaster, "_compute", dies_in_child)
+    store = forecast_store()
+    worker = Forecaster(store, clock=lambda: NOW)
+    assert worker.isolate
+    with pytest.raises(FP.ChildFailed, match="exit status 7"):
+        worker.run_once()
+    assert not worker.isolate and store.forecast() is None
+    store.apply_batch([])  # a new version: the next forecast is due
+    worker.now()
+    assert worker.run_once() is not None and isinstance(store.forecast(), Forecast)
+
+
+def test_an_engine_error_in_the_child_is_the_forecasts_error_and_the_child_stays_in_use(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def engine_bug(*args: object) -> None:
+        raise ZeroDivisionError("quota of 0 GPUs")
+
+    monkeypatch.setattr(forecaster, "_compute", engine_bug)
+    worker = Forecaster(forecast_store(), clock=lambda: NOW, interval=0.05).start()
+    try:
+        deadline = time.monotonic() + 20
+        while not worker.error and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        worker.stop()
+    assert "ZeroDivisionError: quota of 0 GPUs" in worker.error and worker.isolate
+
+
+def test_stopping_the_console_stops_the_forecast_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    console = os.getpid()
+    started = threading.Event()
+    real_start = FP.start
+
+    def slow(job: FP.ForkedJob, cache: object, pause: object, send: object) -> None:
+        if os.getpid() != console:
+            time.sleep(120)
+
+    def start(*args: object, **kwargs: object) -> FP.ForkedJob:
+        child = real_start(*args, **kwargs)  # type: ignore[arg-type]
+        started.set()
+        return child
+
+    monkeypatch.setattr(forecaster, "_compute", slow)
+    monkeypatch.setattr(FP, "start", start)
+    before = _children()
+    worker = Forecaster(forecast_store(), clock=lambda: NOW).start()
+    assert started.wait(20)
+    assert _children() - before  # the child runs
+    worker.stop()
+    assert not _children() - before
+
+
+def test_the_child_dies_with_the_console() -> None:
+    import subprocess
+
+    code = ("import os, sys, time\n"
+            "from kueuetop.tui import forecast_process as FP\n"
+            "child = FP.start(lambda send: time.sleep(120))\n"
+            "print(child.pid, flush=True)\n"
+            "time.sleep(1)\n"  # the child is settled in its job
+            "os._exit(0)\n")  # the console killed: nothing of it closes the child
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    pid = int(out.stdout.strip())
+    deadline = time.monotonic() + 10
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid)
