@@ -704,7 +704,33 @@ def with_ranges(expected: Forecast, snapshot: ClusterSnapshot, *, cache: EngineC
                 resolution: float = 0.0, checks: Mapping[str, NodeCheck] | None = None) -> Forecast:
     """`expected` (a forecast of `snapshot` without ranges, the same other arguments) with each
     start's earliest and latest: two more forward runs, every runtime at its optimistic and at its
-    pessimistic end. Apart so that a caller can show the expected starts while these run."""
+    pessimistic end. Apart so that a caller can show the expected starts while these run; the
+    two runs are `range_run` and `merge_ranges`, for a caller that runs them side by side."""
+    cache = cache if cache is not None else EngineCache()
+    early, late = (range_run(expected, snapshot, end, cache=cache, max_steps=max_steps, pause=pause, pools=pools,
+                             placements=placements, resolution=resolution, checks=checks)
+                   for end in (OPTIMISTIC, PESSIMISTIC))
+    return merge_ranges(expected, early, late)
+
+
+OPTIMISTIC, PESSIMISTIC = "optimistic", "pessimistic"
+
+
+@dataclass(frozen=True)
+class RangeRun:
+    """What `merge_ranges` needs of one range run (small: it may come from another process)."""
+
+    start: Mapping[WorkloadKey, float]
+    stable: bool
+    end: float
+
+
+def range_run(expected: Forecast, snapshot: ClusterSnapshot, end: str, *, cache: EngineCache | None = None,
+              max_steps: int = MAX_STEPS, pause: Callable[[], bool | None] | None = None,
+              pools: Mapping[str, PoolCapacity] | None = None,
+              placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
+              resolution: float = 0.0, checks: Mapping[str, NodeCheck] | None = None) -> RangeRun:
+    """One of `with_ranges`' runs: every runtime at its `end` (OPTIMISTIC or PESSIMISTIC)."""
     cache = cache if cache is not None else EngineCache()
     now, runtimes = expected.at, expected.runtimes
     pending = set(expected.workloads)
@@ -713,10 +739,13 @@ def with_ranges(expected: Forecast, snapshot: ClusterSnapshot, *, cache: EngineC
     # The range runs go as far in virtual time as the expected one got: a budget that cut it
     # short (max_steps, pause) bounds them too, and the answers are about the same workloads.
     span = expected.horizon
-    early = _run(relevant, {k: r.optimistic for k, r in runtimes.items()}, now, pending, cache, span, max_steps,
-                 pause, *nodes)
-    late = _run(relevant, {k: r.pessimistic for k, r in runtimes.items()}, now, pending, cache, span, max_steps,
-                pause, *nodes)
+    pick = (lambda r: r.optimistic) if end == OPTIMISTIC else (lambda r: r.pessimistic)
+    run = _run(relevant, {k: pick(r) for k, r in runtimes.items()}, now, pending, cache, span, max_steps, pause, *nodes)
+    return RangeRun(start=run.start, stable=run.stable, end=run.end)
+
+
+def merge_ranges(expected: Forecast, early: RangeRun, late: RangeRun) -> Forecast:
+    """`expected` with each start's earliest and latest from the optimistic and pessimistic runs."""
     out: dict[WorkloadKey, WorkloadForecast] = {}
     for key, wf in expected.workloads.items():
         if wf.start is None:

@@ -27,7 +27,15 @@ from pathlib import Path
 from kueuetop.admission.check_timing import NodeCheck
 from kueuetop.admission.engine_cache import EngineCache
 from kueuetop.admission.finish_grid import RESOLUTION
-from kueuetop.admission.forecast import forecast, with_ranges
+from kueuetop.admission.forecast import (
+    OPTIMISTIC,
+    PESSIMISTIC,
+    RangeRun,
+    forecast,
+    merge_ranges,
+    range_run,
+    with_ranges,
+)
 from kueuetop.admission.forecast_result import Forecast, PoolCapacity, WorkloadForecast
 from kueuetop.admission.runtime_estimate import estimate_runtimes
 from kueuetop.kueue.core import Node
@@ -100,10 +108,10 @@ class _Job:
 Send = Callable[[tuple], None]
 
 
-def _compute(job: _Job, cache: EngineCache, pause: Callable[[], None], send: Send) -> None:
+def _compute(job: _Job, cache: EngineCache, pause: Callable[[], None], send: Send, side_by_side: bool = False) -> None:
     """The forecast itself, pure: estimates, the expected run, then its ranges. Sends
     ("early" | "expected" | "ranged", Forecast) as each is known; on the forecast thread or in
-    a forked child alike."""
+    a forked child alike (`side_by_side`: there, the two range runs at once, `_side_by_side`)."""
     runtimes = estimate_runtimes(job.snap, job.history, job.now)
     asked = False
 
@@ -128,9 +136,41 @@ def _compute(job: _Job, cache: EngineCache, pause: Callable[[], None], send: Sen
     result = dataclasses.replace(result, pods_note=job.pods_note)  # shown beside the forecast's age
     send(("expected", result))
     if not result.ranged:
-        send(("ranged", with_ranges(result, job.snap, cache=cache, pause=pause, max_steps=job.max_steps,
-                                    resolution=RESOLUTION, pools=job.pools, placements=job.placements,
-                                    checks=job.checks)))
+        send(("ranged", _side_by_side(job, result, cache, pause) if side_by_side else
+              with_ranges(result, job.snap, cache=cache, pause=pause, max_steps=job.max_steps, resolution=RESOLUTION,
+                          pools=job.pools, placements=job.placements, checks=job.checks)))
+
+
+def _range_run(job: _Job, expected: Forecast, end: str, cache: EngineCache, pause: Callable[[], None]) -> RangeRun:
+    return range_run(expected, job.snap, end, cache=cache, pause=pause, max_steps=job.max_steps, resolution=RESOLUTION,
+                     pools=job.pools, placements=job.placements, checks=job.checks)
+
+
+def _side_by_side(job: _Job, expected: Forecast, cache: EngineCache, pause: Callable[[], None]) -> Forecast:
+    """The two range runs at once, in a forecast child: the pessimistic one in a child of its own
+    (forked from this single-threaded process: nothing to guard), the optimistic one here. With
+    a second core the ranges come a run's time sooner; a helper that fails is done here instead."""
+    def pessimistic(send: forecast_process.Send) -> None:
+        send(_range_run(job, expected, PESSIMISTIC, cache, forecast_process.heartbeat(send)))
+
+    try:
+        helper = forecast_process.start(pessimistic)
+    except OSError:
+        helper = None
+    late: RangeRun | None = None
+    try:
+        early = _range_run(job, expected, OPTIMISTIC, cache, pause)
+        if helper is not None:
+            for msg in helper.messages(threading.Event()):
+                late = msg if isinstance(msg, RangeRun) else late
+    except forecast_process.ChildFailed:
+        late = None
+    finally:
+        if helper is not None:
+            helper.close()
+    if late is None:
+        late = _range_run(job, expected, PESSIMISTIC, cache, pause)
+    return merge_ranges(expected, early, late)
 
 
 def _in_child(job: _Job, cache: EngineCache) -> Callable[[forecast_process.Send], None]:
@@ -155,7 +195,7 @@ def _in_child(job: _Job, cache: EngineCache) -> Callable[[forecast_process.Send]
             send((kind, result, rounds, sent_runtimes))
             sent_runtimes = True
 
-        _compute(job, cache, pause, lean)
+        _compute(job, cache, pause, lean, side_by_side=True)
     return job_in_child
 
 

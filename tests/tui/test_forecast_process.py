@@ -10,8 +10,13 @@ import time
 
 import pytest
 
+from kueuetop.admission.engine_cache import EngineCache
+from kueuetop.admission.finish_grid import RESOLUTION
+from kueuetop.admission.forecast import OPTIMISTIC, PESSIMISTIC, forecast, with_ranges
 from kueuetop.admission.forecast_result import Forecast
+from kueuetop.admission.runtime_estimate import estimate_runtimes
 from kueuetop.store import events as K
+from kueuetop.store.run_history import RunHistory
 from kueuetop.tui import forecast_process as FP
 from kueuetop.tui import forecaster
 from kueuetop.tui.forecaster import Forecaster
@@ -192,10 +197,10 @@ def test_a_child_that_dies_is_reported_and_the_next_forecasts_run_on_the_thread(
     console = os.getpid()
     real = forecaster._compute
 
-    def dies_in_child(*args: object) -> None:
+    def dies_in_child(*args: object, **kwargs: object) -> None:
         if os.getpid() != console:
             os._exit(7)
-        real(*args)  # type: ignore[arg-type]
+        real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(forecaster, "_compute", dies_in_child)
     store = forecast_store()
@@ -211,7 +216,7 @@ def test_a_child_that_dies_is_reported_and_the_next_forecasts_run_on_the_thread(
 
 def test_an_engine_error_in_the_child_is_the_forecasts_error_and_the_child_stays_in_use(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    def engine_bug(*args: object) -> None:
+    def engine_bug(*args: object, **kwargs: object) -> None:
         raise ZeroDivisionError("quota of 0 GPUs")
 
     monkeypatch.setattr(forecaster, "_compute", engine_bug)
@@ -230,7 +235,7 @@ def test_stopping_the_console_stops_the_forecast_child(monkeypatch: pytest.Monke
     started = threading.Event()
     real_start = FP.start
 
-    def slow(job: FP.ForkedJob, cache: object, pause: object, send: object) -> None:
+    def slow(*args: object, **kwargs: object) -> None:
         if os.getpid() != console:
             time.sleep(120)
 
@@ -264,3 +269,33 @@ def test_the_child_dies_with_the_console() -> None:
     while not _gone(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone(pid)
+
+
+@pytest.mark.parametrize("helper_dies", [False, True])
+def test_range_runs_side_by_side_give_the_ranges_one_after_the_other_do(monkeypatch: pytest.MonkeyPatch,
+                                                                        helper_dies: bool) -> None:
+    here = os.getpid()
+    real = forecaster._range_run
+    ends: list[str] = []
+
+    def range_run(job: object, expected: object, end: str, *args: object) -> object:
+        if os.getpid() != here and helper_dies:
+            os._exit(9)
+        if os.getpid() == here:
+            ends.append(end)
+        return real(job, expected, end, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(forecaster, "_range_run", range_run)
+    store = forecast_store()
+    job = forecaster._Job(snap=store.snapshot(), now=NOW, history=RunHistory("test"), pools=None, placements=None,
+                          checks=None, max_steps=1000, pods_note="", started=time.monotonic(), early=False)
+    runtimes = estimate_runtimes(job.snap, job.history, NOW)
+    expected = forecast(job.snap, runtimes, NOW, ranges=False, resolution=RESOLUTION)
+    assert not expected.ranged
+    one_after_the_other = with_ranges(expected, job.snap, resolution=RESOLUTION, max_steps=1000)
+    side = forecaster._side_by_side(job, expected, EngineCache(), lambda: None)
+    assert side == one_after_the_other and side.ranged
+    a = side.workloads[("team-a", "a")]
+    assert a.earliest is not None and a.latest is not None and a.earliest < a.latest  # the ranges are there
+    # The optimistic run here, the pessimistic one in the helper; done here when the helper died.
+    assert ends == ([OPTIMISTIC, PESSIMISTIC] if helper_dies else [OPTIMISTIC])
