@@ -437,13 +437,16 @@ class Store:
         """Record a source's connection state; `ok` also stamps the data as fresh now."""
         now = self._clock()
         with self._lock:
-            st = self._sources.get(source) or SourceStatus(source, since=now)
+            known = self._sources.get(source)
+            st = known or SourceStatus(source, since=now)
             new = replace(st, state=state, message=message,
                           since=now if state is not st.state else st.since,
                           last_ok=now if ok else st.last_ok,
                           stale_after=stale_after if stale_after is not None else st.stale_after,
                           skipped=skipped if skipped is not None else st.skipped)
-            if new == st:
+            # A new source is recorded even in the default state (connecting): else the status
+            # bar, knowing only the sources already listed, reads "live" while it is still listing.
+            if new == st and known is not None:
                 return
             self._sources[source] = new
             if self.tap is not None:

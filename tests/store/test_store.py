@@ -338,3 +338,18 @@ def test_adopting_a_state_tells_subscribers_exactly_what_differs() -> None:
     assert console.workloads_in_cluster_queue("cq2") == {("team-a", "w0"), ("team-a", "w1")}
     assert got[-1].get("workloads") == {("team-a", "w0"), ("team-a", "w1")}
     assert console.gpus_of_workload(("team-a", "w0"))[0].util == 90.0
+
+
+def test_a_source_still_listing_is_recorded_so_the_status_bar_does_not_read_live() -> None:
+    from kueuetop.tui.statusbar import summarize_sources
+
+    store = Store(clock=lambda: 5.0)
+    for source in ("clusterqueues", "workloads"):
+        store.set_source_state(source, SourceState.CONNECTING)  # each informer as it starts
+    store.set_source_state("clusterqueues", SourceState.LIVE, ok=True)  # a small list is in first
+    assert store.source("workloads") is not None and store.source("workloads").state is SourceState.CONNECTING
+    label, text, bad = summarize_sources(store.sources(), 5.0)[0]
+    assert (label, text.split()[0], bad) == ("kube", "connecting", True)
+    store.set_source_state("workloads", SourceState.LIVE, ok=True)
+    label, text, bad = summarize_sources(store.sources(), 5.0)[0]
+    assert (label, text.split()[0], bad) == ("kube", "live", False)
