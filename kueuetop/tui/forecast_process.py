@@ -77,9 +77,12 @@ class ForkedJob:
     fd: int  # the read end of the child's pipe
     _reaped: bool = False
 
-    def messages(self, stop: threading.Event, silent_limit: float = SILENT_LIMIT) -> Iterator[object]:
+    def messages(self, stop: threading.Event, silent_limit: float = SILENT_LIMIT,
+                 on_word: Callable[[], None] | None = None) -> Iterator[object]:
         """Each message the child sent, until it ended; ends early (nothing raised) when `stop`
-        is set. Raises ChildFailed when the child ended without finishing or went silent."""
+        is set. Raises ChildFailed when the child ended without finishing or went silent.
+        `on_word`: called on every word from the child, heartbeats included (a child waiting for
+        its own helper passes the helper's on to its parent)."""
         buf = bytearray()
         heard = time.monotonic()
         while not stop.is_set():
@@ -104,6 +107,8 @@ class ForkedJob:
                     return
                 if isinstance(msg, tuple) and msg[:1] == ("failed",):
                     raise ChildFailed(str(msg[1]), raised=True)
+                if on_word is not None:
+                    on_word()
                 if msg != _ALIVE:
                     yield msg
 

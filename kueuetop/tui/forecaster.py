@@ -108,10 +108,12 @@ class _Job:
 Send = Callable[[tuple], None]
 
 
-def _compute(job: _Job, cache: EngineCache, pause: Callable[[], None], send: Send, side_by_side: bool = False) -> None:
+def _compute(job: _Job, cache: EngineCache, pause: Callable[[], None], send: Send,
+             side_by_side: Callable[[], None] | None = None) -> None:
     """The forecast itself, pure: estimates, the expected run, then its ranges. Sends
     ("early" | "expected" | "ranged", Forecast) as each is known; on the forecast thread or in
-    a forked child alike (`side_by_side`: there, the two range runs at once, `_side_by_side`)."""
+    a forked child alike. `side_by_side` (in a child: its heartbeat): the two range runs at once
+    (`_side_by_side`)."""
     runtimes = estimate_runtimes(job.snap, job.history, job.now)
     asked = False
 
@@ -136,7 +138,7 @@ def _compute(job: _Job, cache: EngineCache, pause: Callable[[], None], send: Sen
     result = dataclasses.replace(result, pods_note=job.pods_note)  # shown beside the forecast's age
     send(("expected", result))
     if not result.ranged:
-        send(("ranged", _side_by_side(job, result, cache, pause) if side_by_side else
+        send(("ranged", _side_by_side(job, result, cache, pause, side_by_side) if side_by_side is not None else
               with_ranges(result, job.snap, cache=cache, pause=pause, max_steps=job.max_steps, resolution=RESOLUTION,
                           pools=job.pools, placements=job.placements, checks=job.checks)))
 
@@ -146,10 +148,12 @@ def _range_run(job: _Job, expected: Forecast, end: str, cache: EngineCache, paus
                      pools=job.pools, placements=job.placements, checks=job.checks)
 
 
-def _side_by_side(job: _Job, expected: Forecast, cache: EngineCache, pause: Callable[[], None]) -> Forecast:
+def _side_by_side(job: _Job, expected: Forecast, cache: EngineCache, pause: Callable[[], None],
+                  alive: Callable[[], None]) -> Forecast:
     """The two range runs at once, in a forecast child: the pessimistic one in a child of its own
     (forked from this single-threaded process: nothing to guard), the optimistic one here. With
-    a second core the ranges come a run's time sooner; a helper that fails is done here instead."""
+    a second core the ranges come a run's time sooner; a helper that fails is done here instead.
+    While this one waits for the helper, the helper's heartbeats are passed on (`alive`)."""
     def pessimistic(send: forecast_process.Send) -> None:
         send(_range_run(job, expected, PESSIMISTIC, cache, forecast_process.heartbeat(send)))
 
@@ -161,7 +165,7 @@ def _side_by_side(job: _Job, expected: Forecast, cache: EngineCache, pause: Call
     try:
         early = _range_run(job, expected, OPTIMISTIC, cache, pause)
         if helper is not None:
-            for msg in helper.messages(threading.Event()):
+            for msg in helper.messages(threading.Event(), on_word=alive):
                 late = msg if isinstance(msg, RangeRun) else late
     except forecast_process.ChildFailed:
         late = None
@@ -195,7 +199,7 @@ def _in_child(job: _Job, cache: EngineCache) -> Callable[[forecast_process.Send]
             send((kind, result, rounds, sent_runtimes))
             sent_runtimes = True
 
-        _compute(job, cache, pause, lean, side_by_side=True)
+        _compute(job, cache, pause, lean, side_by_side=alive)
     return job_in_child
 
 

@@ -293,9 +293,11 @@ def test_range_runs_side_by_side_give_the_ranges_one_after_the_other_do(monkeypa
     expected = forecast(job.snap, runtimes, NOW, ranges=False, resolution=RESOLUTION)
     assert not expected.ranged
     one_after_the_other = with_ranges(expected, job.snap, resolution=RESOLUTION, max_steps=1000)
-    side = forecaster._side_by_side(job, expected, EngineCache(), lambda: None)
+    heard: list[float] = []
+    side = forecaster._side_by_side(job, expected, EngineCache(), lambda: None, lambda: heard.append(time.monotonic()))
     assert side == one_after_the_other and side.ranged
     a = side.workloads[("team-a", "a")]
     assert a.earliest is not None and a.latest is not None and a.earliest < a.latest  # the ranges are there
     # The optimistic run here, the pessimistic one in the helper; done here when the helper died.
     assert ends == ([OPTIMISTIC, PESSIMISTIC] if helper_dies else [OPTIMISTIC])
+    assert helper_dies or heard  # the helper's words were passed on (its answer at least)
