@@ -46,7 +46,9 @@ the queues are longest), or `--at`. Then, per scenario:
    soonest starts are shown (`soonestShownWallSeconds`, null when the expected run ended first;
    `soonestShownAnswered`, how many starts that partial forecast held: 0 when the run had not
    reached the first admission by then),
-   until all expected starts are, and until their ranges are. `--speed-only` measures only this, with
+   until all expected starts are, and until their ranges are; in a child process as the console
+   runs it, and on the worker's thread (`inProcess`); CPU seconds include the children's.
+   `--speed-only` measures only this, with
    the grid's effect (`withoutGrid`), at `--at` instants (900 s by default): no run to idle.
 
 Prints one JSON document (or writes it to --out). Times of the cluster are virtual seconds of the
@@ -71,6 +73,7 @@ import gc
 import json
 import math
 import random
+import resource
 import statistics
 import sys
 import time
@@ -593,28 +596,45 @@ def console_heap(count: Callable[[], int]) -> Iterator[None]:
 CONSOLE_SAMPLES = 3  # fresh console workers timed per instant: one forecast's wall time varies by a fifth here
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its children reaped so far (a forecast child and its
+    range helper count once reaped)."""
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
+
+
 def console_worker(objects: ObjectStore, now: float, samples: int = CONSOLE_SAMPLES) -> dict[str, Any]:
     """The console's forecast worker on a store holding the cluster as its informers would: its
     history from the finished Workloads still there, its own engine cache, one forecast, the
-    heap kept as the console keeps it. Wall seconds until the expected starts are shown and until
-    their ranges are, and CPU seconds: the median of `samples` fresh workers, each sample listed."""
+    heap kept as the console keeps it; as the console runs it (in a child process, where it can)
+    and on the worker's thread (`inProcess`, `kueuetop --forecast-in-process`)."""
+    out = _console_worker(objects, now, samples, isolate=None)
+    if out["childProcess"]:
+        out["inProcess"] = _console_worker(objects, now, samples, isolate=False)
+    return out
+
+
+def _console_worker(objects: ObjectStore, now: float, samples: int, isolate: bool | None) -> dict[str, Any]:
+    """Wall seconds until the expected starts are shown and until their ranges are, and CPU
+    seconds (the children's included): the median of `samples` fresh workers, each listed."""
     store = console_store(objects)
     read = autoscaler_read(objects)
     runs = []
     with console_heap(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES))):
         for _ in range(samples):
-            worker = Forecaster(store, clock=lambda: now, pool_limits=lambda: read)
+            worker = Forecaster(store, clock=lambda: now, pool_limits=lambda: read, isolate=isolate)
             worker.history.record_all(w for w in store.objects(K.WORKLOADS).values() if isinstance(w, Workload))
-            cpu = time.process_time()
+            store.set_forecast(None, set())  # nothing on screen: each worker shows its soonest starts early
+            cpu = _cpu()
             result = worker.run_once()
-            cpu = time.process_time() - cpu
+            cpu = _cpu() - cpu
             assert result is not None
             runs.append((worker, result, cpu))
     worker, result, _ = runs[-1]
     early = [w.early_seconds for w, _, _ in runs if w.early_seconds is not None]
     first = [w.first_seconds for w, _, _ in runs]
     last = [w.last_seconds for w, _, _ in runs]
-    return {"samples": samples,
+    return {"samples": samples, "childProcess": worker.isolate,
             "soonestShownWallSeconds": round(statistics.median(early), 2) if early else None,
             # Of `answered`, how many had their start on screen then.
             "soonestShownAnswered": statistics.median_low(w.early_answered for w, _, _ in runs
