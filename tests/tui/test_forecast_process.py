@@ -15,6 +15,7 @@ from kueuetop.admission.finish_grid import RESOLUTION
 from kueuetop.admission.forecast import OPTIMISTIC, PESSIMISTIC, forecast, with_ranges
 from kueuetop.admission.forecast_result import Forecast
 from kueuetop.admission.runtime_estimate import estimate_runtimes
+from kueuetop.kueue.pool_growth import AutoscalerRead
 from kueuetop.store import events as K
 from kueuetop.store.run_history import RunHistory
 from kueuetop.tui import forecast_process as FP
@@ -22,6 +23,7 @@ from kueuetop.tui import forecaster
 from kueuetop.tui.forecaster import Forecaster
 from tests.tui.test_forecast_views import NOW
 from tests.tui.test_forecast_views import _store as forecast_store
+from tests.views.test_what_if import _with_nodes as nodes_store
 
 pytestmark = pytest.mark.skipif(not FP.can_fork(), reason="the child process is Linux-only (elsewhere: the thread)")
 
@@ -176,21 +178,28 @@ def _children() -> set[int]:
     return out
 
 
-def _published(isolate: bool) -> tuple[list[Forecast], Forecaster]:
-    store = forecast_store()
+def _published(isolate: bool, pools: bool = False) -> tuple[list[Forecast], Forecaster]:
+    store = nodes_store() if pools else forecast_store()
     shown: list[Forecast] = []
     store.subscribe(lambda changes: K.FORECAST in changes and shown.append(store.forecast()))
-    worker = Forecaster(store, clock=lambda: NOW, isolate=isolate)
+    # No autoscaler status and no Karpenter node: pods are placed on the pools as they are.
+    limits = (lambda: AutoscalerRead(None, "no configmap", absent=True)) if pools else None
+    worker = Forecaster(store, clock=lambda: NOW, isolate=isolate, pool_limits=limits)
     assert worker.run_once() is not None
     return shown, worker
 
 
-def test_a_forecast_in_the_child_is_the_one_the_thread_makes() -> None:
-    forked, worker = _published(True)
-    here, _ = _published(False)
+@pytest.mark.parametrize("pools", [False, True])
+def test_a_forecast_in_the_child_is_the_one_the_thread_makes(pools: bool) -> None:
+    forked, worker = _published(True, pools)
+    here, thread = _published(False, pools)
     assert [f.ranged for f in forked] == [False, True]
     assert forked == here  # every start, range, flavor and runtime estimate (sent once, put back on each)
     assert forked[1].runtimes and worker.isolate and worker.first_seconds > 0 and worker._rounds > 0
+    # The pools the child read from its copy of the store are the ones kept for the what-if panel.
+    assert worker.latest is not None and thread.latest is not None
+    assert forked[1].pods_placed is pools and worker.latest[2] == thread.latest[2]
+    assert (worker.latest[2] is not None) is pools and worker.pods == thread.pods
 
 
 def test_a_child_that_dies_is_reported_and_the_next_forecasts_run_on_the_thread(monkeypatch: pytest.MonkeyPatch) -> None:
