@@ -52,7 +52,8 @@ the queues are longest), or `--at`. Then, per scenario:
    the grid's effect (`withoutGrid`), at `--at` instants (900 s by default): no run to idle.
 
 Prints one JSON document (or writes it to --out). Times of the cluster are virtual seconds of the
-simulator; wall/CPU seconds are this process's, in-process (no API server, no console).
+simulator; wall/CPU seconds are this process's (and, for `consoleWorker`, its forecast children's
+CPU), with no API server and no console.
 
 Usage (repository root, project virtualenv):
 
@@ -130,7 +131,8 @@ BASELINES = ("meanInterval", "emaThroughput")
 IDLE = 30 * 24 * 3600.0  # a bound on simulated time only: runs end when the cluster is idle
 LABELS = {
     "times": "virtual seconds of the simulator's clock (errors, instants, T+…); never wall time",
-    "wallSeconds/cpuSeconds": "real seconds of this process, in-process (paused cluster, no API server)",
+    "wallSeconds/cpuSeconds": "real seconds of this process (consoleWorker's CPU: its forecast children's too; "
+                              "paused cluster, no API server)",
     "error": "forecast (or baseline) admission time − the simulator's first Admitted transition after T",
     "exact": "the same whole second (floor of both equal)",
     "withinOneInstant": "at most one admission instant of the simulator's run away from the actual one",

@@ -105,10 +105,7 @@ class _Job:
         return (self.pools, self.placements or {}) if self.pools is not None else None
 
 
-Send = Callable[[tuple], None]
-
-
-def _compute(job: _Job, cache: EngineCache, pause: Callable[[], None], send: Send,
+def _compute(job: _Job, cache: EngineCache, pause: Callable[[], None], send: forecast_process.Send,
              side_by_side: Callable[[], None] | None = None) -> None:
     """The forecast itself, pure: estimates, the expected run, then its ranges. Sends
     ("early" | "expected" | "ranged", Forecast) as each is known; on the forecast thread or in
@@ -335,7 +332,7 @@ class Forecaster:
             if self.isolate:
                 self._run_forked(job)
             else:
-                _compute(job, self.cache, self._pause, lambda msg: self._take(job, *msg))
+                self._run_here(job)
         finally:
             # What the engine kept is about the forecast's last virtual instant, not the next
             # snapshot: the next run rebuilds it anyway (measured on live `large`: no slower),
@@ -349,6 +346,10 @@ class Forecaster:
         self.runs += 1
         return self._result
 
+    def _run_here(self, job: _Job) -> None:
+        """`_compute` on this thread, yielding to the UI between rounds (`_pause`)."""
+        _compute(job, self.cache, self._pause, lambda msg: self._take(job, *msg))
+
     def _run_forked(self, job: _Job) -> None:
         """`_compute` in a forked child (`forecast_process`), its results published as they come.
         A child that dies or goes silent turns isolation off: the next forecasts run on this thread."""
@@ -356,7 +357,7 @@ class Forecaster:
             child = forecast_process.start(_in_child(job, self.cache), locks=[self.history.held()])
         except OSError as exc:  # no process to be had (memory, a process limit): this one on the thread
             log.warning("forecast process could not start (%s): forecasting on the console's thread", exc)
-            _compute(job, self.cache, self._pause, lambda msg: self._take(job, *msg))
+            self._run_here(job)
             return
         runtimes: Mapping = {}
         try:
