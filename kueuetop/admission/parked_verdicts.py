@@ -173,11 +173,13 @@ def _same_answer(rf: ResourceFit, cq: ClusterQueue, tree: QuotaTree, node: Node,
     available = tree.available(node, fr)
     if val > rf.potential:
         return available  # ExceedsMaxQuota: the quota structure is the same object
+    if (val <= available) != (rf.mode == FIT):
+        return None  # the other branch: decided before the height is worked out
     borrow, may_reclaim = tree.lowest_fitting_subtree(node, fr, val)
-    if rf.mode == FIT:
-        return available if val <= available and borrow == rf.borrow_level else None
-    if val <= available or borrow != rf.borrow_level:
+    if borrow != rf.borrow_level:
         return None
+    if rf.mode == FIT:
+        return available
     asked = node.quota(fr).nominal >= val or may_reclaim or can_preempt_while_borrowing(cq, False)
     if rf.preemption == "":
         return None if asked else available

@@ -165,7 +165,7 @@ class QuotaStructure:
 class QuotaTree:
     """Usage on top of a QuotaStructure: available / potentialAvailable / borrowing."""
 
-    __slots__ = ("_changes", "_shared", "memo", "structure", "usage", "version")
+    __slots__ = ("_available", "_changes", "_shared", "memo", "structure", "usage", "version")
 
     def __init__(self, structure: QuotaStructure, usage: dict[str, dict[FR, int]] | None = None):
         self.structure = structure
@@ -179,6 +179,7 @@ class QuotaTree:
         self._changes = 0
         self.version = 0
         self.memo: dict = {}
+        self._available: dict[tuple[Node, FR], tuple[int, int]] = {}  # (version, available) per ask
 
     # construction ------------------------------------------------------------
     @staticmethod
@@ -239,6 +240,18 @@ class QuotaTree:
         pkg/cache/scheduler/resource_node.go available)."""
         if node.parent is None:
             return node.subtree.get(fr, 0) - self.used(node, fr)
+        # Asked for each resource of each flavor by the assigner, the oracle and the parked
+        # verdicts of every head, on a tree that changes far less often: kept per version.
+        k = (node, fr)
+        hit = self._available.get(k)
+        if hit is not None and hit[0] == self.version:
+            return hit[1]
+        v = self._compute_available(node, fr)
+        self._available[k] = (self.version, v)
+        return v
+
+    def _compute_available(self, node: Node, fr: FR) -> int:
+        assert node.parent is not None
         parent_available = self.available(node.parent, fr)
         bl = node.quotas[fr].borrowing_limit if fr in node.quotas else None
         if bl is not None:

@@ -100,6 +100,10 @@ class Workload:
     reclaimable_pods: Mapping[str, int] = field(default_factory=dict)
     accumulated_execution_seconds: int = 0
     evictions: tuple[EvictionCount, ...] = ()
+    # status.resourceRequests is set (Kueue writes it with each Pending status, clears it on
+    # admission): nothing decides on it, but a status written back (workload_api) must hold it
+    # for Kueue's next identical Pending to be the no-op it is on the cluster.
+    requests_in_status: bool = field(default=False, compare=False)
 
     # identity -----------------------------------------------------------------
     @property
@@ -301,6 +305,7 @@ def parse_workload(data: Mapping, cache: ParseCache | None = None) -> Workload:
         reclaimable_pods=reclaimable,
         accumulated_execution_seconds=status.int("accumulatedPastExecutionTimeSeconds"),
         evictions=_parse_evictions(status),
+        requests_in_status=status.raw("resourceRequests") is not None,
     )
 
 
@@ -353,6 +358,7 @@ def reparse_workload(prev: Workload, prev_data: Mapping, data: Mapping, cache: P
         reclaimable_pods=reclaimable,
         accumulated_execution_seconds=status.int("accumulatedPastExecutionTimeSeconds"),
         evictions=prev.evictions if same["schedulingStats"] else _parse_evictions(status),
+        requests_in_status=status.raw("resourceRequests") is not None,
     )
 
 
@@ -375,4 +381,5 @@ def with_status(prev: Workload, data: Mapping, cache: ParseCache | None = None) 
         reclaimable_pods={r.str("name", required=True): r.int("count", minimum=0) for r in status.items("reclaimablePods")},
         accumulated_execution_seconds=status.int("accumulatedPastExecutionTimeSeconds"),
         evictions=_parse_evictions(status),
+        requests_in_status=status.raw("resourceRequests") is not None,
     )

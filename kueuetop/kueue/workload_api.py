@@ -76,6 +76,11 @@ def status_to_api(wl: Workload) -> dict[str, Any]:
     if wl.evictions:
         status["schedulingStats"] = {"evictions": [
             {"reason": e.reason, "underlyingCause": e.underlying_cause, "count": e.count} for e in wl.evictions]}
+    if wl.requests_in_status:
+        # status_updates.resource_requests, from the typed pod sets: per pod set, all its pods' requests.
+        status["resourceRequests"] = [
+            {"name": ps.name, "resources": {r: format_quantity_for_api(r, v) for r, v in ps.total().items()}}
+            for ps in wl.pod_sets]
     return status
 
 

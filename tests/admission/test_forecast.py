@@ -174,6 +174,28 @@ def test_a_workload_written_back_to_the_api_form_reads_back_the_same(wl: dict) -
     assert dataclasses.replace(back, conditions=parsed.conditions, active=True, meta=parsed.meta) == parsed
 
 
+def test_a_parked_workloads_status_written_back_holds_its_resource_requests_so_the_same_pending_writes_nothing() -> None:
+    # Kueue writes status.resourceRequests with each Pending (and clears them on admission). A
+    # parked workload read from the cluster, written back to its API form, must hold them: else
+    # the forward run's first identical Pending is a change, re-read and re-indexed (1,078 of
+    # them in the first instant of `large`).
+    from kueuetop.admission import status_updates as su
+    from kueuetop.admission.decisions import Pending
+    from kueuetop.kueue.parse import parse_object
+
+    pending = Pending((NS, "p"), "Pending", "couldn't assign flavors to pod set main: insufficient quota", True)
+    written = su.apply_decision(workload(NS, "p", "lq", gpus(2), count=3, created=T0), pending, T0 + 5)
+    assert written["status"]["resourceRequests"]
+    parsed = parse_object(written)
+    assert isinstance(parsed, Workload) and parsed.requests_in_status
+    api = workload_to_api(parsed)
+    assert api["status"]["resourceRequests"] == written["status"]["resourceRequests"]
+    assert su.apply_decision(api, pending, T0 + 60)["status"] == api["status"]
+    # Admitted, Kueue cleared them: the API form has none either.
+    admitted = parse_object(admit(workload(NS, "a", "lq", gpus(2), created=T0), "cq", {GPU: "l4"}, at=T0 + 5))
+    assert isinstance(admitted, Workload) and "resourceRequests" not in workload_to_api(admitted)["status"]
+
+
 def test_a_round_budget_answers_the_first_workloads_and_says_how_far_it_got() -> None:
     from kueuetop.views.eta_text import eta_cell
 
