@@ -74,6 +74,11 @@ from kueuetop.kueue.workload_api import status_from_api, workload_to_api
 
 WorkloadKey = tuple[str, str]
 
+# Runtimes per workload, or a function that gives them when first asked (they may still be on
+# their way when the run starts: `_World.begin` reads them).
+Runtimes = Mapping[WorkloadKey, float] | Callable[[], Mapping[WorkloadKey, float]]
+Estimates = Mapping[WorkloadKey, RuntimeEstimate] | Callable[[], Mapping[WorkloadKey, RuntimeEstimate]]
+
 HORIZON = 7 * 24 * 3600.0  # seconds of virtual time a forecast looks ahead at most
 MAX_STEPS = 200_000  # loop rounds at most (each a controller pass or a cycle)
 
@@ -96,7 +101,7 @@ class _Run:
 class _World:
     """The unfinished workloads as the forward run changes them, and the job side's timers."""
 
-    def __init__(self, snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: float,
+    def __init__(self, snapshot: ClusterSnapshot, runtimes: Runtimes, now: float,
                  cache: EngineCache, pools: Mapping[str, PoolCapacity] | None = None,
                  placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
                  resolution: Callable[[float, float], float] | None = None,
@@ -104,7 +109,11 @@ class _World:
         self.base = dataclasses.replace(snapshot, workloads={}, workload_delta=None)
         self.resolution = resolution  # rounds each finish to the grid (None: exact finishes)
         self.cache = cache
-        self.runtimes = runtimes
+        # The runtimes are first read by the job side, at the first round's end (`begin`): a
+        # caller may still be working them out (the console's forecast child, beside the run).
+        self._runtimes = runtimes
+        self.runtimes: Mapping[WorkloadKey, float] = {}
+        self.begun = False
         self.now = now
         self.wls: dict[WorkloadKey, Workload] = {k: w for k, w in snapshot.workloads.items() if not w.is_finished}
         self.data: dict[WorkloadKey, dict] = {}  # API form, built on a workload's first write
@@ -146,6 +155,11 @@ class _World:
         # workload, the checks passed when its last pod is.
         self.node_checks: Mapping[str, NodeCheck] = checks or {}  # None without pools (`timed_checks`)
         self.check_waits: dict[WorkloadKey, tuple[str, ...]] = {}
+        # What `begin` does once the runtimes are known, in this order: the runs under way end
+        # (key, since), the pods still waiting for nodes learn how long they will run.
+        self._ends_to_schedule: list[tuple[WorkloadKey, float]] = []
+        self._pods_to_time: list[WorkloadKey] = []
+        self._stopped_early: set[WorkloadKey] = set()  # gave quota back before `begin`
         running = [(self._queued_since(w), admitted_at(w) or 0.0, k) for k, w in self.wls.items()
                    if w.has_quota_reservation and not w.is_evicted]
         for _, since, key in sorted(running):
@@ -156,7 +170,8 @@ class _World:
                 # Without placements its pods are taken as bound where nobody knows: they free no GPUs.
                 pods = self._gpu_pods(self.wls[key]) if placements is not None else []
                 placed = placements.get(key, ()) if placements is not None else ()
-                if self.pods.seed(key, pods, placed, runtimes.get(key)):
+                if self.pods.seed(key, pods, placed, None):
+                    self._pods_to_time.append(key)
                     if waits is not None:
                         self.check_waits[key] = waits[0]
                     continue  # pods still wait for nodes: its run has not begun, it ends after they start
@@ -165,7 +180,24 @@ class _World:
                 started = PodPlacer.started_at(placed)
                 if started is not None:
                     since = max(since, started)
-            self._schedule_end(key, since)
+            self._ends_to_schedule.append((key, since))
+
+    def begin(self) -> None:
+        """Read the runtimes and time the runs under way at the snapshot (before the job side's
+        first look: nothing before it reads an end). What gave its quota back since holds none."""
+        if self.begun:
+            return
+        self.begun = True
+        runtimes = self._runtimes() if callable(self._runtimes) else self._runtimes
+        self.runtimes = runtimes
+        if self.pods is not None:
+            for key in self._pods_to_time:
+                if key in self.pods.waiting and key not in self._stopped_early:
+                    self.pods.runtime[key] = runtimes.get(key)
+        for key, since in self._ends_to_schedule:
+            if key not in self._stopped_early:
+                self._schedule_end(key, since)
+        self._ends_to_schedule, self._pods_to_time = [], []
 
     # -- snapshots -----------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
@@ -324,6 +356,8 @@ class _World:
 
     def stopped(self, key: WorkloadKey) -> None:
         """It gave its quota back: no end to wait for; its pods are deleted, their GPUs free."""
+        if not self.begun:
+            self._stopped_early.add(key)
         self.end_of.pop(key, None)
         self.check_waits.pop(key, None)  # a new reservation asks again
         if self.pods is not None:
@@ -343,6 +377,7 @@ class _World:
     def jobs(self, config_wait: bool) -> bool:
         """Pods of new admissions start (PodsReady), evicted ones stop (quota released), due ones
         finish (the workload leaves the forecast). Whether anything was written."""
+        self.begin()
         wrote = False
         todo, self.jobs_todo = self.jobs_todo, {}
         for key in todo:
@@ -454,7 +489,7 @@ def _cohort_root(snapshot: ClusterSnapshot, cq: str) -> str:
         seen.add(name)
 
 
-def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: float, pending: set[WorkloadKey],
+def _run(snapshot: ClusterSnapshot, runtimes: Runtimes, now: float, pending: set[WorkloadKey],
          cache: EngineCache, horizon: float, max_steps: int, pause: Callable[[], bool | None] | None,
          pools: Mapping[str, PoolCapacity] | None = None,
          placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None = None,
@@ -475,7 +510,7 @@ def _run(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: 
             cache.parked_verdicts = None
 
 
-def _run_forward(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, float], now: float,
+def _run_forward(snapshot: ClusterSnapshot, runtimes: Runtimes, now: float,
                  pending: set[WorkloadKey], cache: EngineCache, horizon: float, max_steps: int,
                  pause: Callable[[], bool | None] | None, pools: Mapping[str, PoolCapacity] | None,
                  placements: Mapping[WorkloadKey, tuple[GpuPlacement, ...]] | None,
@@ -633,7 +668,7 @@ def pending_workloads(snapshot: ClusterSnapshot, checks: Mapping[str, NodeCheck]
     return {k for k, w in snapshot.workloads.items() if not w.is_finished and answered(w)}
 
 
-def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEstimate], now: float, *,
+def forecast(snapshot: ClusterSnapshot, runtimes: Estimates, now: float, *,
              cache: EngineCache | None = None, horizon: float = HORIZON, max_steps: int = MAX_STEPS,
              ranges: bool = True, pause: Callable[[], bool | None] | None = None,
              pools: Mapping[str, PoolCapacity] | None = None,
@@ -643,7 +678,9 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
     """Each pending workload's predicted admission (see the module docstring).
 
     `runtimes`: total runtime from admission per workload (a running workload's finish is its
-    admission time plus it); a workload without one holds its quota to the horizon.
+    admission time plus it); a workload without one holds its quota to the horizon. May be a
+    function giving them: it is called once, at the end of the run's first round (the engine's
+    first cycle needs none), so a caller can work them out beside it.
     `ranges`: also run with optimistic and pessimistic runtimes (earliest / latest).
     `pause`: called between rounds; a caller on a thread beside a UI lets the UI go first there,
     and a true answer ends the run there (a caller's time budget): the workloads not placed by
@@ -672,6 +709,13 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
     nodes = (pools, placements, _grid(now, resolution), timed)
     full, snapshot = snapshot, (_relevant(snapshot, pending) if pools is None else snapshot)
 
+    known: list[Mapping[WorkloadKey, RuntimeEstimate]] = []
+
+    def estimates() -> Mapping[WorkloadKey, RuntimeEstimate]:
+        if not known:
+            known.append(runtimes() if callable(runtimes) else runtimes)
+        return known[0]
+
     def answer(run: _Run) -> Forecast:
         out: dict[WorkloadKey, WorkloadForecast] = {}
         for key in pending:
@@ -684,12 +728,12 @@ def forecast(snapshot: ClusterSnapshot, runtimes: Mapping[WorkloadKey, RuntimeEs
                 never=_never(run, key, wl) if start is None and run.stable else "",
                 pods_start=run.pods_start.get(key))
         return Forecast(at=now, horizon=end if run.stable else min(end, run.end), workloads=out,
-                        runtimes=dict(runtimes), complete=run.stable, ranged=not pending,
+                        runtimes=dict(estimates()), complete=run.stable, ranged=not pending,
                         pods_placed=pools is not None)
 
     on_round = None if partial is None else (lambda so_far: partial(lambda: answer(so_far())))
-    expected = _run(snapshot, {k: r.forward for k, r in runtimes.items()}, now, pending, cache, end, max_steps, pause,
-                    *nodes, partial=on_round)
+    expected = _run(snapshot, lambda: {k: r.forward for k, r in estimates().items()}, now, pending, cache, end,
+                    max_steps, pause, *nodes, partial=on_round)
     result = answer(expected)
     if not ranges:
         return result

@@ -78,11 +78,12 @@ class ForkedJob:
     _reaped: bool = False
 
     def messages(self, stop: threading.Event, silent_limit: float = SILENT_LIMIT,
-                 on_word: Callable[[], None] | None = None) -> Iterator[object]:
+                 on_word: Callable[[], None] | None = None, raw: bool = False) -> Iterator[object]:
         """Each message the child sent, until it ended; ends early (nothing raised) when `stop`
         is set. Raises ChildFailed when the child ended without finishing or went silent.
         `on_word`: called on every word from the child, heartbeats included (a child waiting for
-        its own helper passes the helper's on to its parent)."""
+        its own helper passes the helper's on to its parent). `raw`: each message comes with
+        its pickled form, (message, Pickled), for a child that passes it on as it is."""
         buf = bytearray()
         heard = time.monotonic()
         while not stop.is_set():
@@ -101,7 +102,8 @@ class ForkedJob:
                 (size,) = _HEADER.unpack_from(buf)
                 if len(buf) < _HEADER.size + size:
                     break
-                msg = pickle.loads(bytes(buf[_HEADER.size:_HEADER.size + size]))
+                data = bytes(buf[_HEADER.size:_HEADER.size + size])
+                msg = pickle.loads(data)
                 del buf[:_HEADER.size + size]
                 if msg == ("done",):
                     return
@@ -110,7 +112,7 @@ class ForkedJob:
                 if on_word is not None:
                     on_word()
                 if msg != _ALIVE:
-                    yield msg
+                    yield (msg, Pickled(data)) if raw else msg
 
     def _ended(self) -> str:
         with contextlib.suppress(ChildProcessError):
@@ -200,6 +202,13 @@ def _detach(keep: int) -> None:
         os._exit(1)
 
 
+@dataclass(frozen=True)
+class Pickled:
+    """A message already pickled (one received from a helper): sent on as it is."""
+
+    data: bytes
+
+
 class _Sender:
     """Frames pickled messages onto the pipe; `alive()` is the heartbeat, sent at most every HEARTBEAT."""
 
@@ -208,7 +217,7 @@ class _Sender:
         self.said = time.monotonic()
 
     def __call__(self, msg: object) -> None:
-        data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+        data = msg.data if isinstance(msg, Pickled) else pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         view = memoryview(_HEADER.pack(len(data)) + data)
         while view:
             view = view[os.write(self.fd, view):]

@@ -196,6 +196,25 @@ def test_a_parked_workloads_status_written_back_holds_its_resource_requests_so_t
     assert isinstance(admitted, Workload) and "resourceRequests" not in workload_to_api(admitted)["status"]
 
 
+def test_runtimes_given_as_a_function_are_read_once_after_the_first_cycle_and_forecast_the_same() -> None:
+    # The console's forecast child works the estimates out beside the run's first round.
+    snap = snapshot(*base(), running("r", 4, T0), running("s", 2, T0 - 100),
+                    *[workload(NS, f"w{i}", "lq", gpus(2 + i % 2), created=T0 + 1 + i) for i in range(6)])
+    runtimes = {k: spread(300, 600, 900) for k in snap.workloads}
+    plain = forecast(snap, runtimes, T0 + 10)
+    cache = EngineCache()
+    asked: list[int] = []
+
+    def later() -> dict:
+        asked.append(len(cache.index.entries))  # the first cycle has indexed the cluster by then
+        return runtimes
+
+    lazy = forecast(snap, later, T0 + 10, cache=cache)
+    assert len(asked) == 1 and asked[0] == len(snap.workloads)
+    assert lazy.workloads == plain.workloads and lazy.runtimes == plain.runtimes
+    assert all(w.start is not None for w in lazy.workloads.values())
+
+
 def test_a_round_budget_answers_the_first_workloads_and_says_how_far_it_got() -> None:
     from kueuetop.views.eta_text import eta_cell
 

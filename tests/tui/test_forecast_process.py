@@ -310,3 +310,35 @@ def test_range_runs_side_by_side_give_the_ranges_one_after_the_other_do(monkeypa
     # The optimistic run here, the pessimistic one in the helper; done here when the helper died.
     assert ends == ([OPTIMISTIC, PESSIMISTIC] if helper_dies else [OPTIMISTIC])
     assert helper_dies or heard  # the helper's words were passed on (its answer at least)
+
+
+@pytest.mark.parametrize("helper_dies", [False, True])
+def test_runtimes_worked_out_beside_the_run_are_the_ones_worked_out_first_and_sent_once(
+        monkeypatch: pytest.MonkeyPatch, helper_dies: bool) -> None:
+    import pickle
+
+    here = os.getpid()
+    real = forecaster.estimate_runtimes
+    where: list[int] = []
+
+    def estimate(*args: object, **kwargs: object) -> object:
+        if os.getpid() != here and helper_dies:
+            os._exit(9)
+        if os.getpid() == here:
+            where.append(here)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(forecaster, "estimate_runtimes", estimate)
+    store = forecast_store()
+    job = forecaster._Job(snap=store.snapshot(), now=NOW, history=RunHistory("test"), pools=None, placements=None,
+                          checks=None, max_steps=1000, pods_note="", started=time.monotonic(), early=False)
+    sent: list[object] = []
+    runtimes = forecaster._estimated_beside(job, sent.append, lambda: None)
+    got = runtimes()
+    assert got == real(job.snap, job.history, NOW) and got
+    # Sent on once: as the helper pickled it, or worked out here when the helper died.
+    assert len(sent) == 1
+    msg = pickle.loads(sent[0].data) if isinstance(sent[0], FP.Pickled) else sent[0]
+    assert msg == ("runtimes", got)
+    assert isinstance(sent[0], FP.Pickled) is not helper_dies
+    assert where == ([here] if helper_dies else [])
