@@ -78,7 +78,7 @@ SAVE_EVERY = 60.0
 POOL_LIMITS_EVERY = 60.0  # seconds between reads of the autoscaler's status (one GET each)
 _YIELD_MAX = 2.0  # seconds a forecast waits for the screen at most before it runs anyway
 READY_WAIT = 60.0  # seconds the first forecast waits for the store's first lists at most
-_READY_POLL = 0.1  # seconds between looks at whether they are in
+_READY_POLL = 0.1  # seconds between looks at whether they are in, at most (a change of the store looks at once)
 
 
 class _Stopped(Exception):
@@ -301,13 +301,18 @@ class Forecaster:
         self._version = -1
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._store_moved = threading.Event()  # the store changed: the first forecast looks whether it is listed
         self._unfollow: Callable[[], None] | None = None
+        self._unwatch: Callable[[], None] | None = None
         self._thread = threading.Thread(target=self._run, name="kueuetop-forecast", daemon=True)
         self._saved_at = time.monotonic()
 
     def start(self) -> Forecaster:
         # Finished workloads already in the store count at once; later ones as they finish.
         self._unfollow = follow_store(self.store, self.history)
+        # Until the first forecast: each change of the store (its last list among them) wakes
+        # the thread to look whether the cluster is listed, rather than a poll's tenth of a second later.
+        self._unwatch = self.store.subscribe(lambda changes: self._store_moved.set(), stage=1)
         self.history.record_all(w for w in self.store.objects(K.WORKLOADS).values() if isinstance(w, Workload))
         self._thread.start()
         return self
@@ -315,6 +320,7 @@ class Forecaster:
     def stop(self, timeout: float = 2.0) -> None:
         self._stop.set()
         self._wake.set()
+        self._store_moved.set()
         if self._unfollow is not None:
             self._unfollow()
             self._unfollow = None
@@ -465,14 +471,20 @@ class Forecaster:
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + READY_WAIT
-        while not self._stop.is_set() and time.monotonic() < deadline:
-            try:
-                if self._ready():
+        try:
+            while not self._stop.is_set() and time.monotonic() < deadline:
+                self._store_moved.clear()
+                try:
+                    if self._ready():
+                        return
+                except Exception:  # a failing check must not keep the forecast off
+                    log.exception("forecast readiness check failed")
                     return
-            except Exception:  # a failing check must not keep the forecast off
-                log.exception("forecast readiness check failed")
-                return
-            self._stop.wait(_READY_POLL)
+                self._store_moved.wait(_READY_POLL)
+        finally:
+            if self._unwatch is not None:
+                self._unwatch()
+                self._unwatch = None
 
     def _run(self) -> None:
         self._wait_ready()

@@ -342,3 +342,19 @@ def test_runtimes_worked_out_beside_the_run_are_the_ones_worked_out_first_and_se
     assert msg == ("runtimes", got)
     assert isinstance(sent[0], FP.Pickled) is not helper_dies
     assert where == ([here] if helper_dies else [])
+
+
+def test_a_big_message_does_not_hold_the_job_while_the_console_is_slow_to_read() -> None:
+    # Several pipes' worth: written in line, the job would wait until this process read it.
+    big = b"x" * (4 << 20)
+
+    def job(send: FP.Send) -> None:
+        send(("big", big))
+        send(("after", time.monotonic()))
+
+    child = FP.start(job)
+    time.sleep(1.0)  # a console busy elsewhere: nothing read yet
+    read_from = time.monotonic()
+    got = _all(child)
+    assert got[0] == ("big", big)
+    assert got[1][1] < read_from  # type: ignore[index]  # the job went on while nobody read

@@ -18,6 +18,7 @@ from kueuetop.admission.forecast_result import Forecast, WorkloadForecast
 from kueuetop.sim.serve import ServedCluster
 from kueuetop.store import Store
 from kueuetop.store import events as K
+from kueuetop.store.sources import SourceState
 from kueuetop.tui.detail import detail_text
 from kueuetop.tui.forecaster import DUTY, Forecaster, _moved
 from kueuetop.tui.views.base import TableView
@@ -84,6 +85,29 @@ def test_the_first_forecast_waits_for_the_store_to_hold_the_cluster_then_runs_at
         time.sleep(0.5)
         assert f.runs == 0 and store.forecast() is None  # nothing forecast while the lists are not all in
         listed.set()
+        deadline = time.monotonic() + 10
+        while f.runs == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert f.runs == 1 and isinstance(store.forecast(), Forecast)
+    finally:
+        f.stop()
+
+
+def test_the_store_change_that_completes_the_lists_starts_the_first_forecast_without_waiting_for_a_poll(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kueuetop.tui import forecaster
+
+    monkeypatch.setattr(forecaster, "_READY_POLL", 120.0)  # a poll would come long after the test's end
+    store = _store()
+    listed = threading.Event()
+    f = Forecaster(store, clock=lambda: NOW, interval=600.0, ready=listed.is_set).start()
+    try:
+        time.sleep(0.3)  # the thread is waiting
+        listed.set()
+        store.apply_batch([])  # nothing changed: no look yet
+        time.sleep(0.3)
+        assert f.runs == 0
+        store.set_source_state("kube", SourceState.LIVE)  # the last list is in: the store says so
         deadline = time.monotonic() + 10
         while f.runs == 0 and time.monotonic() < deadline:
             time.sleep(0.02)
