@@ -4,6 +4,7 @@ and store changes reach the board through the change sets (no rebuild)."""
 
 from __future__ import annotations
 
+import pytest
 from textual.pilot import Pilot
 
 from kueuetop.store import Store
@@ -237,5 +238,42 @@ def test_a_freshness_stamp_does_not_redraw_the_board_but_a_stale_source_does() -
         assert await until(pilot, lambda: "source" in by_kind(app))
         assert "data source kube is error" in by_kind(app)["source"].text  # type: ignore[attr-defined]
         assert drawn
+
+    run(app, body)
+
+
+def test_the_boards_explains_stop_when_another_view_is_shown_and_are_wanted_again_on_return(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from kueuetop.views.triage import TriageModel
+
+    keys = [("team-a", f"late-{i}") for i in range(3)]
+    gate = threading.Event()
+    asked: list[tuple[str, str]] = []
+    real_wanted, real_explain = TriageModel.wanted_explains, TriageModel.explain_now
+
+    def wanted(self: TriageModel) -> list[tuple[str, str]]:
+        real_wanted(self)
+        return [k for k in keys if k not in asked]
+
+    def explain_now(self: TriageModel, key: tuple[str, str], now: float) -> str:
+        asked.append(key)
+        gate.wait(10)  # the user switches views while this one is explained
+        return real_explain(self, key, now)
+
+    monkeypatch.setattr(TriageModel, "wanted_explains", wanted)
+    monkeypatch.setattr(TriageModel, "explain_now", explain_now)
+    app = make_app(incident_store(), clock=lambda: NOW)
+
+    async def body(pilot: Pilot[int]) -> None:
+        assert await until(pilot, lambda: asked)
+        await pilot.press("2")
+        assert await until(pilot, lambda: app.switcher.current != "overview")
+        gate.set()
+        assert await until(pilot, lambda: not board(app)._explaining)
+        assert asked == keys[:1]  # the rest were left for when the board is back
+        await pilot.press("1")
+        assert await until(pilot, lambda: asked == keys)
 
     run(app, body)

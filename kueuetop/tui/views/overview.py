@@ -523,6 +523,10 @@ class OverviewView(View):
     def _explain(self, keys: list[tuple[str, str]], now: float) -> None:  # worker thread
         try:
             for key in keys:
+                if not self.display:
+                    # Switched away: the rest are wanted again when the board is next shown, and
+                    # the CPU goes to what is on screen (and to the forecast's process).
+                    break
                 deadline = time.monotonic() + 1.0
                 # A change on its way to the screen, or keys, first: this thread would take the
                 # interpreter from them.
