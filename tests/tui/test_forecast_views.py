@@ -76,6 +76,13 @@ def test_the_worker_forecasts_only_when_the_store_changed_and_slows_down_after_a
     assert f.wait_seconds() == f.interval
 
 
+def _first_forecast_shown(f: Forecaster, store: Store) -> None:
+    deadline = time.monotonic() + 10
+    while f.runs == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert f.runs == 1 and isinstance(store.forecast(), Forecast)
+
+
 def test_the_first_forecast_waits_for_the_store_to_hold_the_cluster_then_runs_at_once() -> None:
     store = _store()
     listed = threading.Event()
@@ -85,10 +92,7 @@ def test_the_first_forecast_waits_for_the_store_to_hold_the_cluster_then_runs_at
         time.sleep(0.5)
         assert f.runs == 0 and store.forecast() is None  # nothing forecast while the lists are not all in
         listed.set()
-        deadline = time.monotonic() + 10
-        while f.runs == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert f.runs == 1 and isinstance(store.forecast(), Forecast)
+        _first_forecast_shown(f, store)
     finally:
         f.stop()
 
@@ -108,10 +112,7 @@ def test_the_store_change_that_completes_the_lists_starts_the_first_forecast_wit
         time.sleep(0.3)
         assert f.runs == 0
         store.set_source_state("kube", SourceState.LIVE)  # the last list is in: the store says so
-        deadline = time.monotonic() + 10
-        while f.runs == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert f.runs == 1 and isinstance(store.forecast(), Forecast)
+        _first_forecast_shown(f, store)
     finally:
         f.stop()
 
