@@ -1,11 +1,13 @@
 """A forecast run in a child process forked from the console: the engine gets a core of its own.
 
 In the console's process a forecast shares one interpreter with the UI: measured from outside on
-`large` (benchmarks/forecast_console.py --compare), its first expected starts reached the screen
-7.3 s after `kube:live` against 2.7 s from a child, and the UI's own updates waited for it too. A child forked when a forecast starts holds
-everything the forecast thread prepared (the snapshot, the run history, the pools: copy-on-write,
-nothing serialized on the way in), runs the pure engine and sends each result back as soon as
-it is known; the forecast thread publishes them as before and only reads a pipe meanwhile.
+`large` (benchmarks/forecast_console.py --compare), its starts with their ranges reached the screen
+6.6 s after `kube:live` against 3.4 s from a child, and the UI's own updates waited for it too. A
+child forked when a forecast starts holds everything the forecast thread prepared (the snapshot,
+the run history, the pools: copy-on-write, nothing serialized on the way in), runs the pure engine
+and sends each result back as soon as it is known, from a thread of its own (`_Sender`: the engine
+never waits for the console to read); the forecast thread publishes them as before and only reads
+a pipe meanwhile.
 
 Forking a process that runs threads is safe only for what the child then does, so the child:
 - runs nothing but the job it was given: pure computation on objects the forking thread owns;
