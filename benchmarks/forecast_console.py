@@ -13,9 +13,14 @@ times what a user waits for:
 
 Per run, from the console's process start:
 - live: the status bar first says `kube:live` (every watched kind listed);
-- firstStart: the first expected start on screen (an ETA cell `~5m`);
+- firstStart: the first expected start on screen (an ETA cell `~5m`): bounded by this benchmark's
+  own keys, which open the filtered, sorted view after `kube:live` (about 2 s of them);
 - ranges: the first start with its range on screen (`~5m (3m–8m)`), the forecast whole.
-Each also from `live`. Median over `--runs`, each run listed.
+Each also from `live`. And, read from the process table (`ProcessWatch`; only where the forecast
+runs in a child process): forecastStart, when the first forecast's child was forked (the lists
+were in); expectedDone, when that child forked its range helper, which it does once its expected
+run's result is sent; forecastDone, when it ended (the ranges sent). Median over `--runs`, each run
+listed.
 
 The console forecasts in a child process (`tui/forecast_process.py`); `--compare` alternates
 each run with one of `kueuetop --forecast-in-process` (the forecast on a thread of the console's
@@ -33,16 +38,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from _served import serve
 from e2e import Console, open_markers
+
+POLL_S = 0.02  # seconds between looks at the console's processes
 
 FIRST_START = re.compile(r"~(?:now|\d+[smhd])")
 WITH_RANGE = re.compile(r"~(?:now|\d+[smhd]\w*) \((?:now|\d+[smhd])")
@@ -66,9 +75,59 @@ def sort_by_eta(console: Console) -> None:
     raise RuntimeError("the Workloads view never showed its sort by ETA")
 
 
+class ProcessWatch:
+    """The console's descendant processes as they come and go (from /proc, every POLL_S): when
+    each was first and last seen, and its parent."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.seen: dict[int, list[float]] = {}  # pid → [first seen, last seen]
+        self.parent: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="process-watch", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            now = time.time()
+            parents: dict[int, int] = {}
+            for name in os.listdir("/proc"):
+                if name.isdigit():
+                    try:
+                        with open(f"/proc/{name}/stat") as f:
+                            parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+                    except (OSError, ValueError, IndexError):
+                        continue
+            mine, frontier = set(), {self.root}
+            while frontier:
+                frontier = {p for p, pp in parents.items() if pp in frontier and p not in mine}
+                mine |= frontier
+            for pid in mine:
+                span = self.seen.setdefault(pid, [now, now])
+                span[1] = now
+                self.parent.setdefault(pid, parents[pid])
+            self._stop.wait(POLL_S)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def first_forecast(self) -> tuple[float | None, float | None, float | None]:
+        """(forked, range helper forked, ended) of the console's first child: the forecast's
+        first child forks its estimate helper first and its range helper once the expected
+        result is sent."""
+        children = sorted((span[0], pid) for pid, span in self.seen.items() if self.parent[pid] == self.root)
+        if not children:
+            return None, None, None
+        forked, pid = children[0]
+        helpers = sorted(span[0] for p, span in self.seen.items() if self.parent[p] == pid)
+        return forked, (helpers[1] if len(helpers) > 1 else None), self.seen[pid][1]
+
+
 def one_run(kubeconfig: Path, home: Path, cols: int, rows: int, wait: float = WAIT_S,
             extra: tuple[str, ...] = ()) -> dict[str, float | None]:
     console = Console(kubeconfig, cols, rows, home, extra)
+    watch = ProcessWatch(console.proc.pid)
     try:
         live = console.wait_for("kube:live", console.started, wait)
         if live is None:
@@ -80,14 +139,19 @@ def one_run(kubeconfig: Path, home: Path, cols: int, rows: int, wait: float = WA
         first = console.wait_for(FIRST_START, console.started, wait)
         ranged = console.wait_for(WITH_RANGE, console.started, wait)
     finally:
+        watch.stop()
         console.quit()
+    forked, expected, done = watch.first_forecast()
 
-    def since(t: float | None, t0: float) -> float | None:
-        return round(t - t0, 2) if t is not None else None
+    def since(t: float | None, t0: float | None) -> float | None:
+        return round(t - t0, 2) if t is not None and t0 is not None else None
 
     return {"live": since(live, console.started),
             "firstStart": since(first, console.started), "ranges": since(ranged, console.started),
-            "firstStartAfterLive": since(first, live), "rangesAfterLive": since(ranged, live)}
+            "firstStartAfterLive": since(first, live), "rangesAfterLive": since(ranged, live),
+            "forecastStartAfterLive": since(forked, live),
+            "expectedDoneAfterForecastStart": since(expected, forked),
+            "forecastDoneAfterForecastStart": since(done, forked)}
 
 
 def median(runs: list[dict[str, float | None]], key: str) -> float | None:
@@ -96,7 +160,8 @@ def median(runs: list[dict[str, float | None]], key: str) -> float | None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    keys = ("live", "firstStart", "ranges", "firstStartAfterLive", "rangesAfterLive")
+    keys = ("live", "firstStart", "ranges", "firstStartAfterLive", "rangesAfterLive", "forecastStartAfterLive",
+            "expectedDoneAfterForecastStart", "forecastDoneAfterForecastStart")
     out: dict[str, Any] = {"terminal": f"{args.cols}x{args.rows}"}
     with tempfile.TemporaryDirectory(prefix="kueuetop-fc-console-") as tmp:
         work = Path(tmp)

@@ -2,7 +2,7 @@
 
 In the console's process a forecast shares one interpreter with the UI: measured from outside on
 `large` (benchmarks/forecast_console.py --compare), its starts with their ranges reached the screen
-6.6 s after `kube:live` against 3.4 s from a child, and the UI's own updates waited for it too. A
+6.3 s after `kube:live` against 2.9 s from a child, and the UI's own updates waited for it too. A
 child forked when a forecast starts holds everything the forecast thread prepared (the snapshot,
 the run history, the pools: copy-on-write, nothing serialized on the way in), runs the pure engine
 and sends each result back as soon as it is known, from a thread of its own (`_Sender`: the engine
