@@ -69,7 +69,7 @@ from kueuetop.admission.shared_map import DELETE, SharedMap
 from kueuetop.gc_pacing import sparse_collections
 from kueuetop.kueue.run_times import admitted_at
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadDelta
-from kueuetop.kueue.workload import PodSetAssignment, Workload
+from kueuetop.kueue.workload import PodSetAssignment, Workload, with_conditions
 from kueuetop.kueue.workload_api import status_from_api, workload_to_api
 
 WorkloadKey = tuple[str, str]
@@ -304,16 +304,19 @@ class _World:
             d = self.data[key] = workload_to_api(self.wls[key])
         return d
 
-    def write(self, key: WorkloadKey, new: dict) -> bool:
-        """Keep `new` (a written version of the workload's API dict) when it differs."""
+    def write(self, key: WorkloadKey, new: dict, conditions_only: bool = False) -> bool:
+        """Keep `new` (a written version of the workload's API dict) when it differs.
+        `conditions_only`: the writer changed the status conditions alone (re-read only them)."""
         old = self._api(key)
         if new.get("status") == old.get("status") and new.get("spec") == old.get("spec"):
             return False
         if new.get("spec") != old.get("spec"):
             meta = new["metadata"] = dict(new.get("metadata") or {})
             meta["generation"] = int(meta.get("generation") or 0) + 1  # the API server's bump on spec writes
+            conditions_only = False
         self.data[key] = new
-        wl = status_from_api(self.wls[key], new, self.cache.parse)
+        read = with_conditions if conditions_only else status_from_api
+        wl = read(self.wls[key], new, self.cache.parse)
         self._set(key, wl)
         if wl.is_admitted and not wl.is_evicted:
             self.started.add(key)
@@ -431,7 +434,7 @@ class _World:
         d = _copy(self._api(key))
         su.set_condition(d["status"].setdefault("conditions", []), "PodsReady", True, "Started",
                          "All pods reached readiness and the workload is running", self.now, None)
-        return self.write(key, d)
+        return self.write(key, d, conditions_only=True)
 
     def next_time(self) -> float | None:
         times = [t for t in self.wake.values() if t > self.now]

@@ -362,6 +362,13 @@ def reparse_workload(prev: Workload, prev_data: Mapping, data: Mapping, cache: P
     )
 
 
+def with_conditions(prev: Workload, data: Mapping, cache: ParseCache | None = None) -> Workload:
+    """`prev` with the status conditions `data` holds: for a writer that changed nothing else of
+    `prev`'s API form (a forecast's PodsReady), the rest is not read again."""
+    f, _, _ = object_fields(to_v1beta2(data), "Workload", cache)
+    return replace(prev, conditions=parse_conditions(f.sub("status")))
+
+
 def with_status(prev: Workload, data: Mapping, cache: ParseCache | None = None) -> Workload:
     """`prev` with the parts Kueue's status writers change read from `data`: the status,
     `spec.active` and `metadata.generation` (bumped by a spec write). The rest — identity,

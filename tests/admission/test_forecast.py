@@ -196,6 +196,21 @@ def test_a_parked_workloads_status_written_back_holds_its_resource_requests_so_t
     assert isinstance(admitted, Workload) and "resourceRequests" not in workload_to_api(admitted)["status"]
 
 
+def test_a_conditions_only_write_reads_back_as_the_whole_status_does() -> None:
+    # The forward run's PodsReady write re-reads the conditions alone (`with_conditions`).
+    from kueuetop.admission import status_updates as su
+    from kueuetop.kueue.parse import parse_object
+    from kueuetop.kueue.workload import with_conditions
+
+    parsed = parse_object(admit(workload(NS, "a", "lq", gpus(2), count=3, created=T0), "cq", {GPU: "l4"}, at=T0 + 5))
+    assert isinstance(parsed, Workload)
+    api = workload_to_api(parsed)
+    su.set_condition(api["status"].setdefault("conditions", []), "PodsReady", True, "Started", "running", T0 + 9, None)
+    quick, whole = with_conditions(parsed, api), status_from_api(parsed, api)
+    assert quick == whole and quick.is_true("PodsReady") and not parsed.is_true("PodsReady")
+    assert quick.admission is parsed.admission  # not read again
+
+
 def test_runtimes_given_as_a_function_are_read_once_after_the_first_cycle_and_forecast_the_same() -> None:
     # The console's forecast child works the estimates out beside the run's first round.
     snap = snapshot(*base(), running("r", 4, T0), running("s", 2, T0 - 100),
