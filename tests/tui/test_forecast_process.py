@@ -358,3 +358,17 @@ def test_a_big_message_does_not_hold_the_job_while_the_console_is_slow_to_read()
     got = _all(child)
     assert got[0] == ("big", big)
     assert got[1][1] < read_from  # type: ignore[index]  # the job went on while nobody read
+
+
+def test_runtimes_are_worked_out_in_the_child_when_no_helper_can_be_forked(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_process(*args: object, **kwargs: object) -> FP.ForkedJob:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(FP, "start", no_process)
+    store = forecast_store()
+    job = forecaster._Job(snap=store.snapshot(), now=NOW, history=RunHistory("test"), pools=None, placements=None,
+                          checks=None, max_steps=1000, pods_note="", started=time.monotonic(), early=False)
+    sent: list[object] = []
+    got = forecaster._estimated_beside(job, sent.append, lambda: None)()
+    assert got and got == estimate_runtimes(job.snap, job.history, NOW)
+    assert sent == [("runtimes", got)]
