@@ -47,6 +47,7 @@ from kueuetop.kueue.quantity import format_quantity_for_api
 from kueuetop.kueue.quota import ResourceGroup
 from kueuetop.kueue.snapshot import ClusterSnapshot
 from kueuetop.kueue.workload import PodSetAssignment, Workload, parse_workload, workload_pod_sets
+from kueuetop.kueue.workload_api import resource_requests_to_api
 
 if TYPE_CHECKING:
     from kueuetop.admission.engine_cache import EngineCache
@@ -294,8 +295,7 @@ def assignment_to_api(psa: PodSetAssignment) -> dict:
 
 def resource_requests(wl: Mapping, cache: ParseCache | None = None) -> list[dict]:
     """status.resourceRequests: per pod set, the total requests of all its pods."""
-    return [{"name": ps.name, "resources": {r: format_quantity_for_api(r, v) for r, v in ps.total().items()}}
-            for ps in workload_pod_sets(wl, cache)]
+    return resource_requests_to_api(workload_pod_sets(wl, cache))
 
 
 def _sync_checks(w: _Wl, required: Iterable[str]) -> None:

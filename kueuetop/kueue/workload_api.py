@@ -12,12 +12,13 @@ each pod set's name, count and requests, which is all the writers read of the sp
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kueuetop.kueue.api_versions import V1BETA2
 from kueuetop.kueue.quantity import format_quantity_for_api
-from kueuetop.kueue.workload import Workload, with_status
+from kueuetop.kueue.workload import PodSet, Workload, with_status
 
 if TYPE_CHECKING:
     from kueuetop.kueue.meta import Condition
@@ -77,11 +78,14 @@ def status_to_api(wl: Workload) -> dict[str, Any]:
         status["schedulingStats"] = {"evictions": [
             {"reason": e.reason, "underlyingCause": e.underlying_cause, "count": e.count} for e in wl.evictions]}
     if wl.requests_in_status:
-        # status_updates.resource_requests, from the typed pod sets: per pod set, all its pods' requests.
-        status["resourceRequests"] = [
-            {"name": ps.name, "resources": {r: format_quantity_for_api(r, v) for r, v in ps.total().items()}}
-            for ps in wl.pod_sets]
+        status["resourceRequests"] = resource_requests_to_api(wl.pod_sets)
     return status
+
+
+def resource_requests_to_api(pod_sets: Iterable[PodSet]) -> list[dict[str, Any]]:
+    """status.resourceRequests as Kueue writes it: per pod set, the total requests of all its pods."""
+    return [{"name": ps.name, "resources": {r: format_quantity_for_api(r, v) for r, v in ps.total().items()}}
+            for ps in pod_sets]
 
 
 def workload_to_api(wl: Workload) -> dict[str, Any]:

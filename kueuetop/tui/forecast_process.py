@@ -33,6 +33,7 @@ import ctypes
 import gc
 import os
 import pickle
+import queue
 import select
 import signal
 import struct
@@ -228,16 +229,13 @@ class _Sender:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.said = time.monotonic()
-        self._frames: list[bytes | None] = []
-        self._ready = threading.Condition()
+        self._frames: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write_all, name="forecast-send", daemon=True)
         self._writer.start()
 
     def __call__(self, msg: object) -> None:
         data = msg.data if isinstance(msg, Pickled) else pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
-        with self._ready:
-            self._frames.append(_HEADER.pack(len(data)) + data)
-            self._ready.notify()
+        self._frames.put(_HEADER.pack(len(data)) + data)
         self.said = time.monotonic()
 
     def alive(self) -> None:
@@ -245,19 +243,11 @@ class _Sender:
             self(_ALIVE)
 
     def close(self) -> None:
-        with self._ready:
-            self._frames.append(None)
-            self._ready.notify()
+        self._frames.put(None)
         self._writer.join()
 
     def _write_all(self) -> None:
-        while True:
-            with self._ready:
-                while not self._frames:
-                    self._ready.wait()
-                frame = self._frames.pop(0)
-            if frame is None:
-                return
+        while (frame := self._frames.get()) is not None:
             view = memoryview(frame)
             try:
                 while view:
