@@ -4,7 +4,9 @@ error for a multi-cluster scenario that is wrong."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,9 +18,24 @@ from tests.sim.test_serve_process import free_port, http_get
 WORKERS = ("us-central1", "europe-west4", "asia-southeast1")
 
 
+def free_ports(n: int) -> int:
+    """A port free with the n − 1 after it (a free one alone may have a neighbour in use)."""
+    for _ in range(50):
+        base = free_port()
+        with contextlib.ExitStack() as held:
+            try:
+                for p in range(base, base + n):
+                    sock = held.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", p))
+            except OSError:
+                continue
+        return base
+    raise RuntimeError(f"no {n} free ports in a row")
+
+
 def test_serve_multikueue_process_contexts_and_stop(tmp_path: Path) -> None:
     kubectl = require_binary("kubectl")
-    port = free_port()
+    port = free_ports(len(WORKERS) + 1)  # the manager on it, the workers on the next ones
     kubeconfig = tmp_path / "kubeconfig"
     proc = subprocess.Popen([sys.executable, "-m", "kueuetop", "sim", "serve", "multikueue", "--port", str(port),
                              "--kubeconfig", str(kubeconfig)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -16,6 +16,7 @@ import yaml
 from kueuetop.sim.scenarios.multicluster import load_multicluster
 from kueuetop.sim.serve_world import ServedWorld, start_served_world
 from kueuetop.sources.multi_context import ContextPool, ContextRead
+from kueuetop.sources.session import POSITION_FETCHES
 from kueuetop.sources.watch_loop import AUTH_NAME, AUTH_THREADS, THREAD_NAME
 from kueuetop.store import SourceState, Store
 from tests.sources.live.conftest import KINDS, _watched_pod
@@ -141,6 +142,9 @@ def test_eleven_contexts_one_watch_thread(served: ServedWorld, tmp_path: Path) -
         # Per context only its store applier and visibility poller, never a thread per resource.
         client = _client_threads() - before
         assert client.pop(AUTH_NAME, 0) <= AUTH_THREADS
+        # A session's queue-position fetches have a small pool of their own, started by its first
+        # visibility poll if one falls in this window: per context, never per resource.
+        assert client.pop("kueuetop-positions", 0) <= POSITION_FETCHES * 11
         assert client == {THREAD_NAME: 1, "kueuetop-store-applier": 11, "kueuetop-visibility": 11}, client
     finally:
         pool.close()
