@@ -60,6 +60,23 @@ def test_messages_come_in_order_and_a_big_one_whole() -> None:
     assert _gone(child.pid)
 
 
+def test_the_child_collects_nothing_and_leaves_the_consoles_objects_where_they_are() -> None:
+    import gc
+
+    assert gc.isenabled()
+    frozen_here = gc.get_freeze_count()
+    kept = [[i] for i in range(10_000)]  # tracked objects of the console's, not frozen here
+
+    def job(send: FP.Send) -> None:
+        send((gc.isenabled(), gc.get_freeze_count(), len(kept)))
+
+    got = _all(FP.start(job))
+    enabled, frozen, n = got[0]  # type: ignore[misc]
+    assert not enabled and n == len(kept)
+    assert frozen >= frozen_here + len(kept)  # the console's heap is out of any collection's walk
+    assert gc.isenabled() and gc.get_freeze_count() == frozen_here  # the console's own is untouched
+
+
 def test_a_job_that_raises_says_what_and_one_that_dies_says_how() -> None:
     def raises(send: FP.Send) -> None:
         send(("partial",))
