@@ -153,6 +153,13 @@ class PodPlacer:
         self.caps = pools
         self._order = 0
         self.nodes: dict[str, list[_Node]] = {name: [self._node(f) for f in p.free_gpus] for name, p in pools.items()}
+        # Per pool and free GPU count, the nodes as (order, index), earliest changed first: a pod
+        # looks at the few counts that fit it rather than at every node (thousands on `xl`).
+        # Entries of nodes changed since are left in and dropped when they come up (`_earliest`).
+        self._by_free: dict[str, dict[int, list[tuple[int, int]]]] = {name: {} for name in pools}
+        for name, nodes in self.nodes.items():
+            for i, node in enumerate(nodes):
+                self._file(name, i, node)
         self.coming: list[tuple[float, str, int]] = [(t, name, 1) for name, p in pools.items() for t in p.coming]
         heapq.heapify(self.coming)  # (Ready at, pool, nodes)
         self.held: dict[WorkloadKey, list[tuple[str, int, int]]] = {}
@@ -177,10 +184,27 @@ class PodPlacer:
         self._order += 1
         return _Node(free, self._order)
 
-    def _change(self, node: _Node, delta: int) -> None:
+    def _change(self, pool: str, i: int, delta: int) -> None:
+        node = self.nodes[pool][i]
         node.free += delta
         self._order += 1
         node.order = self._order
+        self._file(pool, i, node)
+
+    def _file(self, pool: str, i: int, node: _Node) -> None:
+        heapq.heappush(self._by_free[pool].setdefault(node.free, []), (node.order, i))
+
+    def _earliest(self, pool: str, free: int) -> tuple[int, int] | None:
+        """(order, index) of the node of `pool` with `free` GPUs free that changed earliest."""
+        heap = self._by_free[pool].get(free)
+        nodes = self.nodes[pool]
+        while heap:
+            order, i = heap[0]
+            node = nodes[i]
+            if node.order == order and node.free == free:
+                return order, i
+            heapq.heappop(heap)  # that node changed since
+        return None
 
     # -- workloads -------------------------------------------------------------------------------
     def holds(self, key: WorkloadKey) -> bool:
@@ -225,7 +249,7 @@ class PodPlacer:
     def release(self, key: WorkloadKey) -> None:
         """Finished or evicted: its pods are gone, their GPUs free at once, its waiting pods dropped."""
         for pool, i, g in self.held.pop(key, ()):
-            self._change(self.nodes[pool][i], g)
+            self._change(pool, i, g)
             self.dirty = True
         self.waiting.pop(key, None)
         self.runtime.pop(key, None)
@@ -250,11 +274,14 @@ class PodPlacer:
                 _, _, key, gen, pool, i, g = heapq.heappop(self.ends)
                 if self.gen.get(key, 0) == gen:
                     self.held[key].remove((pool, i, g))
-                    self._change(self.nodes[pool][i], g)
+                    self._change(pool, i, g)
                     self.dirty = True
             while self.coming and self.coming[0][0] <= now:
                 _, pool, count = heapq.heappop(self.coming)
-                self.nodes[pool].extend(self._node(self.caps[pool].gpus_per_node) for _ in range(count))
+                nodes = self.nodes[pool]
+                for _ in range(count):
+                    nodes.append(self._node(self.caps[pool].gpus_per_node))
+                    self._file(pool, len(nodes) - 1, nodes[-1])
                 self.dirty = True
             if not self.dirty:
                 return started
@@ -280,7 +307,7 @@ class PodPlacer:
                     left.append(pod)
                     continue
                 pool, i = where
-                self._change(self.nodes[pool][i], -pod.gpus)
+                self._change(pool, i, -pod.gpus)
                 self.held[key].append((pool, i, pod.gpus))
                 runtime = self.runtime.get(key)
                 if runtime is not None:
@@ -294,13 +321,20 @@ class PodPlacer:
         return started
 
     def _fit(self, pod: _WaitingPod, requested: bool = False) -> tuple[str, int] | None:
+        """The fullest node that fits the pod, over its pools (the first pool, then the earliest
+        changed node among equals)."""
         best: tuple[int, int, int, str, int] | None = None
         for rank, pool in enumerate(pod.pools):
             if self.caps[pool].queued and not requested:
                 continue
-            for i, node in enumerate(self.nodes[pool]):
-                if node.free >= pod.gpus and (best is None or (node.free, rank, node.order) < best[:3]):
-                    best = (node.free, rank, node.order, pool, i)
+            for free in sorted(f for f in self._by_free[pool] if f >= pod.gpus):
+                if best is not None and free > best[0]:
+                    break
+                found = self._earliest(pool, free)
+                if found is not None:
+                    if best is None or (free, rank, found[0]) < best[:3]:
+                        best = (free, rank, found[0], pool, found[1])
+                    break
         return (best[3], best[4]) if best is not None else None
 
     def _scale_up(self, now: float) -> None:
