@@ -42,7 +42,8 @@ the queues are longest), or `--at`. Then, per scenario:
    times them with the heap kept as the console keeps it (`console_heap`). Estimated runtimes
    are forecast as the console forecasts them, with finishes on the grid (`finish_grid`).
    `consoleWorker`: the console's own forecast worker (`tui/forecaster.py`) on a store holding
-   the cluster, its history only from the finished Workloads still there: seconds until the
+   the cluster, in a process of its own that holds what a console holds and not this one's
+   simulator (`_console_worker.py`), its history only from the finished Workloads still there: seconds until the
    soonest starts are shown (`soonestShownWallSeconds`, null when the expected run ended first;
    `soonestShownAnswered`, how many starts that partial forecast held: 0 when the run had not
    reached the first admission by then),
@@ -52,8 +53,8 @@ the queues are longest), or `--at`. Then, per scenario:
    the grid's effect (`withoutGrid`), at `--at` instants (900 s by default): no run to idle.
 
 Prints one JSON document (or writes it to --out). Times of the cluster are virtual seconds of the
-simulator; wall/CPU seconds are this process's (and, for `consoleWorker`, its forecast children's
-CPU), with no API server and no console.
+simulator; wall/CPU seconds are this process's (for `consoleWorker`, the worker's process's and
+its forecast children's CPU), with no API server and no console.
 
 Usage (repository root, project virtualenv):
 
@@ -70,18 +71,24 @@ import argparse
 import bisect
 import contextlib
 import dataclasses
-import gc
 import json
 import math
+import pickle
 import random
-import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from _console_worker import KINDS as CONSOLE_KINDS
+from _console_worker import SAMPLES as CONSOLE_SAMPLES
+from _console_worker import console_heap, store_of
 
 from kueuetop.admission.eta_baselines import ema_throughput_eta, mean_interval_eta
 from kueuetop.admission.finish_grid import RESOLUTION
@@ -95,9 +102,7 @@ from kueuetop.kueue.parse import parse_object
 from kueuetop.kueue.pool_growth import AutoscalerRead
 from kueuetop.kueue.run_times import admitted_at
 from kueuetop.kueue.snapshot import ClusterSnapshot, WorkloadKey
-from kueuetop.kueue.workload import Workload
 from kueuetop.sim.clock import SimClock
-from kueuetop.sim.jobs.framework import KUEUE_GROUP as KUEUE
 from kueuetop.sim.kueue.queue_view import queued_workloads
 from kueuetop.sim.observed import (
     admissions,
@@ -115,12 +120,9 @@ from kueuetop.sim.scenarios.loader import load_scenario
 from kueuetop.sim.storage.objectstore import ObjectStore, WatchEvent
 from kueuetop.sim.wiring import SimParts, build_cluster
 from kueuetop.sources.autoscaler_status import parse_autoscaler_status
-from kueuetop.store import Entry, Store, StoreEvent
-from kueuetop.store import events as K
+from kueuetop.store import Store
 from kueuetop.store.known_pools import KnownPools
 from kueuetop.store.run_history import RunHistory, RunRecord
-from kueuetop.tui.forecaster import Forecaster
-from kueuetop.tui.heap import HeapFreezer, IdleCollector
 from kueuetop.views.forecast_report import checks_from_store, pools_from_store, store_pool_growth
 
 DEFAULT_SCENARIOS = ("refarch", "skypilot", "kueue-perf-baseline")
@@ -548,27 +550,14 @@ def estimated_mode(name: str, instants: Sequence[float], ranges_everywhere: bool
             "simulatorErrors": list(cluster.errors)[:5]}
 
 
-_CONSOLE_KINDS = ((KUEUE, "clusterqueues", K.CLUSTER_QUEUES), (KUEUE, "localqueues", K.LOCAL_QUEUES),
-                  (KUEUE, "resourceflavors", K.RESOURCE_FLAVORS), (KUEUE, "cohorts", K.COHORTS),
-                  (KUEUE, "admissionchecks", K.ADMISSION_CHECKS), ("", "namespaces", K.NAMESPACES),
-                  (KUEUE, "provisioningrequestconfigs", K.PROVISIONING_CONFIGS),
-                  (KUEUE, "workloads", K.WORKLOADS), ("", "nodes", K.NODES), ("", "pods", K.PODS))
-
-
 def console_store(objects: ObjectStore) -> Store:
     """A console's store holding what its informers would list from the simulated cluster."""
-    events = []
-    for group, plural, kind in _CONSOLE_KINDS:
-        items, _ = objects.list(group, plural, copy=False)
-        for raw in items:
-            meta = raw["metadata"]
-            with contextlib.suppress(KueueParseError):
-                events.append(StoreEvent.upsert(kind, "sim", Entry(
-                    key=(meta.get("namespace", ""), meta["name"]), raw=raw, obj=parse_object(raw),
-                    uid=meta.get("uid", ""), resource_version=meta.get("resourceVersion", ""))))
-    store = Store()
-    store.apply_batch(events)
-    return store
+    return store_of(_console_raws(objects))
+
+
+def _console_raws(objects: ObjectStore) -> dict[str, list[dict]]:
+    """The raw objects a console's informers would list, per store kind."""
+    return {kind: objects.list(group, plural, copy=False)[0] for group, plural, kind in CONSOLE_KINDS}
 
 
 def autoscaler_read(objects: ObjectStore) -> AutoscalerRead:
@@ -580,74 +569,19 @@ def autoscaler_read(objects: ObjectStore) -> AutoscalerRead:
     return AutoscalerRead(parse_autoscaler_status((cm.get("data") or {}).get(STATUS_KEY, "")))
 
 
-@contextlib.contextmanager
-def console_heap(count: Callable[[], int]) -> Iterator[None]:
-    """The heap as the console keeps it (tui/app.py) while forecasts are timed: what is loaded
-    frozen (HeapFreezer), Python's own full collections off (IdleCollector, whose polls wait for
-    quiet). Without it a full collection walks the simulator's whole heap inside the timing."""
-    HeapFreezer(count).maybe_freeze()
-    collector = IdleCollector()
-    collector.start()
-    try:
-        yield
-    finally:
-        collector.stop()
-        gc.unfreeze()
-
-
-CONSOLE_SAMPLES = 3  # fresh console workers timed per instant: one forecast's wall time varies by a fifth here
-
-
-def _cpu() -> float:
-    """CPU seconds of this process and of its children reaped so far (a forecast child and its
-    range helper count once reaped)."""
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + kids.ru_utime + kids.ru_stime
-
-
 def console_worker(objects: ObjectStore, now: float, samples: int = CONSOLE_SAMPLES) -> dict[str, Any]:
-    """The console's forecast worker on a store holding the cluster as its informers would: its
-    history from the finished Workloads still there, its own engine cache, one forecast, the
-    heap kept as the console keeps it; as the console runs it (in a child process, where it can)
-    and on the worker's thread (`inProcess`, `kueuetop --forecast-in-process`)."""
-    out = _console_worker(objects, now, samples, isolate=None)
-    if out["childProcess"]:
-        out["inProcess"] = _console_worker(objects, now, samples, isolate=False)
-    return out
-
-
-def _console_worker(objects: ObjectStore, now: float, samples: int, isolate: bool | None) -> dict[str, Any]:
-    """Wall seconds until the expected starts are shown and until their ranges are, and CPU
-    seconds (the children's included): the median of `samples` fresh workers, each listed."""
-    store = console_store(objects)
-    read = autoscaler_read(objects)
-    runs = []
-    with console_heap(lambda: sum(store.count(k) for k in (K.WORKLOADS, K.PODS, K.NODES))):
-        for _ in range(samples):
-            worker = Forecaster(store, clock=lambda: now, pool_limits=lambda: read, isolate=isolate)
-            worker.history.record_all(w for w in store.objects(K.WORKLOADS).values() if isinstance(w, Workload))
-            store.set_forecast(None, set())  # nothing on screen: each worker shows its soonest starts early
-            cpu = _cpu()
-            result = worker.run_once()
-            cpu = _cpu() - cpu
-            assert result is not None
-            runs.append((worker, result, cpu))
-    worker, result, _ = runs[-1]
-    early = [w.early_seconds for w, _, _ in runs if w.early_seconds is not None]
-    first = [w.first_seconds for w, _, _ in runs]
-    last = [w.last_seconds for w, _, _ in runs]
-    return {"samples": samples, "childProcess": worker.isolate,
-            "soonestShownWallSeconds": round(statistics.median(early), 2) if early else None,
-            # Of `answered`, how many had their start on screen then.
-            "soonestShownAnswered": statistics.median_low(w.early_answered for w, _, _ in runs
-                                                           if w.early_seconds is not None) if early else None,
-            "expectedShownWallSeconds": round(statistics.median(first), 2),
-            "expectedShownWallSecondsEach": [round(x, 2) for x in first],
-            "withRangesWallSeconds": round(statistics.median(last), 2),
-            "withRangesWallSecondsEach": [round(x, 2) for x in last],
-            "cpuSeconds": round(statistics.median(c for _, _, c in runs), 2),
-            "complete": result.complete, "runsInHistory": len(worker.history), "podsPlaced": result.pods_placed,
-            "answered": sum(1 for w in result.workloads.values() if w.start is not None)}
+    """The console's forecast worker timed in a process of its own that holds only what a console
+    holds: the objects its informers would list, parsed into its store (`_console_worker.py`).
+    This process holds the whole simulator; a forecast child forked from it would be timed
+    copying that."""
+    with tempfile.NamedTemporaryFile(suffix=".pickle") as f:
+        pickle.dump((_console_raws(objects), autoscaler_read(objects), now, samples), f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.flush()
+        done = subprocess.run([sys.executable, str(Path(__file__).with_name("_console_worker.py")), f.name],
+                              capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the console worker's process failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)
 
 
 def _goal(stats: Mapping[str, Mapping[str, Any]], method: str = "forecast") -> dict[str, Any]:
