@@ -222,16 +222,21 @@ def _above_nominal_cqs(tree: QuotaTree, current: Node, frs: frozenset[FR], keep:
     if hit is not None and hit.source == tree.version:
         return hit.value
     out: list[tuple[Node, Node]] = []
-
-    def walk(node: Node, top: Node | None) -> None:
-        for child in node.child_cohorts:
+    # Depth first, cohorts before ClusterQueues at each level, as the recursive walk goes; with a
+    # stack of iterators rather than a recursive closure, which would hold itself (and the tree)
+    # in a reference cycle until the next garbage collection.
+    stack = [(current, None, iter(current.child_cohorts))]
+    while stack:
+        node, top, cohorts = stack[-1]
+        child = next(cohorts, None)
+        if child is not None:
             if not tree.within_nominal(child, frs):
-                walk(child, top or child)
-        for child in node.child_cqs:
-            if not tree.within_nominal(child, frs):
-                out.append((child, top or child))
-
-    walk(current, None)
+                stack.append((child, top or child, iter(child.child_cohorts)))
+            continue
+        stack.pop()
+        for cq in node.child_cqs:
+            if not tree.within_nominal(cq, frs):
+                out.append((cq, top or cq))
     if keep:
         tree.memo[k] = Derived(tree.version, out)
     return out

@@ -144,22 +144,24 @@ class QuotaStructure:
                 node.in_cycle = parent.in_cycle
             cq_nodes[name] = node
 
-        def accumulate(node: Node) -> None:
-            node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}
-            for child in (*node.child_cohorts, *node.child_cqs):
-                if not child.is_cq:
-                    accumulate(child)
-                for fr, q in child.subtree.items():
-                    node.subtree[fr] = node.subtree.get(fr, 0) + q - child.local_quota(fr)
-
         for node in cohort_nodes.values():
             if node.parent is None:
-                accumulate(node)
+                _accumulate_subtree(node)
         return QuotaStructure(cq_nodes, cohort_nodes)
 
     def cq_has_cycle(self, cq: str) -> bool:
         node = self.cqs.get(cq)
         return node is not None and node.in_cycle
+
+
+def _accumulate_subtree(node: Node) -> None:
+    """SubtreeQuota bottom-up (see the module docstring)."""
+    node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}
+    for child in (*node.child_cohorts, *node.child_cqs):
+        if not child.is_cq:
+            _accumulate_subtree(child)
+        for fr, q in child.subtree.items():
+            node.subtree[fr] = node.subtree.get(fr, 0) + q - child.local_quota(fr)
 
 
 class QuotaTree:
@@ -188,23 +190,24 @@ class QuotaTree:
         tree = QuotaTree(structure)
         for name, node in structure.cqs.items():
             tree.usage[node.key] = dict(cq_usage.get(name, {}))
-
-        def accumulate(node: Node) -> dict[FR, int]:
-            u: dict[FR, int] = {}
-            for child in node.child_cohorts:
-                cu = accumulate(child)
-                for fr, v in cu.items():
-                    u[fr] = u.get(fr, 0) + max(0, v - child.local_quota(fr))
-            for child in node.child_cqs:
-                for fr, v in tree.usage[child.key].items():
-                    u[fr] = u.get(fr, 0) + max(0, v - child.local_quota(fr))
-            tree.usage[node.key] = u
-            return u
-
         for node in structure.cohorts.values():
             if node.parent is None:
-                accumulate(node)
+                tree._accumulate(node)
         return tree
+
+    def _accumulate(self, node: Node) -> dict[FR, int]:
+        """`node`'s usage from its children's, bottom-up (a method, not a recursive closure: that
+        would hold itself and the tree in a reference cycle until a garbage collection)."""
+        u: dict[FR, int] = {}
+        for child in node.child_cohorts:
+            cu = self._accumulate(child)
+            for fr, v in cu.items():
+                u[fr] = u.get(fr, 0) + max(0, v - child.local_quota(fr))
+        for child in node.child_cqs:
+            for fr, v in self.usage[child.key].items():
+                u[fr] = u.get(fr, 0) + max(0, v - child.local_quota(fr))
+        self.usage[node.key] = u
+        return u
 
     def clone(self) -> QuotaTree:
         # Copy-on-write: both trees share every node's usage dict until one of them changes it.

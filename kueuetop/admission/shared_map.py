@@ -20,6 +20,7 @@ such keys are remembered, and an older version looks for them in every chunk.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -38,11 +39,14 @@ class _Lineage:
         self.lock = threading.Lock()  # one evolve at a time claims the newest version
         self.where: dict[Any, int] = {}  # key → chunk it was put in last
         self.moved: set[Any] = set()  # keys put in another chunk after a delete
-        self.newest: SharedMap | None = None
+        # The newest version, weakly: a strong reference would make a cycle (each version holds
+        # its lineage), and a forecast's forward run, dropped at its end, would then wait for a
+        # garbage collection with every workload of its last instant (20 MB on `large`).
+        self.newest: weakref.ref[SharedMap] | None = None
 
 
 class SharedMap(Mapping):
-    __slots__ = ("_chunks", "_len", "_lineage")
+    __slots__ = ("__weakref__", "_chunks", "_len", "_lineage")
 
     def __init__(self, chunks: list[dict], length: int, lineage: _Lineage) -> None:
         self._chunks, self._len, self._lineage = chunks, length, lineage
@@ -59,7 +63,7 @@ class SharedMap(Mapping):
             chunks[-1][k] = v
             where[k] = len(chunks) - 1
         m = cls(chunks, sum(len(c) for c in chunks), lineage)
-        lineage.newest = m
+        lineage.newest = weakref.ref(m)
         return m
 
     # ------------------------------------------------------------------ reads
@@ -121,9 +125,9 @@ class SharedMap(Mapping):
             return self
         lineage = self._lineage
         with lineage.lock:
-            if lineage.newest is self:
+            if lineage.newest is not None and lineage.newest() is self:
                 m = self._grow(changes)
-                lineage.newest = m
+                lineage.newest = weakref.ref(m)
                 return m
         return SharedMap.of(self, lineage.chunk).evolve(changes)
 

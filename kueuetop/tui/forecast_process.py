@@ -207,9 +207,10 @@ def _detach(keep: int) -> None:
         os.nice(NICE)
     # The console's objects stay where they are: a collection over the console's heap would copy
     # every page of it. And the child collects nothing at all: it lives for one forecast, whose
-    # objects are trees freed by reference counting (the cyclic garbage of a `large` run is
-    # about 110,000 small objects, 2 MB), while its young collections walked every object the
-    # run kept: a seventh of the run's time. What the child leaves goes with it at its exit.
+    # objects reference counting frees (a forward run leaves only its quota structure's
+    # parent/child links in reference cycles: tests/admission/test_forecast.py), while its young
+    # collections walked every object the run kept, a seventh of the run's time. What the
+    # child leaves goes with it at its exit.
     gc.freeze()
     gc.disable()
     if os.getppid() == 1:  # the console ended before the death signal was armed

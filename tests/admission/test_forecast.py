@@ -17,6 +17,7 @@ from tests.builders import (
     T0,
     admit,
     cluster_queue,
+    cohort,
     flavor,
     fq,
     group,
@@ -135,6 +136,39 @@ def test_borrowing_in_a_cohort_then_reclaim_by_the_lender() -> None:
     f = forecast(snapshot(*objs), {("team-b", "borrower"): exact(3600), (NS, "owner"): exact(60)}, T0 + 40)
     owner = f.workloads[(NS, "owner")]
     assert owner.start == T0 + 40 and owner.preempts == (("team-b", "borrower"),)
+
+
+def test_a_forward_run_leaves_no_reference_cycle_holding_its_workloads_or_quota_trees() -> None:
+    """The console's forecast child collects no garbage (tui/forecast_process.py): whatever a run
+    leaves in a reference cycle stays until the child exits. Only the quota structure's own
+    parent/child links may be left; no workload of the run's instants, no quota tree, no closure."""
+    import gc
+
+    teams = ("team-b", "team-c")
+    objs = [flavor("l4"), namespace(NS), *(namespace(t) for t in teams), cohort("org"), cohort("research", parent="org"),
+            cluster_queue("cq-a", group(GPU, fq("l4", **{GPU: 8})), cohort="org", reclaim="Any"),
+            cluster_queue("cq-b", group(GPU, fq("l4", **{GPU: 0})), cohort="research"),
+            cluster_queue("cq-c", group(GPU, fq("l4", **{GPU: 0})), cohort="research"),
+            local_queue(NS, "lq-a", "cq-a"), local_queue("team-b", "lq-b", "cq-b"), local_queue("team-c", "lq-c", "cq-c"),
+            *(admit(workload(t, f"borrower-{t}", f"lq-{t[-1]}", gpus(4), created=T0), f"cq-{t[-1]}", {GPU: "l4"}, at=T0)
+              for t in teams),
+            *(workload(NS, f"owner-{i}", "lq-a", gpus(4), created=T0 + 30 + i) for i in range(3))]
+    snap = snapshot(*objs)
+    runtimes = {k: exact(600 + 60 * i) for i, k in enumerate(sorted(snap.workloads))}
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        f = forecast(snap, runtimes, T0 + 40)
+        assert f.workloads[(NS, "owner-0")].preempts  # the lender reclaimed through the nested cohort
+        del f
+        gc.collect()
+        left = {type(o).__name__ for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not left & {"Workload", "SharedMap", "QuotaTree", "function", "cell"}, left
 
 
 def test_the_snapshot_is_not_changed_and_a_reused_cache_answers_as_a_fresh_one() -> None:
