@@ -18,7 +18,9 @@ Forking a process that runs threads is safe only for what the child then does, s
   no exit handler of the console's runs twice;
 - ignores the terminal's resize signal, drops the UI's signal wakeup fd, dies with its parent
   (`PR_SET_PDEATHSIG`), and runs at a lower priority than the console (`NICE`), so on a busy
-  machine the UI gets the CPU first;
+  machine the UI gets the CPU first; a job the user is waiting on may start at the console's
+  own priority (`start(..., nice=0)`) and take the lower one once it sent what was awaited
+  (`lower_priority`);
 - reports every half second (`HEARTBEAT`): a child silent for `SILENT_LIMIT` seconds (stuck) is
   killed and the forecast says so.
 
@@ -140,9 +142,10 @@ class ForkedJob:
         self._reaped = True
 
 
-def start(job: Callable[[Send], None], locks: Iterable[AbstractContextManager] = ()) -> ForkedJob:
+def start(job: Callable[[Send], None], locks: Iterable[AbstractContextManager] = (), nice: int = NICE) -> ForkedJob:
     """Fork a child that runs `job(send)`: each object it sends (picklable) comes out of the
-    returned ForkedJob's `messages`. `locks` are held across the fork (see the module docstring)."""
+    returned ForkedJob's `messages`. `locks` are held across the fork (see the module docstring).
+    `nice`: the child's priority below the forking process's."""
     r, w = os.pipe()
     with contextlib.suppress(OSError, AttributeError, ImportError):
         import fcntl
@@ -159,15 +162,15 @@ def start(job: Callable[[Send], None], locks: Iterable[AbstractContextManager] =
         os.close(w)
         raise
     if pid == 0:  # the child: never returns
-        _child(job, w)
+        _child(job, w, nice)
     os.close(w)
     return ForkedJob(pid, r)
 
 
-def _child(job: Callable[[Send], None], fd: int) -> None:
+def _child(job: Callable[[Send], None], fd: int, nice: int) -> None:
     code = 1
     try:
-        _detach(fd)
+        _detach(fd, nice)
         send = _Sender(fd)
         try:
             job(send)
@@ -180,7 +183,7 @@ def _child(job: Callable[[Send], None], fd: int) -> None:
         os._exit(code)
 
 
-def _detach(keep: int) -> None:
+def _detach(keep: int, nice: int) -> None:
     """Let go of the console: its terminal, fds, signals; die with it; yield the CPU to it."""
     with contextlib.suppress(OSError, AttributeError, TypeError):
         libc = ctypes.CDLL(None, use_errno=True)
@@ -203,8 +206,9 @@ def _detach(keep: int) -> None:
             signal.signal(sig, signal.SIG_DFL)
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGWINCH, signal.SIG_IGN)
-    with contextlib.suppress(OSError):
-        os.nice(NICE)
+    if nice:
+        with contextlib.suppress(OSError):
+            os.nice(nice)
     # The console's objects stay where they are: a collection over the console's heap would copy
     # every page of it. And the child collects nothing at all: it lives for one forecast, whose
     # objects reference counting frees (a forward run leaves only its quota structure's
@@ -215,6 +219,12 @@ def _detach(keep: int) -> None:
     gc.disable()
     if os.getppid() == 1:  # the console ended before the death signal was armed
         os._exit(1)
+
+
+def lower_priority() -> None:
+    """In a child started at the console's priority: from now on, NICE below it."""
+    with contextlib.suppress(OSError):
+        os.nice(NICE)
 
 
 @dataclass(frozen=True)

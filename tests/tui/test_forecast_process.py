@@ -77,6 +77,39 @@ def test_the_child_collects_nothing_and_leaves_the_consoles_objects_where_they_a
     assert gc.isenabled() and gc.get_freeze_count() == frozen_here  # the console's own is untouched
 
 
+def test_a_child_runs_below_the_console_unless_started_at_its_priority_until_it_lowers_it() -> None:
+    here = os.getpriority(os.PRIO_PROCESS, 0)
+
+    def job(send: FP.Send) -> None:
+        send(os.getpriority(os.PRIO_PROCESS, 0))
+        FP.lower_priority()
+        send(os.getpriority(os.PRIO_PROCESS, 0))
+
+    assert _all(FP.start(job))[0] == min(19, here + FP.NICE)
+    assert _all(FP.start(job, nice=0)) == [here, min(19, here + FP.NICE)]
+
+
+def test_the_first_forecasts_child_waits_below_the_console_only_once_its_expected_starts_are_sent(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    niced: list[int] = []
+    start = FP.start
+
+    def started(job, locks=(), nice=FP.NICE):  # type: ignore[no-untyped-def]
+        niced.append(nice)
+        return start(job, locks, nice)
+
+    monkeypatch.setattr(forecaster.forecast_process, "start", started)
+    store = forecast_store()
+    worker = Forecaster(store, clock=lambda: NOW, isolate=True)
+    assert worker.run_once() is not None  # the first: nothing on screen
+    assert niced == [0]  # its child (the helpers it forks start from the child, at the default)
+    assert store.forecast() is not None
+    worker.now()  # asked again: a later forecast, with starts on screen
+    count = len(niced)
+    assert worker.run_once() is not None
+    assert niced[count:] == [FP.NICE]
+
+
 def test_a_job_that_raises_says_what_and_one_that_dies_says_how() -> None:
     def raises(send: FP.Send) -> None:
         send(("partial",))
