@@ -59,6 +59,7 @@ SILENT_LIMIT = 60.0  # seconds without a word from the child before it is taken 
 PIPE_SIZE = 1 << 20  # bytes the pipe holds (Linux's pipe-max-size for a user by default)
 _PR_SET_PDEATHSIG = 1
 _HEADER = struct.Struct("!Q")
+_started_at: int | None = None  # in a child of `start`: the priority of the process that forked it
 _ALIVE = ("alive",)
 
 
@@ -206,8 +207,10 @@ def _detach(keep: int, nice: int) -> None:
             signal.signal(sig, signal.SIG_DFL)
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGWINCH, signal.SIG_IGN)
-    if nice:
-        with contextlib.suppress(OSError):
+    global _started_at
+    with contextlib.suppress(OSError):
+        _started_at = os.getpriority(os.PRIO_PROCESS, 0)  # the forking process's
+        if nice:
             os.nice(nice)
     # The console's objects stay where they are: a collection over the console's heap would copy
     # every page of it. And the child collects nothing at all: it lives for one forecast, whose
@@ -222,9 +225,21 @@ def _detach(keep: int, nice: int) -> None:
 
 
 def lower_priority() -> None:
-    """In a child started at the console's priority: from now on, NICE below it."""
+    """In a child started at the console's priority: from now on, NICE below it (a child
+    already below it stays where it is)."""
+    if _started_at is None:
+        return  # not a child of `start`
     with contextlib.suppress(OSError):
-        os.nice(NICE)
+        if os.getpriority(os.PRIO_PROCESS, 0) <= _started_at:
+            os.nice(NICE)
+
+
+def cores() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,7 @@ def _in_child(job: _Job, cache: EngineCache) -> Callable[[forecast_process.Send]
             kind, result = msg
             send((kind, dataclasses.replace(result, runtimes={}), rounds))
             if kind == "expected" and job.early:
-                forecast_process.lower_priority()  # the ranges may wait for the UI
+                forecast_process.lower_priority()  # the ranges may wait for the UI (if not below it yet)
 
         _compute(job, cache, pause, lean, side_by_side=alive, runtimes=_estimated_beside(job, send, alive))
     return job_in_child
@@ -395,11 +395,13 @@ class Forecaster:
         """`_compute` in a forked child (`forecast_process`), its results published as they come.
         A child that dies or goes silent turns isolation off: the next forecasts run on this thread."""
         try:
-            # The first forecast (nothing on screen: `early`) is what the user waits for: its
-            # child runs at the console's priority until its expected starts are sent; on `large`
-            # that brought them 0.1 s sooner (2 vCPUs, the console drawing its first table).
+            # The first forecast (nothing on screen: `early`) is what the user waits for: with a
+            # core for the UI and one for it, its child runs at the console's priority until its
+            # expected starts are sent; on `large` that brought them about 0.2 s sooner (2 vCPUs,
+            # the console drawing its first table meanwhile). With one core the UI goes first.
+            first = job.early and forecast_process.cores() >= 2
             child = forecast_process.start(_in_child(job, self.cache), locks=[self.history.held()],
-                                           nice=0 if job.early else forecast_process.NICE)
+                                           nice=0 if first else forecast_process.NICE)
         except OSError as exc:  # no process to be had (memory, a process limit): this one on the thread
             log.warning("forecast process could not start (%s): forecasting on the console's thread", exc)
             self._run_here(job)

@@ -85,8 +85,11 @@ def test_a_child_runs_below_the_console_unless_started_at_its_priority_until_it_
         FP.lower_priority()
         send(os.getpriority(os.PRIO_PROCESS, 0))
 
-    assert _all(FP.start(job))[0] == min(19, here + FP.NICE)
-    assert _all(FP.start(job, nice=0)) == [here, min(19, here + FP.NICE)]
+    below = min(19, here + FP.NICE)
+    assert _all(FP.start(job)) == [below, below]  # started below: lowering again does nothing
+    assert _all(FP.start(job, nice=0)) == [here, below]
+    FP.lower_priority()  # not a child: nothing
+    assert os.getpriority(os.PRIO_PROCESS, 0) == here
 
 
 def test_the_first_forecasts_child_waits_below_the_console_only_once_its_expected_starts_are_sent(
@@ -99,12 +102,19 @@ def test_the_first_forecasts_child_waits_below_the_console_only_once_its_expecte
         return start(job, locks, nice)
 
     monkeypatch.setattr(forecaster.forecast_process, "start", started)
+    monkeypatch.setattr(forecaster.forecast_process, "cores", lambda: 2)
     store = forecast_store()
     worker = Forecaster(store, clock=lambda: NOW, isolate=True)
     assert worker.run_once() is not None  # the first: nothing on screen
     assert niced == [0]  # its child (the helpers it forks start from the child, at the default)
     assert store.forecast() is not None
     worker.now()  # asked again: a later forecast, with starts on screen
+    count = len(niced)
+    assert worker.run_once() is not None
+    assert niced[count:] == [FP.NICE]
+    monkeypatch.setattr(forecaster.forecast_process, "cores", lambda: 1)
+    store.set_forecast(None, set())  # nothing on screen again, but one core: the UI goes first
+    worker.now()
     count = len(niced)
     assert worker.run_once() is not None
     assert niced[count:] == [FP.NICE]
