@@ -92,7 +92,7 @@ def test_a_child_runs_below_the_console_unless_started_at_its_priority_until_it_
     assert os.getpriority(os.PRIO_PROCESS, 0) == here
 
 
-def test_the_first_forecasts_child_waits_below_the_console_only_once_its_expected_starts_are_sent(
+def test_only_the_first_forecasts_child_on_two_cores_starts_at_the_consoles_priority(
         monkeypatch: pytest.MonkeyPatch) -> None:
     niced: list[int] = []
     start = FP.start
